@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package kiln needs to build, test and benchmark, and only
+# those that are missing. Safe to run again: a machine that has everything makes
+# no apt call at all. Runs as root, or through sudo otherwise.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  gcc pkgconf meson ninja-build
+  # OpenCL: the ICD loader, headers, and the two real platforms of CPU-only machines
+  ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
+  # optional backends and the benchmark's CPU peer (meson features, auto)
+  libclblast-dev libclfft-dev libopenblas-dev
+  # tests
+  libcmocka-dev valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,402 @@
+/*
+ * kiln — a vendor-neutral OpenCL compute runtime.
+ *
+ * Introduction
+ *
+ * A C program creates one kiln_runtime. kiln finds every OpenCL platform and
+ * device through the ICD loader, chooses one device, and creates an OpenCL
+ * context and an in-order command queue on it. Buffers live on that device;
+ * operations are enqueued on that queue and return without waiting.
+ * kiln_finish() waits for everything enqueued and reports errors that only
+ * surface when the device runs the work.
+ *
+ * Every function that can fail returns a kiln_status: KILN_OK (0) on success,
+ * a negative KILN_ERR_* otherwise. After a failure, kiln_last_error() gives
+ * the whole story in one message: what kiln was doing, what was wrong (with
+ * the OpenCL call and its error name when OpenCL failed), and what was
+ * expected. The library never prints, aborts or exits.
+ *
+ * Lifetime: objects come in create/destroy pairs; the new object is returned
+ * through the last parameter, and is left NULL on failure. Destroy functions
+ * accept NULL.
+ *
+ * Threads: see "Thread safety" in README.md. In short: calls on one runtime
+ * from several threads are serialised where they touch shared state (memory
+ * accounting, error text), and the OpenCL queue is thread-safe; the error
+ * text returned to a thread stays valid until that thread's next
+ * kiln_last_error() call.
+ *
+ * OpenCL handles (context, queue, cl_mem) are available through
+ * <kiln/kiln_cl.h>, which includes the OpenCL headers; this header does not.
+ */
+#ifndef KILN_H
+#define KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/version.h"
+
+#if defined(_WIN32)
+#  if defined(KILN_BUILDING)
+#    define KILN_API __declspec(dllexport)
+#  else
+#    define KILN_API
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define KILN_API __attribute__((visibility("default")))
+#else
+#  define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*====================================================================
+ * Version
+ *====================================================================*/
+
+/*! kiln_version() :
+ * @return : the library's version as "MAJOR.MINOR.PATCH", which may differ
+ *           from KILN_VERSION_STRING when the program was built against
+ *           other headers. Static storage; never NULL. */
+KILN_API const char *kiln_version(void);
+
+/*! kiln_version_number() :
+ * @return : MAJOR*10000 + MINOR*100 + PATCH, comparable with
+ *           KILN_VERSION_NUMBER. */
+KILN_API unsigned kiln_version_number(void);
+
+/*====================================================================
+ * Status
+ *====================================================================*/
+
+/* One list generates the enum, kiln_status_name() and kiln_status_string().
+ * KILN_OK is 0; errors are negative, grouped by hundreds, and a code once
+ * published is never renumbered.
+ *   -1 .. -99    the caller's request is wrong
+ *   -100 .. -199 the device, the driver or resources
+ *   -200 .. -299 files and formats */
+#define KILN_STATUS_MAP(XX)                                                        \
+  XX(OK,                      0,    "success")                                     \
+  XX(ERR_INVALID_ARGUMENT,    -1,   "an argument is missing, out of range or "     \
+                                    "inconsistent with the others")                \
+  XX(ERR_INVALID_DTYPE,       -2,   "the element type is not one this call "       \
+                                    "accepts")                                     \
+  XX(ERR_OUT_OF_BOUNDS,       -3,   "the requested range lies outside the buffer") \
+  XX(ERR_OVERFLOW,            -4,   "a size computation overflows")                \
+  XX(ERR_INVALID_ENV,         -5,   "an environment variable has a value kiln "    \
+                                    "cannot use")                                  \
+  XX(ERR_WRONG_RUNTIME,       -6,   "the objects belong to different runtimes")    \
+  XX(ERR_BUSY,                -7,   "the object is still in use")                  \
+  XX(ERR_UNSUPPORTED,         -8,   "the device or this build of kiln cannot do "  \
+                                    "what was asked")                              \
+  XX(ERR_NO_DEVICE,           -100, "no usable OpenCL device was found")           \
+  XX(ERR_OUT_OF_MEMORY,       -101, "the device does not have the memory asked "   \
+                                    "for")                                         \
+  XX(ERR_OUT_OF_HOST_MEMORY,  -102, "the host ran out of memory")                  \
+  XX(ERR_DEVICE_UNAVAILABLE,  -103, "the device is not available")                 \
+  XX(ERR_OPENCL,              -104, "an OpenCL call failed")
+
+/*! kiln_status :
+ * The result of every call that can fail. */
+typedef enum kiln_status {
+#define KILN_XX_(name, code, text) KILN_##name = code,
+  KILN_STATUS_MAP(KILN_XX_)
+#undef KILN_XX_
+} kiln_status;
+
+/*! kiln_status_name() :
+ * @return : the enumerator's name without its prefix, e.g. "ERR_OUT_OF_MEMORY",
+ *           or "UNKNOWN" for a value that is not a kiln_status. Static. */
+KILN_API const char *kiln_status_name(kiln_status status);
+
+/*! kiln_status_string() :
+ * @return : a one-line description of the status, e.g. "the device does not
+ *           have the memory asked for". Static; never NULL. */
+KILN_API const char *kiln_status_string(kiln_status status);
+
+/*! kiln_cl_error_name() :
+ * @return : the name of an OpenCL error code as the Khronos headers spell it,
+ *           e.g. "CL_OUT_OF_RESOURCES" for -5, covering the core codes and
+ *           the extensions' codes; "CL_SUCCESS" for 0; "CL_UNKNOWN_ERROR" for
+ *           a code no header defines. Static; never NULL. */
+KILN_API const char *kiln_cl_error_name(int cl_error);
+
+/*====================================================================
+ * Types
+ *====================================================================*/
+
+/* Opaque handles. */
+typedef struct kiln_runtime kiln_runtime;
+typedef struct kiln_buffer kiln_buffer;
+
+/*! kiln_dtype :
+ * Element types. 0 is not a type, so a zeroed descriptor is caught. */
+typedef enum kiln_dtype {
+  KILN_F16 = 1, /* IEEE half, stored as 16 bits (uint16_t on the host) */
+  KILN_F32 = 2, /* float */
+  KILN_F64 = 3, /* double */
+  KILN_C32 = 4, /* complex of two floats, interleaved (re, im) */
+  KILN_C64 = 5, /* complex of two doubles, interleaved */
+  KILN_I32 = 6, /* int32_t */
+  KILN_I64 = 7  /* int64_t */
+} kiln_dtype;
+
+/*! kiln_dtype_size() :
+ * @return : the size of one element in bytes, or 0 for a value that is not a
+ *           kiln_dtype. */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+/*! kiln_dtype_name() :
+ * @return : numpy's name for the type ("float16", "float32", "float64",
+ *           "complex64", "complex128", "int32", "int64"), or "invalid".
+ *           Static. */
+KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
+
+/*====================================================================
+ * Runtime
+ *====================================================================*/
+
+/*! kiln_options :
+ * Set by kiln_options_init(), then change the fields you care about.
+ * An option left at its default is taken from the environment variable named
+ * beside it when that is set; an option you set wins over the environment.
+ * Environment values are read once, by kiln_runtime_create(); a value kiln
+ * cannot use makes it fail with KILN_ERR_INVALID_ENV. */
+typedef struct kiln_options {
+  /* Cap on the device memory kiln may hold in buffers at once, in bytes.
+   * 0: no cap beyond the device's global memory. Env: KILN_MEMORY_LIMIT,
+   * bytes with an optional K, M, G or T suffix (powers of 1024), or a
+   * percentage of the device's global memory such as "50%". */
+  uint64_t memory_limit;
+  /* Cap as a fraction of the device's global memory, in (0, 1]; 0: none.
+   * When both caps are set the smaller one holds. */
+  double memory_fraction;
+  /* Non-zero: ignore every KILN_* environment variable. */
+  int ignore_env;
+} kiln_options;
+
+/*! kiln_options_init() :
+ * Fills *opts with the defaults. NULL is ignored. */
+KILN_API void kiln_options_init(kiln_options *opts);
+
+/*! kiln_runtime_create() :
+ * Finds every OpenCL platform and device through the ICD loader, chooses one
+ * device (the first GPU, else the first CPU), and creates a context and an
+ * in-order command queue with profiling enabled on it.
+ * A platform or device whose queries fail is skipped, and a note saying why
+ * goes into kiln_runtime_diagnostics(); it never stops the others from being
+ * found.
+ * @opts : NULL for the defaults.
+ * @out  : receives the runtime, or NULL on failure.
+ * @return : KILN_OK;
+ *           KILN_ERR_NO_DEVICE when no platform or no usable device exists
+ *             (the message says how to install a driver);
+ *           KILN_ERR_INVALID_ENV, KILN_ERR_INVALID_ARGUMENT for bad options;
+ *           KILN_ERR_OUT_OF_HOST_MEMORY; KILN_ERR_OPENCL.
+ * On failure, kiln_last_error(NULL) tells why. */
+KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
+                                         kiln_runtime **out);
+
+/*! kiln_runtime_destroy() :
+ * Waits for the queue, then releases the queue, the context and every
+ * resource of the runtime. NULL is ignored.
+ * @return : KILN_OK, or KILN_ERR_BUSY while buffers of this runtime are still
+ *           alive: destroy them first; the runtime is then left intact. */
+KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt);
+
+/*! kiln_finish() :
+ * Waits until everything enqueued on the runtime's queue has finished.
+ * @return : KILN_OK, or the status of the first enqueued command that failed
+ *           since the last kiln_finish() (KILN_ERR_OUT_OF_MEMORY when the
+ *           driver could not allocate at first use, KILN_ERR_OPENCL ...). */
+KILN_API kiln_status kiln_finish(kiln_runtime *rt);
+
+/*! kiln_last_error() :
+ * @rt : the runtime whose last failure you want, or NULL for the last
+ *        failure of this thread that had no runtime (kiln_runtime_create(),
+ *        or a call given a NULL runtime or buffer).
+ * @return : the message of the most recent failure, "" when there was none.
+ *           Successful calls do not clear it. The text belongs to kiln and
+ *           stays valid until this thread calls kiln_last_error() again.
+ *           Never NULL. */
+KILN_API const char *kiln_last_error(const kiln_runtime *rt);
+
+/*! kiln_runtime_diagnostics() :
+ * @return : notes gathered while finding devices, one per line: platforms or
+ *           devices that were skipped and why. "" when there were none. Owned
+ *           by the runtime; valid until it is destroyed. NULL for rt == NULL. */
+KILN_API const char *kiln_runtime_diagnostics(const kiln_runtime *rt);
+
+/*====================================================================
+ * Device information
+ *====================================================================*/
+
+/*! kiln_device_type :
+ * The bits of an OpenCL device type, with OpenCL's values. */
+typedef enum kiln_device_type {
+  KILN_DEVICE_DEFAULT = 1,
+  KILN_DEVICE_CPU = 2,
+  KILN_DEVICE_GPU = 4,
+  KILN_DEVICE_ACCELERATOR = 8,
+  KILN_DEVICE_CUSTOM = 16
+} kiln_device_type;
+
+/*! kiln_device_info :
+ * One device as the driver describes it. Strings are never NULL; a property
+ * the driver would not report reads as "" or 0. Owned by the runtime; valid
+ * until it is destroyed. */
+typedef struct kiln_device_info {
+  unsigned platform_index;      /* position in the ICD loader's platform list */
+  unsigned device_index;        /* position in that platform's device list */
+  const char *platform_name;
+  const char *platform_vendor;
+  const char *platform_version; /* "OpenCL 3.0 PoCL ..." */
+  const char *name;
+  const char *vendor;
+  const char *version;          /* "OpenCL 1.2 ..." */
+  const char *driver_version;
+  const char *opencl_c_version;
+  const char *extensions;       /* space-separated */
+  uint64_t type;                /* kiln_device_type bits */
+  uint32_t vendor_id;
+  uint32_t compute_units;
+  uint32_t clock_mhz;
+  uint64_t global_mem_bytes;
+  uint64_t max_alloc_bytes;
+  uint64_t local_mem_bytes;
+  uint64_t max_work_group_size;
+  int available;                /* CL_DEVICE_AVAILABLE */
+  int compiler_available;       /* CL_DEVICE_COMPILER_AVAILABLE */
+  int has_fp64;                 /* double precision arithmetic */
+  int has_fp16;                 /* cl_khr_fp16 arithmetic; half storage
+                                   (vload_half) works on every device */
+} kiln_device_info;
+
+/*! kiln_runtime_device() :
+ * @return : the device the runtime runs on. Owned by the runtime; NULL for
+ *           rt == NULL. */
+KILN_API const kiln_device_info *kiln_runtime_device(const kiln_runtime *rt);
+
+/*! kiln_runtime_device_count() :
+ * @return : how many usable devices were found on all platforms (0 for NULL). */
+KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt);
+
+/*! kiln_runtime_device_at() :
+ * @return : the i-th device found, in platform then device order, or NULL when
+ *           i is out of range. Owned by the runtime. */
+KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
+                                                        size_t i);
+
+/*====================================================================
+ * Buffers
+ *====================================================================*/
+
+/* Flags for kiln_buffer_create(). */
+#define KILN_BUFFER_ZERO 1u /* fill the new buffer with zero bytes; without
+                               it the contents are whatever the driver gives */
+
+/*! kiln_buffer_create() :
+ * Allocates count elements of dtype on the runtime's device, and makes the
+ * allocation resident at once, so that a device without the memory says so
+ * here rather than at a later launch. Waits for that, not for the queue.
+ * @count : at least 1.
+ * @flags : 0 or KILN_BUFFER_ZERO.
+ * @return : KILN_OK;
+ *           KILN_ERR_INVALID_ARGUMENT (NULL, count 0, unknown flags),
+ *           KILN_ERR_INVALID_DTYPE, KILN_ERR_OVERFLOW (count * size);
+ *           KILN_ERR_OUT_OF_MEMORY when the request exceeds the device's
+ *             largest allocation, what is left of its memory or of the
+ *             runtime's memory limit, or when the driver fails to allocate
+ *             (the message gives the bytes requested and available). */
+KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
+                                        size_t count, unsigned flags,
+                                        kiln_buffer **out);
+
+/*! kiln_buffer_wrap() :
+ * Makes a buffer over count elements of host memory (CL_MEM_USE_HOST_PTR).
+ * The memory stays the caller's: it must outlive the buffer and be aligned to
+ * the element size; its contents are what the device sees at first use.
+ * Counted against the memory limit like any buffer, because a discrete GPU
+ * may mirror it. Returns the same statuses as kiln_buffer_create(). */
+KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype,
+                                      size_t count, void *host,
+                                      kiln_buffer **out);
+
+/*! kiln_buffer_destroy() :
+ * Releases the buffer once the commands already enqueued on it have run.
+ * NULL is ignored. @return : KILN_OK. */
+KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf);
+
+/* Getters: 0 or KILN_DTYPE 0 / NULL for buf == NULL. */
+KILN_API kiln_dtype kiln_buffer_dtype(const kiln_buffer *buf);
+KILN_API size_t kiln_buffer_count(const kiln_buffer *buf);  /* elements */
+KILN_API size_t kiln_buffer_bytes(const kiln_buffer *buf);
+KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf);
+
+/* Transfers. Offsets and counts are in elements of the buffer's dtype; the
+ * range [offset, offset + count) must lie in the buffer (KILN_ERR_OUT_OF_BOUNDS
+ * otherwise). count 0 does nothing and succeeds. Host pointers must not be
+ * NULL when count > 0. */
+
+/*! kiln_buffer_write() : copies count elements from src into the buffer and
+ * returns when src may be reused. */
+KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset,
+                                       size_t count, const void *src);
+
+/*! kiln_buffer_write_async() : enqueues the copy and returns at once; src
+ * must stay unchanged until kiln_finish(). */
+KILN_API kiln_status kiln_buffer_write_async(kiln_buffer *buf, size_t offset,
+                                             size_t count, const void *src);
+
+/*! kiln_buffer_read() : copies count elements from the buffer into dst,
+ * after everything enqueued before it, and returns when dst holds them. */
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset,
+                                      size_t count, void *dst);
+
+/*! kiln_buffer_read_async() : enqueues the copy and returns at once; dst holds
+ * the data after kiln_finish(). */
+KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf,
+                                            size_t offset, size_t count,
+                                            void *dst);
+
+/*! kiln_buffer_copy() : enqueues a device-side copy of count elements from
+ * src into dst. Both must have the same dtype (KILN_ERR_INVALID_DTYPE) and
+ * runtime (KILN_ERR_WRONG_RUNTIME); overlapping ranges of one buffer are
+ * refused (KILN_ERR_INVALID_ARGUMENT). */
+KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
+                                      const kiln_buffer *src,
+                                      size_t src_offset, size_t count);
+
+/*! kiln_buffer_fill() : enqueues setting count elements to *value, one element
+ * of the buffer's dtype (e.g. a float for KILN_F32, two for KILN_C32). */
+KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
+                                      size_t count, const void *value);
+
+/*====================================================================
+ * Memory accounting
+ *====================================================================*/
+
+/*! kiln_memory_usage : what kiln holds on the runtime's device. */
+typedef struct kiln_memory_usage {
+  uint64_t current_bytes;   /* bytes in live buffers now */
+  uint64_t peak_bytes;      /* the most ever held at once */
+  uint64_t live_buffers;    /* buffers created and not yet destroyed */
+  uint64_t limit_bytes;     /* the budget: global memory, or the limit set */
+  uint64_t max_alloc_bytes; /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+  int64_t device_free_bytes; /* free memory by the vendor's query
+                                (cl_amd_device_attribute_query), -1 when the
+                                device offers none */
+} kiln_memory_usage;
+
+/*! kiln_memory_stats() :
+ * Fills *out. @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_H */

@@ -1,0 +1,406 @@
+/*
+ * buffer.c — device buffers, transfers and kiln's memory accounting.
+ *
+ * OpenCL drivers allocate lazily: clCreateBuffer succeeds and the first
+ * command that touches the buffer fails with CL_MEM_OBJECT_ALLOCATION_FAILURE
+ * or CL_OUT_OF_RESOURCES, possibly inside some later kernel launch. So each
+ * new buffer is made resident at once (migrated to the device, or filled
+ * with zeros when asked), on a queue of its own so that creating a buffer
+ * waits for that and not for the user's work. Running out of memory is then
+ * reported by the call that asked for the memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DTYPE_LIST "KILN_F16, KILN_F32, KILN_F64, KILN_C32, KILN_C64, KILN_I32 or KILN_I64"
+
+/* Reserves bytes of the runtime's budget, or says why they are not there. */
+static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
+                           size_t count, size_t bytes)
+{
+  const kiln__device *dev = kiln__runtime_device(rt);
+  char need[32], have[32], held[32];
+  kiln__format_bytes(bytes, need, sizeof need);
+  if (bytes > dev->info.max_alloc_bytes)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                      "%s: %zu %s elements need %zu bytes (%s), more than the "
+                      "largest single allocation of '%s', %llu bytes (%s, "
+                      "CL_DEVICE_MAX_MEM_ALLOC_SIZE); split the data over "
+                      "smaller buffers",
+                      fn, count, kiln_dtype_name(dtype), bytes, need,
+                      dev->info.name,
+                      (unsigned long long)dev->info.max_alloc_bytes,
+                      kiln__format_bytes(dev->info.max_alloc_bytes, have, sizeof have));
+  int64_t device_free = kiln__device_free_memory(dev);
+  if (device_free >= 0 && bytes > (uint64_t)device_free)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                      "%s: %zu %s elements need %zu bytes (%s), but '%s' "
+                      "reports only %lld bytes (%s) free "
+                      "(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
+                      fn, count, kiln_dtype_name(dtype), bytes, need,
+                      dev->info.name, (long long)device_free,
+                      kiln__format_bytes((uint64_t)device_free, have, sizeof have));
+  pthread_mutex_lock(&rt->lock);
+  uint64_t left = rt->mem_limit - rt->mem_current;
+  if (bytes <= left) {
+    rt->mem_current += bytes;
+    rt->live_buffers++;
+    if (rt->mem_current > rt->mem_peak)
+      rt->mem_peak = rt->mem_current;
+    pthread_mutex_unlock(&rt->lock);
+    return KILN_OK;
+  }
+  uint64_t current = rt->mem_current, live = rt->live_buffers, limit = rt->mem_limit;
+  pthread_mutex_unlock(&rt->lock);
+  return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                    "%s: %zu %s elements need %zu bytes (%s), but only %llu "
+                    "bytes (%s) are available: kiln holds %s in %llu buffer%s "
+                    "of a %llu-byte budget set by %s; destroy buffers or raise "
+                    "the limit",
+                    fn, count, kiln_dtype_name(dtype), bytes, need,
+                    (unsigned long long)left, kiln__format_bytes(left, have, sizeof have),
+                    kiln__format_bytes(current, held, sizeof held),
+                    (unsigned long long)live, live == 1 ? "" : "s",
+                    (unsigned long long)limit, rt->mem_limit_source);
+}
+
+static void unreserve(kiln_runtime *rt, size_t bytes)
+{
+  pthread_mutex_lock(&rt->lock);
+  rt->mem_current -= bytes;
+  rt->live_buffers--;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* Waits for ev and returns the command's own status, which is what tells an
+ * allocation failure at first use from a failure to wait. */
+static cl_int wait_status(cl_event ev)
+{
+  cl_int err = clWaitForEvents(1, &ev);
+  cl_int status = CL_COMPLETE;
+  cl_int qerr = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                               sizeof status, &status, NULL);
+  if (qerr == CL_SUCCESS && status < 0)
+    return status;
+  return err != CL_SUCCESS ? err : qerr;
+}
+
+static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
+                                 int wrapped)
+{
+  static const unsigned char zero[16] = {0};
+  kiln_runtime *rt = b->rt;
+  cl_event ev = NULL;
+  const char *call;
+  cl_int err;
+  if (flags & KILN_BUFFER_ZERO) {
+    call = "clEnqueueFillBuffer";
+    err = clEnqueueFillBuffer(rt->alloc_queue, b->mem, zero,
+                              kiln_dtype_size(b->dtype), 0, b->bytes, 0, NULL, &ev);
+  } else {
+    /* Host memory's contents matter; a new buffer's do not. */
+    call = "clEnqueueMigrateMemObjects";
+    err = clEnqueueMigrateMemObjects(
+      rt->alloc_queue, 1, &b->mem,
+      wrapped ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 0, NULL, &ev);
+  }
+  if (err == CL_SUCCESS) {
+    err = wait_status(ev);
+    clReleaseEvent(ev);
+  }
+  if (err == CL_SUCCESS)
+    return KILN_OK;
+  char need[32];
+  return kiln__fail_cl(rt, err, call,
+                       "%s: making %zu bytes (%s) resident on '%s' at creation",
+                       fn, b->bytes, kiln__format_bytes(b->bytes, need, sizeof need),
+                       kiln__runtime_device(rt)->info.name);
+}
+
+/* Checks a creation request; on success *bytes is count * element size. */
+static kiln_status check_create(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
+                                size_t count, kiln_buffer **out, size_t *bytes)
+{
+  if (!out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: out is NULL; expected the address of a kiln_buffer "
+                      "pointer to receive the buffer", fn);
+  *out = NULL;
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: rt is NULL; expected a runtime from "
+                      "kiln_runtime_create()", fn);
+  size_t esize = kiln_dtype_size(dtype);
+  if (!esize)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "%s: dtype %d is not a kiln_dtype; expected " DTYPE_LIST,
+                      fn, (int)dtype);
+  if (count == 0)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: count is 0; expected at least one element", fn);
+  if (kiln__mul_overflow(count, esize, bytes))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW,
+                      "%s: %zu %s elements of %zu bytes overflow size_t", fn,
+                      count, kiln_dtype_name(dtype), esize);
+  return KILN_OK;
+}
+
+/* Creates a checked request: bytes is count * element size. */
+static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
+                              size_t count, size_t bytes, unsigned flags,
+                              void *host, kiln_buffer **out)
+{
+  kiln_status st = reserve(rt, fn, dtype, count, bytes);
+  if (st != KILN_OK)
+    return st;
+  kiln_buffer *b = calloc(1, sizeof *b);
+  if (!b) {
+    unreserve(rt, bytes);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "%s: allocating the buffer's record failed", fn);
+  }
+  *b = (kiln_buffer){.rt = rt, .dtype = dtype, .count = count, .bytes = bytes};
+  cl_int err;
+  b->mem = clCreateBuffer(rt->context,
+                          CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0),
+                          bytes, host, &err);
+  if (!b->mem) {
+    char need[32];
+    st = kiln__fail_cl(rt, err, "clCreateBuffer", "%s: allocating %zu %s elements (%s)",
+                       fn, count, kiln_dtype_name(dtype),
+                       kiln__format_bytes(bytes, need, sizeof need));
+  } else {
+    st = make_resident(b, fn, flags, host != NULL);
+  }
+  if (st != KILN_OK) {
+    kiln_buffer_destroy(b);
+    return st;
+  }
+  *out = b;
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
+                                        size_t count, unsigned flags,
+                                        kiln_buffer **out)
+{
+  static const char fn[] = "kiln_buffer_create";
+  size_t bytes;
+  kiln_status st = check_create(rt, fn, dtype, count, out, &bytes);
+  if (st != KILN_OK)
+    return st;
+  if (flags & ~KILN_BUFFER_ZERO)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: flags 0x%x include unknown bits; expected 0 or "
+                      "KILN_BUFFER_ZERO", fn, flags);
+  return buffer_new(rt, fn, dtype, count, bytes, flags, NULL, out);
+}
+
+KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype,
+                                      size_t count, void *host, kiln_buffer **out)
+{
+  static const char fn[] = "kiln_buffer_wrap";
+  size_t bytes;
+  kiln_status st = check_create(rt, fn, dtype, count, out, &bytes);
+  if (st != KILN_OK)
+    return st;
+  size_t esize = kiln_dtype_size(dtype);
+  /* C32 and C64 need only their component's alignment. */
+  size_t align = dtype == KILN_C32 || dtype == KILN_C64 ? esize / 2 : esize;
+  if (!host || (uintptr_t)host % align != 0)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: host is %p; expected host memory aligned to %zu "
+                      "bytes for %s elements",
+                      fn, host, align, kiln_dtype_name(dtype));
+  return buffer_new(rt, fn, dtype, count, bytes, 0, host, out);
+}
+
+KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf)
+{
+  if (!buf)
+    return KILN_OK;
+  if (buf->mem)
+    clReleaseMemObject(buf->mem); /* freed once enqueued commands are done */
+  unreserve(buf->rt, buf->bytes);
+  free(buf);
+  return KILN_OK;
+}
+
+KILN_API kiln_dtype kiln_buffer_dtype(const kiln_buffer *buf)
+{
+  return buf ? buf->dtype : (kiln_dtype)0;
+}
+
+KILN_API size_t kiln_buffer_count(const kiln_buffer *buf)
+{
+  return buf ? buf->count : 0;
+}
+
+KILN_API size_t kiln_buffer_bytes(const kiln_buffer *buf)
+{
+  return buf ? buf->bytes : 0;
+}
+
+KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf)
+{
+  return buf ? buf->rt : NULL;
+}
+
+KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buf)
+{
+  return buf ? buf->mem : NULL;
+}
+
+/* Checks that buf exists and [offset, offset + count) lies inside it. */
+static kiln_status check_range(const kiln_buffer *buf, const char *fn,
+                               const char *name, size_t offset, size_t count)
+{
+  if (!buf)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is NULL; expected a buffer from "
+                      "kiln_buffer_create()", fn, name);
+  if (offset > buf->count || count > buf->count - offset)
+    return kiln__fail(buf->rt, KILN_ERR_OUT_OF_BOUNDS,
+                      "%s: offset %zu + count %zu lies outside %s, a buffer of "
+                      "%zu %s elements; expected offset + count <= %zu",
+                      fn, offset, count, name, buf->count,
+                      kiln_dtype_name(buf->dtype), buf->count);
+  return KILN_OK;
+}
+
+static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offset,
+                            size_t count, void *host, int write, int blocking)
+{
+  kiln_status st = check_range(buf, fn, "buf", offset, count);
+  if (st != KILN_OK || count == 0)
+    return st;
+  kiln_runtime *rt = buf->rt;
+  if (!host)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: the host pointer is NULL; expected room for %zu %s "
+                      "elements", fn, count, kiln_dtype_name(buf->dtype));
+  size_t esize = kiln_dtype_size(buf->dtype);
+  cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
+  cl_event ev = NULL, *evp = blocking ? NULL : &ev;
+  cl_int err =
+    write ? clEnqueueWriteBuffer(rt->queue, buf->mem, wait, offset * esize,
+                                 count * esize, host, 0, NULL, evp)
+          : clEnqueueReadBuffer(rt->queue, buf->mem, wait, offset * esize,
+                                count * esize, host, 0, NULL, evp);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+                         "%s: %s %zu %s elements at offset %zu", fn,
+                         write ? "writing" : "reading", count,
+                         kiln_dtype_name(buf->dtype), offset);
+  return blocking ? KILN_OK : kiln__runtime_track(rt, ev, fn);
+}
+
+KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset,
+                                       size_t count, const void *src)
+{
+  return transfer(buf, "kiln_buffer_write", offset, count, (void *)src, 1, 1);
+}
+
+KILN_API kiln_status kiln_buffer_write_async(kiln_buffer *buf, size_t offset,
+                                             size_t count, const void *src)
+{
+  return transfer(buf, "kiln_buffer_write_async", offset, count, (void *)src, 1, 0);
+}
+
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset,
+                                      size_t count, void *dst)
+{
+  return transfer(buf, "kiln_buffer_read", offset, count, dst, 0, 1);
+}
+
+KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf,
+                                            size_t offset, size_t count, void *dst)
+{
+  return transfer(buf, "kiln_buffer_read_async", offset, count, dst, 0, 0);
+}
+
+KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
+                                      const kiln_buffer *src, size_t src_offset,
+                                      size_t count)
+{
+  static const char fn[] = "kiln_buffer_copy";
+  kiln_status st = check_range(dst, fn, "dst", dst_offset, count);
+  if (st == KILN_OK)
+    st = check_range(src, fn, "src", src_offset, count);
+  if (st != KILN_OK)
+    return st;
+  kiln_runtime *rt = dst->rt;
+  if (src->rt != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
+                      "%s: src and dst belong to different runtimes; expected "
+                      "buffers of one runtime (copy through the host between "
+                      "runtimes)", fn);
+  if (src->dtype != dst->dtype)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "%s: src holds %s and dst %s; expected the same element "
+                      "type", fn, kiln_dtype_name(src->dtype),
+                      kiln_dtype_name(dst->dtype));
+  if (src == dst && src_offset < dst_offset + count && dst_offset < src_offset + count)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: the ranges at %zu and %zu of %zu elements overlap in "
+                      "one buffer; expected disjoint ranges", fn, src_offset,
+                      dst_offset, count);
+  if (count == 0)
+    return KILN_OK;
+  size_t esize = kiln_dtype_size(src->dtype);
+  cl_event ev = NULL;
+  cl_int err = clEnqueueCopyBuffer(rt->queue, src->mem, dst->mem, src_offset * esize,
+                                   dst_offset * esize, count * esize, 0, NULL, &ev);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
+                         "%s: copying %zu %s elements", fn, count,
+                         kiln_dtype_name(src->dtype));
+  return kiln__runtime_track(rt, ev, fn);
+}
+
+KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
+                                      size_t count, const void *value)
+{
+  static const char fn[] = "kiln_buffer_fill";
+  kiln_status st = check_range(buf, fn, "buf", offset, count);
+  if (st != KILN_OK)
+    return st;
+  kiln_runtime *rt = buf->rt;
+  if (!value)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: value is NULL; expected a pointer to one %s element",
+                      fn, kiln_dtype_name(buf->dtype));
+  if (count == 0)
+    return KILN_OK;
+  size_t esize = kiln_dtype_size(buf->dtype);
+  cl_event ev = NULL;
+  cl_int err = clEnqueueFillBuffer(rt->queue, buf->mem, value, esize, offset * esize,
+                                   count * esize, 0, NULL, &ev);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
+                         "%s: filling %zu %s elements at offset %zu", fn, count,
+                         kiln_dtype_name(buf->dtype), offset);
+  return kiln__runtime_track(rt, ev, fn);
+}
+
+KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
+{
+  if (!rt || !out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_memory_stats: %s is NULL; expected a runtime and a "
+                      "kiln_memory_usage to fill", !rt ? "rt" : "out");
+  const kiln__device *dev = kiln__runtime_device(rt);
+  pthread_mutex_lock(&rt->lock);
+  *out = (kiln_memory_usage){
+    .current_bytes = rt->mem_current,
+    .peak_bytes = rt->mem_peak,
+    .live_buffers = rt->live_buffers,
+    .limit_bytes = rt->mem_limit,
+    .max_alloc_bytes = dev->info.max_alloc_bytes,
+  };
+  pthread_mutex_unlock(&rt->lock);
+  out->device_free_bytes = kiln__device_free_memory(dev);
+  return KILN_OK;
+}

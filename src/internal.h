@@ -1,0 +1,149 @@
+/*
+ * internal.h — what the files of libkiln share. Not installed.
+ *
+ * Names shared between files start with kiln__; file-local ones are static.
+ */
+#ifndef KILN_INTERNAL_H
+#define KILN_INTERNAL_H
+
+/* kiln calls OpenCL 1.2 entry points and may query 3.0 properties; the
+ * deprecated 1.2 calls (clCreateCommandQueue) are the ones every driver has. */
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+#include "kiln/kiln_cl.h"
+
+#if defined(__GNUC__)
+#  define KILN__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#  define KILN__PRINTF(fmt, args)
+#endif
+
+/* ---- growable strings (util.c) ---------------------------------------- */
+
+typedef struct kiln__str {
+  char *data; /* NUL-terminated, or NULL while empty */
+  size_t len, cap;
+  int failed; /* an allocation failed; data holds what fitted */
+} kiln__str;
+
+void kiln__str_appendf(kiln__str *s, const char *fmt, ...) KILN__PRINTF(2, 3);
+void kiln__str_vappendf(kiln__str *s, const char *fmt, va_list ap);
+const char *kiln__str_get(const kiln__str *s); /* "" while empty */
+void kiln__str_free(kiln__str *s);
+
+/* Overflow-checked arithmetic: 0 on success, 1 when the result would wrap. */
+int kiln__mul_overflow(size_t a, size_t b, size_t *out);
+int kiln__add_overflow(size_t a, size_t b, size_t *out);
+
+/* "1.5 GiB"-style rendering of a byte count into buf (at least 32 bytes). */
+const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* ---- errors (error.c) --------------------------------------------------- */
+
+/* Records a failure's message for kiln_last_error(rt), or for the calling
+ * thread when rt is NULL, and returns status so callers can
+ * `return kiln__fail(...)`. */
+kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt,
+                       ...) KILN__PRINTF(3, 4);
+
+/* The same for a failed OpenCL call: the status comes from the CL error, and
+ * the message ends with "<call> failed with <CL_NAME> (<code>)". fmt says
+ * what kiln was doing. */
+kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call,
+                          const char *fmt, ...) KILN__PRINTF(4, 5);
+
+/* The kiln_status an OpenCL error maps to (status.c). */
+kiln_status kiln__status_from_cl(cl_int err);
+
+/* ---- configuration (env.c) ---------------------------------------------- */
+
+/* kiln_options merged with the environment; read once per runtime. */
+typedef struct kiln__config {
+  uint64_t memory_limit;     /* bytes, 0 for none */
+  double memory_fraction;    /* of global memory, 0 for none */
+  const char *memory_source; /* where the limit came from, for messages */
+  const char *icd_vendors;   /* OCL_ICD_VENDORS, for the no-driver message */
+} kiln__config;
+
+kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg);
+
+/* Parses a size: "1048576", "512M", "2G", "1.5T" (powers of 1024) or "50%".
+ * Sets exactly one of *bytes (else 0) and *fraction (else 0). Returns 0 on
+ * success, -1 when s is not a size kiln accepts. */
+int kiln__parse_size(const char *s, uint64_t *bytes, double *fraction);
+
+/* ---- devices (device.c) ------------------------------------------------- */
+
+typedef struct kiln__device {
+  kiln_device_info info; /* the public view; its strings are owned here */
+  cl_platform_id platform;
+  cl_device_id id;
+  uint64_t single_fp_config, double_fp_config, half_fp_config;
+  int has_amd_free_memory; /* cl_amd_device_attribute_query */
+} kiln__device;
+
+typedef struct kiln__device_list {
+  kiln__device *items;
+  size_t count;
+  size_t platforms; /* how many platforms the ICD loader listed */
+  kiln__str notes;  /* what was skipped and why */
+} kiln__device_list;
+
+/* Finds every platform and device; never fails as a whole for one bad
+ * platform or device. Returns KILN_ERR_OUT_OF_HOST_MEMORY only. */
+kiln_status kiln__devices_discover(kiln__device_list *list);
+void kiln__devices_free(kiln__device_list *list);
+
+/* Free global memory by the vendor's query, or -1 when there is none. */
+int64_t kiln__device_free_memory(const kiln__device *dev);
+
+/* ---- the runtime -------------------------------------------------------- */
+
+struct kiln_runtime {
+  pthread_mutex_t lock; /* guards everything below that changes after create */
+  kiln__device_list devices;
+  size_t chosen;
+  cl_context context;
+  cl_command_queue queue;       /* in order, profiling: all user-visible work */
+  cl_command_queue alloc_queue; /* makes new buffers resident without waiting
+                                   for the work on `queue` */
+  /* memory accounting */
+  uint64_t mem_current, mem_peak, mem_limit, live_buffers;
+  const char *mem_limit_source;
+  /* commands enqueued without waiting, checked by kiln_finish() */
+  struct kiln__pending {
+    cl_event ev;
+    const char *what; /* the call that enqueued it; static text */
+  } *pending;
+  size_t npending, cap_pending;
+  cl_int deferred_err;       /* first failure found while reaping early */
+  const char *deferred_what;
+  char *error;           /* the last failure's message */
+};
+
+struct kiln_buffer {
+  kiln_runtime *rt;
+  cl_mem mem;
+  kiln_dtype dtype;
+  size_t count, bytes;
+};
+
+const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
+
+/* Takes ownership of an event of a command enqueued without waiting; its
+ * status is checked by kiln_finish(). Returns a failure status only when the
+ * list cannot grow, after waiting for the event itself. */
+kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev,
+                                const char *what);
+
+/* Stores msg (taking ownership) as rt's last error; used by error.c. */
+void kiln__runtime_set_error(kiln_runtime *rt, char *msg);
+
+#endif /* KILN_INTERNAL_H */

@@ -1,0 +1,293 @@
+/*
+ * runtime.c — creating and destroying a runtime: choosing the device, the
+ * context and queues, the memory budget, and waiting for enqueued work.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* How many unchecked commands to keep before looking for finished ones. */
+#define PENDING_REAP_AT 1024
+
+/* The device the runtime runs on: the first available GPU, else the first
+ * available CPU. Returns SIZE_MAX when there is neither. */
+static size_t choose_device(const kiln__device_list *list)
+{
+  static const uint64_t preference[] = {KILN_DEVICE_GPU, KILN_DEVICE_CPU};
+  for (size_t k = 0; k < sizeof preference / sizeof preference[0]; k++)
+    for (size_t i = 0; i < list->count; i++)
+      if ((list->items[i].info.type & preference[k]) && list->items[i].info.available)
+        return i;
+  return SIZE_MAX;
+}
+
+static kiln_status fail_no_device(const kiln__device_list *list,
+                                  const kiln__config *cfg)
+{
+  const char *notes = kiln__str_get(&list->notes);
+  if (list->platforms == 0)
+    return kiln__fail(
+      NULL, KILN_ERR_NO_DEVICE,
+      "kiln_runtime_create: no OpenCL platform found: the ICD loader "
+      "(libOpenCL.so.1) found no driver in %s%s%s. Install one: on Debian or "
+      "Ubuntu, 'apt-get install pocl-opencl-icd' gives a CPU device; GPU "
+      "drivers come from their vendors (NVIDIA's driver, AMD ROCm, "
+      "intel-opencl-icd, mesa-opencl-icd)%s%s",
+      cfg->icd_vendors ? "OCL_ICD_VENDORS='" : "/etc/OpenCL/vendors",
+      cfg->icd_vendors ? cfg->icd_vendors : "", cfg->icd_vendors ? "'" : "",
+      *notes ? ". Notes:\n" : "", notes);
+  if (list->count == 0)
+    return kiln__fail(NULL, KILN_ERR_NO_DEVICE,
+                      "kiln_runtime_create: %zu OpenCL platform%s found, but "
+                      "no usable device:\n%s",
+                      list->platforms, list->platforms == 1 ? "" : "s", notes);
+  return kiln__fail(NULL, KILN_ERR_NO_DEVICE,
+                    "kiln_runtime_create: %zu device%s found, but none is an "
+                    "available GPU or CPU; expected at least one device that "
+                    "reports CL_DEVICE_AVAILABLE%s%s",
+                    list->count, list->count == 1 ? "" : "s",
+                    *notes ? ". Notes:\n" : "", notes);
+}
+
+/* The budget: the device's global memory, capped by the configured limits. */
+static void set_memory_limit(kiln_runtime *rt, const kiln__config *cfg)
+{
+  uint64_t global = kiln__runtime_device(rt)->info.global_mem_bytes;
+  rt->mem_limit = global;
+  rt->mem_limit_source = "the device's global memory";
+  if (cfg->memory_limit && cfg->memory_limit < rt->mem_limit) {
+    rt->mem_limit = cfg->memory_limit;
+    rt->mem_limit_source = cfg->memory_source;
+  }
+  uint64_t share = (uint64_t)((double)global * cfg->memory_fraction);
+  if (cfg->memory_fraction > 0 && share < rt->mem_limit) {
+    rt->mem_limit = share;
+    rt->mem_limit_source = cfg->memory_source;
+  }
+}
+
+static kiln_status open_device(kiln_runtime *rt)
+{
+  const kiln__device *dev = kiln__runtime_device(rt);
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   (cl_context_properties)dev->platform, 0};
+  cl_int err;
+  rt->context = clCreateContext(props, 1, &dev->id, NULL, NULL, &err);
+  if (!rt->context)
+    return kiln__fail_cl(NULL, err, "clCreateContext",
+                         "kiln_runtime_create: creating a context on '%s'",
+                         dev->info.name);
+  rt->queue = clCreateCommandQueue(rt->context, dev->id,
+                                   CL_QUEUE_PROFILING_ENABLE, &err);
+  if (rt->queue)
+    rt->alloc_queue = clCreateCommandQueue(rt->context, dev->id, 0, &err);
+  if (!rt->queue || !rt->alloc_queue)
+    return kiln__fail_cl(NULL, err, "clCreateCommandQueue",
+                         "kiln_runtime_create: creating a command queue on '%s'",
+                         dev->info.name);
+  return KILN_OK;
+}
+
+/* Releases what a runtime holds; safe on a partly created one. */
+static void runtime_free(kiln_runtime *rt)
+{
+  for (size_t i = 0; i < rt->npending; i++)
+    clReleaseEvent(rt->pending[i].ev);
+  free(rt->pending);
+  if (rt->alloc_queue)
+    clReleaseCommandQueue(rt->alloc_queue);
+  if (rt->queue)
+    clReleaseCommandQueue(rt->queue);
+  if (rt->context)
+    clReleaseContext(rt->context);
+  kiln__devices_free(&rt->devices);
+  free(rt->error);
+  pthread_mutex_destroy(&rt->lock);
+  free(rt);
+}
+
+KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
+                                         kiln_runtime **out)
+{
+  if (!out)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_runtime_create: out is NULL; expected the address "
+                      "of a kiln_runtime pointer to receive the runtime");
+  *out = NULL;
+  kiln__config cfg;
+  kiln_status st = kiln__config_resolve(opts, &cfg);
+  if (st != KILN_OK)
+    return st;
+  kiln_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt || pthread_mutex_init(&rt->lock, NULL) != 0) {
+    free(rt);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_runtime_create: allocating the runtime failed");
+  }
+  st = kiln__devices_discover(&rt->devices);
+  if (st != KILN_OK) {
+    runtime_free(rt);
+    return kiln__fail(NULL, st, "kiln_runtime_create: out of host memory "
+                                "while listing OpenCL devices");
+  }
+  rt->chosen = choose_device(&rt->devices);
+  if (rt->chosen == SIZE_MAX)
+    st = fail_no_device(&rt->devices, &cfg);
+  else
+    st = open_device(rt);
+  if (st != KILN_OK) {
+    runtime_free(rt);
+    return st;
+  }
+  set_memory_limit(rt, &cfg);
+  *out = rt;
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
+{
+  if (!rt)
+    return KILN_OK;
+  pthread_mutex_lock(&rt->lock);
+  uint64_t live = rt->live_buffers, held = rt->mem_current;
+  pthread_mutex_unlock(&rt->lock);
+  if (live) {
+    char b[32];
+    return kiln__fail(rt, KILN_ERR_BUSY,
+                      "kiln_runtime_destroy: %llu buffer%s of this runtime "
+                      "%s still alive, holding %s; destroy them with "
+                      "kiln_buffer_destroy() first",
+                      (unsigned long long)live, live == 1 ? "" : "s",
+                      live == 1 ? "is" : "are",
+                      kiln__format_bytes(held, b, sizeof b));
+  }
+  clFinish(rt->queue); /* errors no longer have anyone to go to */
+  runtime_free(rt);
+  return KILN_OK;
+}
+
+void kiln__runtime_set_error(kiln_runtime *rt, char *msg)
+{
+  pthread_mutex_lock(&rt->lock);
+  free(rt->error);
+  rt->error = msg;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* Drops the finished commands from the pending list, keeping the first
+ * failure for kiln_finish(). Called with the lock held. */
+static void reap_finished(kiln_runtime *rt)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < rt->npending; i++) {
+    cl_int status = CL_QUEUED;
+    cl_int err = clGetEventInfo(rt->pending[i].ev,
+                                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                sizeof status, &status, NULL);
+    if (err == CL_SUCCESS && status > CL_COMPLETE) {
+      rt->pending[kept++] = rt->pending[i];
+      continue;
+    }
+    if (err != CL_SUCCESS)
+      status = err;
+    if (status < 0 && rt->deferred_err == CL_SUCCESS) {
+      rt->deferred_err = status;
+      rt->deferred_what = rt->pending[i].what;
+    }
+    clReleaseEvent(rt->pending[i].ev);
+  }
+  rt->npending = kept;
+}
+
+kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what)
+{
+  pthread_mutex_lock(&rt->lock);
+  if (rt->npending >= PENDING_REAP_AT && rt->npending == rt->cap_pending)
+    reap_finished(rt);
+  if (rt->npending == rt->cap_pending) {
+    size_t cap = rt->cap_pending ? rt->cap_pending * 2 : 64;
+    struct kiln__pending *grown = realloc(rt->pending, cap * sizeof *grown);
+    if (!grown) {
+      pthread_mutex_unlock(&rt->lock);
+      cl_int err = clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+      return err == CL_SUCCESS ? KILN_OK
+                               : kiln__fail_cl(rt, err, "clWaitForEvents",
+                                               "%s: waiting for the command", what);
+    }
+    rt->pending = grown;
+    rt->cap_pending = cap;
+  }
+  rt->pending[rt->npending++] = (struct kiln__pending){ev, what};
+  pthread_mutex_unlock(&rt->lock);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_finish(kiln_runtime *rt)
+{
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_finish: rt is NULL; expected a runtime from "
+                      "kiln_runtime_create()");
+  cl_int err = clFinish(rt->queue);
+  pthread_mutex_lock(&rt->lock);
+  reap_finished(rt); /* everything has finished: this empties the list */
+  cl_int failed = rt->deferred_err;
+  const char *what = rt->deferred_what;
+  rt->deferred_err = CL_SUCCESS;
+  rt->deferred_what = NULL;
+  pthread_mutex_unlock(&rt->lock);
+  if (failed != CL_SUCCESS)
+    return kiln__fail_cl(rt, failed, what,
+                         "kiln_finish: a command failed on the device");
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clFinish", "kiln_finish: waiting for the queue");
+  return KILN_OK;
+}
+
+const kiln__device *kiln__runtime_device(const kiln_runtime *rt)
+{
+  return &rt->devices.items[rt->chosen];
+}
+
+KILN_API const kiln_device_info *kiln_runtime_device(const kiln_runtime *rt)
+{
+  return rt ? &kiln__runtime_device(rt)->info : NULL;
+}
+
+KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt)
+{
+  return rt ? rt->devices.count : 0;
+}
+
+KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
+                                                        size_t i)
+{
+  return rt && i < rt->devices.count ? &rt->devices.items[i].info : NULL;
+}
+
+KILN_API const char *kiln_runtime_diagnostics(const kiln_runtime *rt)
+{
+  return rt ? kiln__str_get(&rt->devices.notes) : NULL;
+}
+
+KILN_API cl_platform_id kiln_runtime_cl_platform(const kiln_runtime *rt)
+{
+  return rt ? kiln__runtime_device(rt)->platform : NULL;
+}
+
+KILN_API cl_device_id kiln_runtime_cl_device(const kiln_runtime *rt)
+{
+  return rt ? kiln__runtime_device(rt)->id : NULL;
+}
+
+KILN_API cl_context kiln_runtime_cl_context(const kiln_runtime *rt)
+{
+  return rt ? rt->context : NULL;
+}
+
+KILN_API cl_command_queue kiln_runtime_cl_queue(const kiln_runtime *rt)
+{
+  return rt ? rt->queue : NULL;
+}

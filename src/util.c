@@ -1,0 +1,86 @@
+/*
+ * util.c — small helpers: growable strings, overflow-checked sizes, byte
+ * counts for messages.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void kiln__str_vappendf(kiln__str *s, const char *fmt, va_list ap)
+{
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(NULL, 0, fmt, again);
+  va_end(again);
+  if (n < 0 || s->failed)
+    return;
+  size_t need = s->len + (size_t)n + 1;
+  if (need > s->cap) {
+    size_t cap = s->cap ? s->cap : 128;
+    while (cap < need)
+      cap *= 2;
+    char *grown = realloc(s->data, cap);
+    if (!grown) {
+      s->failed = 1; /* keep what we have: a short message beats none */
+      return;
+    }
+    s->data = grown;
+    s->cap = cap;
+  }
+  vsnprintf(s->data + s->len, s->cap - s->len, fmt, ap);
+  s->len += (size_t)n;
+}
+
+void kiln__str_appendf(kiln__str *s, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  kiln__str_vappendf(s, fmt, ap);
+  va_end(ap);
+}
+
+const char *kiln__str_get(const kiln__str *s)
+{
+  return s->data ? s->data : "";
+}
+
+void kiln__str_free(kiln__str *s)
+{
+  free(s->data);
+  memset(s, 0, sizeof *s);
+}
+
+int kiln__mul_overflow(size_t a, size_t b, size_t *out)
+{
+  if (b != 0 && a > SIZE_MAX / b)
+    return 1;
+  *out = a * b;
+  return 0;
+}
+
+int kiln__add_overflow(size_t a, size_t b, size_t *out)
+{
+  if (a > SIZE_MAX - b)
+    return 1;
+  *out = a + b;
+  return 0;
+}
+
+const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) {
+    snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
+    return buf;
+  }
+  double v = (double)bytes;
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, size, "%.1f %s", v, units[u]);
+  return buf;
+}
