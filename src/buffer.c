@@ -47,8 +47,6 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
   if (bytes <= left) {
     rt->mem_current += bytes;
     rt->live_buffers++;
-    if (rt->mem_current > rt->mem_peak)
-      rt->mem_peak = rt->mem_current;
     pthread_mutex_unlock(&rt->lock);
     return KILN_OK;
   }
@@ -75,8 +73,9 @@ static void unreserve(kiln_runtime *rt, size_t bytes)
 }
 
 /* Waits for ev and returns the command's own status, which is what tells an
- * allocation failure at first use from a failure to wait. */
-static cl_int wait_status(cl_event ev)
+ * allocation failure at first use from a failure to wait. *call is left
+ * alone when the command failed, and names the call that failed otherwise. */
+static cl_int wait_status(cl_event ev, const char **call)
 {
   cl_int err = clWaitForEvents(1, &ev);
   cl_int status = CL_COMPLETE;
@@ -84,6 +83,10 @@ static cl_int wait_status(cl_event ev)
                                sizeof status, &status, NULL);
   if (qerr == CL_SUCCESS && status < 0)
     return status;
+  if (err != CL_SUCCESS)
+    *call = "clWaitForEvents";
+  else if (qerr != CL_SUCCESS)
+    *call = "clGetEventInfo";
   return err != CL_SUCCESS ? err : qerr;
 }
 
@@ -107,7 +110,7 @@ static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
       wrapped ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 0, NULL, &ev);
   }
   if (err == CL_SUCCESS) {
-    err = wait_status(ev);
+    err = wait_status(ev, &call);
     clReleaseEvent(ev);
   }
   if (err == CL_SUCCESS)
@@ -178,6 +181,11 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
     kiln_buffer_destroy(b);
     return st;
   }
+  /* The peak counts memory held, so only allocations that succeeded. */
+  pthread_mutex_lock(&rt->lock);
+  if (rt->mem_current > rt->mem_peak)
+    rt->mem_peak = rt->mem_current;
+  pthread_mutex_unlock(&rt->lock);
   *out = b;
   return KILN_OK;
 }
@@ -368,12 +376,12 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
   if (st != KILN_OK)
     return st;
   kiln_runtime *rt = buf->rt;
+  if (count == 0)
+    return KILN_OK;
   if (!value)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: value is NULL; expected a pointer to one %s element",
                       fn, kiln_dtype_name(buf->dtype));
-  if (count == 0)
-    return KILN_OK;
   size_t esize = kiln_dtype_size(buf->dtype);
   cl_event ev = NULL;
   cl_int err = clEnqueueFillBuffer(rt->queue, buf->mem, value, esize, offset * esize,

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CL/cl_ext.h>
-
 #include "internal.h"
+
+#include <CL/cl_ext.h>
 
 #ifndef CL_DEVICE_GLOBAL_FREE_MEMORY_AMD
 #  define CL_DEVICE_GLOBAL_FREE_MEMORY_AMD 0x4039
@@ -150,6 +150,17 @@ static int has_extension(const char *list, const char *ext)
   return 0;
 }
 
+/* Platforms that simulate a device rather than run on one. */
+static const char *const simulator_platforms[] = {"Oclgrind"};
+
+static int is_simulator(const kiln__device *dev)
+{
+  for (size_t i = 0; i < COUNT(simulator_platforms); i++)
+    if (strcmp(dev->info.platform_name, simulator_platforms[i]) == 0)
+      return 1;
+  return 0;
+}
+
 /* Fills dev from the table. Returns the first failed required row, or NULL. */
 static const device_prop *device_read(kiln__device *dev, cl_int *err_out)
 {
@@ -170,6 +181,7 @@ static const device_prop *device_read(kiln__device *dev, cl_int *err_out)
   dev->info.has_fp16 = has_extension(dev->info.extensions, "cl_khr_fp16");
   dev->has_amd_free_memory =
     has_extension(dev->info.extensions, "cl_amd_device_attribute_query");
+  dev->is_simulator = is_simulator(dev);
   return NULL;
 }
 

@@ -87,6 +87,8 @@ typedef struct kiln__device {
   cl_device_id id;
   uint64_t single_fp_config, double_fp_config, half_fp_config;
   int has_amd_free_memory; /* cl_amd_device_attribute_query */
+  int is_simulator;        /* a kernel simulator such as Oclgrind: correct
+                              but thousands of times slower than hardware */
 } kiln__device;
 
 typedef struct kiln__device_list {

@@ -11,14 +11,19 @@
 #define PENDING_REAP_AT 1024
 
 /* The device the runtime runs on: the first available GPU, else the first
- * available CPU. Returns SIZE_MAX when there is neither. */
+ * available CPU. A simulator (Oclgrind calls itself a GPU) is taken only when
+ * nothing else is there. Returns SIZE_MAX when there is no such device. */
 static size_t choose_device(const kiln__device_list *list)
 {
   static const uint64_t preference[] = {KILN_DEVICE_GPU, KILN_DEVICE_CPU};
-  for (size_t k = 0; k < sizeof preference / sizeof preference[0]; k++)
-    for (size_t i = 0; i < list->count; i++)
-      if ((list->items[i].info.type & preference[k]) && list->items[i].info.available)
-        return i;
+  for (int simulators = 0; simulators <= 1; simulators++)
+    for (size_t k = 0; k < sizeof preference / sizeof preference[0]; k++)
+      for (size_t i = 0; i < list->count; i++) {
+        const kiln__device *d = &list->items[i];
+        if ((d->info.type & preference[k]) && d->info.available &&
+            d->is_simulator == simulators)
+          return i;
+      }
   return SIZE_MAX;
 }
 

@@ -184,8 +184,9 @@ KILN_API void kiln_options_init(kiln_options *opts);
 
 /*! kiln_runtime_create() :
  * Finds every OpenCL platform and device through the ICD loader, chooses one
- * device (the first GPU, else the first CPU), and creates a context and an
- * in-order command queue with profiling enabled on it.
+ * device (the first available GPU, else the first available CPU; a
+ * simulator such as Oclgrind only when there is nothing else), and creates a
+ * context and an in-order command queue with profiling enabled on it.
  * A platform or device whose queries fail is skipped, and a note saying why
  * goes into kiln_runtime_diagnostics(); it never stops the others from being
  * found.
@@ -338,8 +339,9 @@ KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf);
 
 /* Transfers. Offsets and counts are in elements of the buffer's dtype; the
  * range [offset, offset + count) must lie in the buffer (KILN_ERR_OUT_OF_BOUNDS
- * otherwise). count 0 does nothing and succeeds. Host pointers must not be
- * NULL when count > 0. */
+ * otherwise, also for count 0 with offset beyond the end). An empty range
+ * inside the buffer does nothing and succeeds, and its host pointer may be
+ * NULL; otherwise host pointers must not be NULL. */
 
 /*! kiln_buffer_write() : copies count elements from src into the buffer and
  * returns when src may be reused. */

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, and shows kiln at work on
+# this machine: the OpenCL devices it finds and the one it picks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+builddir=${KILN_BUILD_DIR:-build}
+bash ci/deps.sh
+bash ci/build.sh >/dev/null
+echo "== kiln $("$builddir/tools/kiln" version | cut -d' ' -f2): devices"
+"$builddir/tools/kiln" info

@@ -1,0 +1,77 @@
+/*
+ * common.h — what kiln's cmocka tests share.
+ */
+#ifndef KILN_TESTS_COMMON_H
+#define KILN_TESTS_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kiln/kiln.h"
+
+/* meson counts exit code 77 as a skipped test. */
+#define KILN_TEST_SKIP 77
+
+/* Fails the test with kiln's message unless expr returns KILN_OK. */
+#define assert_kiln_ok(rt, expr)                                               \
+  do {                                                                         \
+    kiln_status st_ = (expr);                                                  \
+    if (st_ != KILN_OK)                                                        \
+      fail_msg("%s returned %s: %s", #expr, kiln_status_name(st_),             \
+               kiln_last_error(rt));                                           \
+  } while (0)
+
+/* Fails unless expr returns want, and the message names `needle`. */
+#define assert_kiln_fails(rt, want, needle, expr)                              \
+  do {                                                                         \
+    kiln_status st_ = (expr);                                                  \
+    if (st_ != (want))                                                         \
+      fail_msg("%s returned %s, expected %s: %s", #expr,                       \
+               kiln_status_name(st_), kiln_status_name(want),                  \
+               kiln_last_error(rt));                                           \
+    const char *msg_ = kiln_last_error(rt);                                    \
+    if (!strstr(msg_, (needle)))                                               \
+      fail_msg("%s: the message does not mention '%s': %s", #expr, (needle),   \
+               msg_);                                                          \
+  } while (0)
+
+/* Called from main() of a device test before the tests run: with no OpenCL
+ * device, exit 77 (skipped), except under CI, where PoCL is always installed
+ * and a missing device is a failure. */
+static inline void kiln_test_require_device(void)
+{
+  kiln_runtime *rt = NULL;
+  kiln_status st = kiln_runtime_create(NULL, &rt);
+  if (st == KILN_OK) {
+    kiln_runtime_destroy(rt);
+    return;
+  }
+  fprintf(stderr, "no OpenCL device: %s\n", kiln_last_error(NULL));
+  exit(getenv("CI") ? 1 : KILN_TEST_SKIP);
+}
+
+/* cmocka group setup and teardown that keep one runtime in *state. */
+static inline int kiln_test_runtime_setup(void **state)
+{
+  kiln_runtime *rt = NULL;
+  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
+    fprintf(stderr, "kiln_runtime_create: %s\n", kiln_last_error(NULL));
+    return -1;
+  }
+  *state = rt;
+  return 0;
+}
+
+static inline int kiln_test_runtime_teardown(void **state)
+{
+  return kiln_runtime_destroy(*state) == KILN_OK ? 0 : -1;
+}
+
+#endif /* KILN_TESTS_COMMON_H */
