@@ -122,5 +122,26 @@ CLFAULT_INT(clEnqueueReadBuffer,
             (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s, void *p,
              cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, b, o, s, p, nw, w, ev))
+/* clGetEventInfo does not fail when armed: it reports a failed command. */
+void clfault_arm_event_status(int nth, cl_int status)
+{
+  clfault_arm("clGetEventInfo", nth, 1, status);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event ev, cl_event_info q,
+                                               size_t s, void *v, size_t *r)
+{
+  static cl_int(CL_API_CALL * next)(cl_event, cl_event_info, size_t, void *,
+                                    size_t *);
+  if (q == CL_EVENT_COMMAND_EXECUTION_STATUS && s >= sizeof(cl_int) && v &&
+      hit("clGetEventInfo")) {
+    *(cl_int *)v = armed.err;
+    return CL_SUCCESS;
+  }
+  if (!next)
+    *(void **)&next = real("clGetEventInfo");
+  return next(ev, q, s, v, r);
+}
+
 CLFAULT_INT(clWaitForEvents, (cl_uint n, const cl_event *ev), (n, ev))
 CLFAULT_INT(clFinish, (cl_command_queue q), (q))

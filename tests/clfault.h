@@ -16,6 +16,11 @@
  * other functions are unaffected. One function is armed at a time. */
 void clfault_arm(const char *fn, int nth, int times, cl_int err);
 
+/* From now on, the nth query of an event's CL_EVENT_COMMAND_EXECUTION_STATUS
+ * answers `status` (a negative error code), as a command that failed on the
+ * device would. Arms clGetEventInfo, replacing any other armed function. */
+void clfault_arm_event_status(int nth, cl_int status);
+
 /* Forwards every call again. */
 void clfault_disarm(void);
 

@@ -763,6 +763,54 @@ static void test_buffer_transfer_faults(void **state)
   pair_close(rt, &p);
 }
 
+/* A command enqueued without waiting that fails on the device is reported by
+ * the next kiln_finish(), naming the call that enqueued it; then the runtime
+ * carries on. */
+static void test_buffer_async_failure_reported_by_finish(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_buffer *b = NULL;
+  float src[64], got[64];
+  for (int i = 0; i < 64; i++)
+    src[i] = (float)i * 0.5f;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 64, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_write_async(b, 0, 64, src));
+  clfault_arm_event_status(1, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  kiln_status st = kiln_finish(rt);
+  int hits = clfault_hits();
+  clfault_disarm();
+  assert_int_equal(hits, 1);
+  assert_int_equal(st, KILN_ERR_OUT_OF_MEMORY);
+  const char *msg = kiln_last_error(rt);
+  assert_non_null(strstr(msg, "kiln_finish: a command failed on the device: "
+                              "kiln_buffer_write_async failed with "
+                              "CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)"));
+  /* Reported once; the next finish is clean and the data is there. */
+  assert_kiln_ok(rt, kiln_finish(rt));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, 64, got));
+  assert_memory_equal(got, src, sizeof src);
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+}
+
+/* Thousands of commands in flight: kiln's list of unchecked commands grows
+ * and sheds finished ones, and every command still lands. */
+static void test_buffer_many_pending_commands(void **state)
+{
+  kiln_runtime *rt = *state;
+  enum { N = 3000 };
+  static int32_t values[N], got[N];
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_I32, N, 0, &b));
+  for (int32_t i = 0; i < N; i++) {
+    values[i] = i * 7 - 1000;
+    assert_kiln_ok(rt, kiln_buffer_fill(b, (size_t)i, 1, &values[i]));
+  }
+  assert_kiln_ok(rt, kiln_finish(rt));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, N, got));
+  assert_memory_equal(got, values, sizeof values);
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+}
+
 int main(void)
 {
   kiln_test_require_device();
@@ -785,6 +833,8 @@ int main(void)
     cmocka_unit_test(test_buffer_runtime_destroy_busy),
     cmocka_unit_test(test_buffer_create_faults),
     cmocka_unit_test(test_buffer_transfer_faults),
+    cmocka_unit_test(test_buffer_async_failure_reported_by_finish),
+    cmocka_unit_test(test_buffer_many_pending_commands),
   };
   return cmocka_run_group_tests(tests, kiln_test_runtime_setup,
                                 kiln_test_runtime_teardown);
