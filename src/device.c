@@ -17,6 +17,14 @@
 #ifndef CL_DEVICE_GLOBAL_FREE_MEMORY_AMD
 #  define CL_DEVICE_GLOBAL_FREE_MEMORY_AMD 0x4039
 #endif
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#  define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#  define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+#ifndef CL_DEVICE_GFXIP_MAJOR_AMD
+#  define CL_DEVICE_GFXIP_MAJOR_AMD 0x404A
+#  define CL_DEVICE_GFXIP_MINOR_AMD 0x404B
+#endif
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #  define CL_PLATFORM_NOT_FOUND_KHR -1001
 #endif
@@ -29,11 +37,12 @@ typedef struct device_prop {
   prop_kind kind;
   size_t offset; /* into kiln__device */
   int required;
+  const char *needs; /* the extension that defines the query, or NULL */
 } device_prop;
 
 static const device_prop device_props[] = {
-#define KILN_DEVICE_PROP(param, label, kind, field, required) \
-  {param, #param, kind, offsetof(kiln__device, field), required},
+#define KILN_DEVICE_PROP(param, label, kind, field, required, needs) \
+  {param, #param, kind, offsetof(kiln__device, field), required, needs},
 #include "device_props.def"
 #undef KILN_DEVICE_PROP
 };
@@ -150,22 +159,13 @@ static int has_extension(const char *list, const char *ext)
   return 0;
 }
 
-/* Platforms that simulate a device rather than run on one. */
-static const char *const simulator_platforms[] = {"Oclgrind"};
-
-static int is_simulator(const kiln__device *dev)
-{
-  for (size_t i = 0; i < COUNT(simulator_platforms); i++)
-    if (strcmp(dev->info.platform_name, simulator_platforms[i]) == 0)
-      return 1;
-  return 0;
-}
-
 /* Fills dev from the table. Returns the first failed required row, or NULL. */
 static const device_prop *device_read(kiln__device *dev, cl_int *err_out)
 {
   for (size_t i = 0; i < COUNT(device_props); i++) {
     const device_prop *p = &device_props[i];
+    if (p->needs && !(dev->info.extensions && has_extension(dev->info.extensions, p->needs)))
+      continue;
     cl_int err = query_prop(dev, p);
     if (err == CL_OUT_OF_HOST_MEMORY || (err != CL_SUCCESS && p->required)) {
       *err_out = err;
@@ -181,7 +181,7 @@ static const device_prop *device_read(kiln__device *dev, cl_int *err_out)
   dev->info.has_fp16 = has_extension(dev->info.extensions, "cl_khr_fp16");
   dev->has_amd_free_memory =
     has_extension(dev->info.extensions, "cl_amd_device_attribute_query");
-  dev->is_simulator = is_simulator(dev);
+  kiln__device_derive(&dev->info);
   return NULL;
 }
 

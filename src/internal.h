@@ -87,8 +87,6 @@ typedef struct kiln__device {
   cl_device_id id;
   uint64_t single_fp_config, double_fp_config, half_fp_config;
   int has_amd_free_memory; /* cl_amd_device_attribute_query */
-  int is_simulator;        /* a kernel simulator such as Oclgrind: correct
-                              but thousands of times slower than hardware */
 } kiln__device;
 
 typedef struct kiln__device_list {
@@ -102,6 +100,23 @@ typedef struct kiln__device_list {
  * platform or device. Returns KILN_ERR_OUT_OF_HOST_MEMORY only. */
 kiln_status kiln__devices_discover(kiln__device_list *list);
 void kiln__devices_free(kiln__device_list *list);
+
+/* ---- ranking (rank.c) ---------------------------------------------------- */
+
+/* Fills the derived fields of a record (vendor_family, integrated,
+ * is_simulator, opencl_version, peak_gflops) from the fields the driver
+ * reported. Pure: tests call it on records of devices we do not have. */
+void kiln__device_derive(kiln_device_info *info);
+
+/* Orders two records, qsort-style: negative when a ranks before (is a better
+ * pick than) b. A total order that does not depend on the order the ICD
+ * loader lists platforms in. The keys are documented in rank.c. */
+int kiln__device_compare(const kiln_device_info *a, const kiln_device_info *b);
+
+/* Why a device ranks where it does, in a few words ("discrete GPU,
+ * ~19500 GFLOP/s fp32, 40.0 GiB, OpenCL 3.0"), into buf. Returns buf. */
+const char *kiln__device_reasons(const kiln_device_info *info, char *buf,
+                                 size_t size);
 
 /* Free global memory by the vendor's query, or -1 when there is none. */
 int64_t kiln__device_free_memory(const kiln__device *dev);

@@ -10,21 +10,21 @@
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
 
-/* The device the runtime runs on: the first available GPU, else the first
- * available CPU. A simulator (Oclgrind calls itself a GPU) is taken only when
- * nothing else is there. Returns SIZE_MAX when there is no such device. */
+/* The device the runtime runs on: the best by kiln__device_compare() among
+ * the usable ones (available, with a compiler). A simulator such as Oclgrind
+ * ranks below every real device, so it is taken only when it is all there
+ * is. Returns SIZE_MAX when no device is usable. */
 static size_t choose_device(const kiln__device_list *list)
 {
-  static const uint64_t preference[] = {KILN_DEVICE_GPU, KILN_DEVICE_CPU};
-  for (int simulators = 0; simulators <= 1; simulators++)
-    for (size_t k = 0; k < sizeof preference / sizeof preference[0]; k++)
-      for (size_t i = 0; i < list->count; i++) {
-        const kiln__device *d = &list->items[i];
-        if ((d->info.type & preference[k]) && d->info.available &&
-            d->is_simulator == simulators)
-          return i;
-      }
-  return SIZE_MAX;
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < list->count; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    if (!d->available || !d->compiler_available)
+      continue;
+    if (best == SIZE_MAX || kiln__device_compare(d, &list->items[best].info) < 0)
+      best = i;
+  }
+  return best;
 }
 
 static kiln_status fail_no_device(const kiln__device_list *list,

@@ -54,6 +54,9 @@ static void print_device(const kiln_device_info *d, int chosen)
   printf("      local memory   %.1f KiB\n", (double)d->local_mem_bytes / 1024.0);
   printf("      fp64 %s, fp16 %s\n", d->has_fp64 ? "yes" : "no",
          d->has_fp16 ? "yes" : "no");
+  printf("      kiln's view    %s, %s%s, ~%.0f GFLOP/s fp32 (estimate)\n",
+         kiln_vendor_name(d->vendor_family), d->integrated ? "integrated" : "discrete",
+         d->is_simulator ? ", simulator" : "", d->peak_gflops);
 }
 
 static int cmd_info(void)

@@ -183,10 +183,12 @@ typedef struct kiln_options {
 KILN_API void kiln_options_init(kiln_options *opts);
 
 /*! kiln_runtime_create() :
- * Finds every OpenCL platform and device through the ICD loader, chooses one
- * device (the first available GPU, else the first available CPU; a
- * simulator such as Oclgrind only when there is nothing else), and creates a
- * context and an in-order command queue with profiling enabled on it.
+ * Finds every OpenCL platform and device through the ICD loader, chooses the
+ * best usable one (available, with a compiler) by kiln's ranking: discrete
+ * GPU, integrated GPU, accelerator, then CPU, then by estimated throughput,
+ * memory and OpenCL version; a simulator such as Oclgrind only when there is
+ * nothing else. It creates a context and an in-order command queue with
+ * profiling enabled on that device.
  * A platform or device whose queries fail is skipped, and a note saying why
  * goes into kiln_runtime_diagnostics(); it never stops the others from being
  * found.
@@ -245,6 +247,29 @@ typedef enum kiln_device_type {
   KILN_DEVICE_CUSTOM = 16
 } kiln_device_type;
 
+/*! kiln_vendor :
+ * Who made the device (or the driver, for CPU runtimes and simulators),
+ * derived from the vendor id and strings. */
+typedef enum kiln_vendor {
+  KILN_VENDOR_OTHER = 0,
+  KILN_VENDOR_NVIDIA,
+  KILN_VENDOR_AMD,
+  KILN_VENDOR_INTEL,
+  KILN_VENDOR_APPLE,
+  KILN_VENDOR_ARM,
+  KILN_VENDOR_QUALCOMM,
+  KILN_VENDOR_IMAGINATION,
+  KILN_VENDOR_POCL,     /* the Portable Computing Language CPU runtime */
+  KILN_VENDOR_OCLGRIND, /* the Oclgrind kernel simulator */
+  KILN_VENDOR_MESA      /* Mesa's Clover or rusticl, on any GPU */
+} kiln_vendor;
+
+/*! kiln_vendor_name() :
+ * @return : the lower-case name ("nvidia", "amd", "intel", "apple", "arm",
+ *           "qualcomm", "imagination", "pocl", "oclgrind", "mesa", "other").
+ *           Static. */
+KILN_API const char *kiln_vendor_name(kiln_vendor vendor);
+
 /*! kiln_device_info :
  * One device as the driver describes it. Strings are never NULL; a property
  * the driver would not report reads as "" or 0. Owned by the runtime; valid
@@ -274,6 +299,18 @@ typedef struct kiln_device_info {
   int has_fp64;                 /* double precision arithmetic */
   int has_fp16;                 /* cl_khr_fp16 arithmetic; half storage
                                    (vload_half) works on every device */
+  uint32_t native_vector_width_float; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT */
+  int host_unified_memory;      /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  uint32_t arch_major;          /* NVIDIA compute capability or AMD GFX IP */
+  uint32_t arch_minor;          /*   version; 0 when the driver has none */
+  /* Derived by kiln from the above: */
+  kiln_vendor vendor_family;
+  int integrated;               /* shares the host's memory: an integrated
+                                   GPU, or a CPU device */
+  int is_simulator;             /* simulates a device (Oclgrind): correct but
+                                   far slower; never picked unless asked */
+  unsigned opencl_version;      /* from `version`: 120 for "OpenCL 1.2" */
+  double peak_gflops;           /* estimated fp32 peak; see device.c */
 } kiln_device_info;
 
 /*! kiln_runtime_device() :

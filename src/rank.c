@@ -1,0 +1,229 @@
+/*
+ * rank.c — what kiln derives from a device record, and how it ranks devices.
+ *
+ * Everything here is a pure function of kiln_device_info, so the tests rank
+ * records of devices this machine does not have, built from their published
+ * figures.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+KILN_API const char *kiln_vendor_name(kiln_vendor vendor)
+{
+  static const char *const names[] = {
+    [KILN_VENDOR_OTHER] = "other",       [KILN_VENDOR_NVIDIA] = "nvidia",
+    [KILN_VENDOR_AMD] = "amd",           [KILN_VENDOR_INTEL] = "intel",
+    [KILN_VENDOR_APPLE] = "apple",       [KILN_VENDOR_ARM] = "arm",
+    [KILN_VENDOR_QUALCOMM] = "qualcomm", [KILN_VENDOR_IMAGINATION] = "imagination",
+    [KILN_VENDOR_POCL] = "pocl",         [KILN_VENDOR_OCLGRIND] = "oclgrind",
+    [KILN_VENDOR_MESA] = "mesa",
+  };
+  return (unsigned)vendor < COUNT(names) ? names[vendor] : "other";
+}
+
+/* Runtimes that are not their hardware's vendor's, known by their platform:
+ * they come first, since PoCL on an Intel CPU reports Intel's vendor id. */
+static const struct {
+  const char *platform; /* a substring of the platform name or vendor */
+  kiln_vendor vendor;
+} runtimes[] = {
+  {"Oclgrind", KILN_VENDOR_OCLGRIND},
+  {"Portable Computing Language", KILN_VENDOR_POCL},
+  {"The pocl project", KILN_VENDOR_POCL},
+  {"Clover", KILN_VENDOR_MESA},
+  {"rusticl", KILN_VENDOR_MESA},
+  {"Mesa", KILN_VENDOR_MESA},
+};
+
+/* PCI vendor ids, then words of the vendor string (case-insensitive). */
+static const struct {
+  uint32_t id;
+  const char *word;
+  kiln_vendor vendor;
+} vendors[] = {
+  {0x10DE, "NVIDIA", KILN_VENDOR_NVIDIA},
+  {0x1002, "Advanced Micro Devices", KILN_VENDOR_AMD},
+  {0x1022, "AMD", KILN_VENDOR_AMD},
+  {0x8086, "Intel", KILN_VENDOR_INTEL},
+  {0x13B5, "ARM", KILN_VENDOR_ARM},
+  {0x5143, "Qualcomm", KILN_VENDOR_QUALCOMM},
+  {0x1010, "Imagination", KILN_VENDOR_IMAGINATION},
+  {0, "Apple", KILN_VENDOR_APPLE},
+};
+
+static int contains_nocase(const char *hay, const char *needle)
+{
+  size_t n = strlen(needle);
+  for (; *hay; hay++)
+    if (strncasecmp(hay, needle, n) == 0)
+      return 1;
+  return 0;
+}
+
+static kiln_vendor vendor_family(const kiln_device_info *d)
+{
+  for (size_t i = 0; i < COUNT(runtimes); i++)
+    if (strstr(d->platform_name, runtimes[i].platform) ||
+        strstr(d->platform_vendor, runtimes[i].platform))
+      return runtimes[i].vendor;
+  for (size_t i = 0; i < COUNT(vendors); i++)
+    if (vendors[i].id && d->vendor_id == vendors[i].id)
+      return vendors[i].vendor;
+  for (size_t i = 0; i < COUNT(vendors); i++)
+    if (contains_nocase(d->vendor, vendors[i].word))
+      return vendors[i].vendor;
+  return KILN_VENDOR_OTHER;
+}
+
+/* fp32 lanes in one NVIDIA streaming multiprocessor, by compute capability. */
+static unsigned nvidia_lanes(uint32_t major, uint32_t minor)
+{
+  if (major == 3)
+    return 192; /* Kepler */
+  if (major == 5)
+    return 128; /* Maxwell */
+  if (major == 6)
+    return minor == 0 ? 64 : 128; /* P100 : consumer Pascal */
+  if (major == 7)
+    return 64; /* Volta, Turing */
+  if (major == 8)
+    return minor == 0 ? 64 : 128; /* A100 : consumer Ampere, Ada */
+  return 128; /* Hopper, Blackwell, and a driver without the query */
+}
+
+/* fp32 lanes per compute unit, as the driver counts compute units. */
+static unsigned lanes_per_cu(const kiln_device_info *d)
+{
+  if (d->type & KILN_DEVICE_CPU) /* a CU is a hardware thread; see below */
+    return d->native_vector_width_float ? d->native_vector_width_float : 1;
+  switch (d->vendor_family) {
+  case KILN_VENDOR_NVIDIA: return nvidia_lanes(d->arch_major, d->arch_minor);
+  case KILN_VENDOR_AMD: return d->arch_major >= 11 ? 128 : 64; /* RDNA3 dual issue */
+  case KILN_VENDOR_INTEL: return 8;   /* a CU is an EU: SIMD8 */
+  case KILN_VENDOR_APPLE: return 128; /* a CU is a GPU core */
+  case KILN_VENDOR_ARM: return 16;
+  case KILN_VENDOR_QUALCOMM: return 64;
+  case KILN_VENDOR_IMAGINATION: return 32;
+  default: return 64;
+  }
+}
+
+/*
+ * The estimated fp32 peak, in GFLOP/s:
+ *
+ *   peak = compute units x fp32 lanes per compute unit x 2 x clock (GHz)
+ *
+ * where 2 counts a fused multiply-add as two operations. OpenCL does not
+ * report lanes per compute unit, so they come from the vendor family and
+ * architecture (lanes_per_cu above). On a CPU a compute unit is a hardware
+ * thread with native_vector_width_float lanes; that two FMA pipes per core
+ * are shared by two SMT threads cancels out. Simulators count as 0. The
+ * figure ranks devices; it is no promise of speed.
+ */
+static double peak_gflops(const kiln_device_info *d)
+{
+  if (d->is_simulator)
+    return 0;
+  return (double)d->compute_units * lanes_per_cu(d) * 2.0 * d->clock_mhz / 1000.0;
+}
+
+/* "OpenCL 3.0 CUDA 12.2" -> 300; 0 when the text is not of that form. */
+static unsigned parse_opencl_version(const char *v)
+{
+  unsigned major = 0, minor = 0;
+  if (strncmp(v, "OpenCL ", 7) != 0 || !isdigit((unsigned char)v[7]))
+    return 0;
+  if (sscanf(v + 7, "%u.%u", &major, &minor) != 2 || minor > 9)
+    return 0;
+  return major * 100 + minor * 10;
+}
+
+void kiln__device_derive(kiln_device_info *d)
+{
+  d->vendor_family = vendor_family(d);
+  d->is_simulator = d->vendor_family == KILN_VENDOR_OCLGRIND;
+  d->integrated = (d->type & KILN_DEVICE_CPU) || d->host_unified_memory ||
+                  d->vendor_family == KILN_VENDOR_APPLE;
+  d->opencl_version = parse_opencl_version(d->version);
+  d->peak_gflops = peak_gflops(d);
+}
+
+/* The kinds of device, best first. */
+enum device_class { CLASS_DISCRETE_GPU = 4, CLASS_INTEGRATED_GPU = 3,
+                    CLASS_ACCELERATOR = 2, CLASS_CPU = 1, CLASS_OTHER = 0 };
+
+static enum device_class device_class(const kiln_device_info *d)
+{
+  if (d->type & KILN_DEVICE_GPU)
+    return d->integrated ? CLASS_INTEGRATED_GPU : CLASS_DISCRETE_GPU;
+  if (d->type & KILN_DEVICE_ACCELERATOR)
+    return CLASS_ACCELERATOR;
+  if (d->type & KILN_DEVICE_CPU)
+    return CLASS_CPU;
+  return CLASS_OTHER;
+}
+
+static int usable(const kiln_device_info *d)
+{
+  return d->available && d->compiler_available;
+}
+
+/* Compares "bigger wins" keys: negative when a's is bigger. */
+#define BIGGER_FIRST(x, y) ((x) > (y) ? -1 : (x) < (y) ? 1 : 0)
+
+/*
+ * The ranking. Keys in order, each deciding only when the ones before tie:
+ *  1. usable: available, with a compiler (kiln compiles its kernels);
+ *  2. not a simulator (Oclgrind calls itself a GPU);
+ *  3. the class: discrete GPU, integrated GPU, accelerator, CPU, other;
+ *  4. the estimated fp32 peak;
+ *  5. global memory;
+ *  6. the OpenCL version;
+ *  7. ties: name, platform name, driver version, then the device's index in
+ *     its platform and last the platform's index. The platform order, which
+ *     the ICD loader may change (OCL_ICD_PLATFORM_SORT), only decides between
+ *     records identical in everything else.
+ */
+int kiln__device_compare(const kiln_device_info *a, const kiln_device_info *b)
+{
+  int c;
+  if ((c = BIGGER_FIRST(usable(a), usable(b))) != 0 ||
+      (c = BIGGER_FIRST(!a->is_simulator, !b->is_simulator)) != 0 ||
+      (c = BIGGER_FIRST(device_class(a), device_class(b))) != 0 ||
+      (c = BIGGER_FIRST(a->peak_gflops, b->peak_gflops)) != 0 ||
+      (c = BIGGER_FIRST(a->global_mem_bytes, b->global_mem_bytes)) != 0 ||
+      (c = BIGGER_FIRST(a->opencl_version, b->opencl_version)) != 0)
+    return c;
+  if ((c = strcmp(a->name, b->name)) != 0 ||
+      (c = strcmp(a->platform_name, b->platform_name)) != 0 ||
+      (c = strcmp(a->driver_version, b->driver_version)) != 0)
+    return c < 0 ? -1 : 1;
+  if (a->device_index != b->device_index)
+    return a->device_index < b->device_index ? -1 : 1;
+  return a->platform_index < b->platform_index ? -1
+         : a->platform_index > b->platform_index ? 1 : 0;
+}
+
+const char *kiln__device_reasons(const kiln_device_info *d, char *buf, size_t size)
+{
+  static const char *const classes[] = {
+    [CLASS_DISCRETE_GPU] = "discrete GPU", [CLASS_INTEGRATED_GPU] = "integrated GPU",
+    [CLASS_ACCELERATOR] = "accelerator", [CLASS_CPU] = "CPU", [CLASS_OTHER] = "other device",
+  };
+  char mem[32];
+  const char *why = !d->available            ? "not available, "
+                    : !d->compiler_available ? "no compiler, "
+                    : d->is_simulator        ? "simulator, "
+                                             : "";
+  snprintf(buf, size, "%s%s, ~%.0f GFLOP/s fp32, %s, OpenCL %u.%u", why,
+           classes[device_class(d)], d->peak_gflops,
+           kiln__format_bytes(d->global_mem_bytes, mem, sizeof mem),
+           d->opencl_version / 100, d->opencl_version / 10 % 10);
+  return buf;
+}
