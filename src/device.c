@@ -141,7 +141,7 @@ static const char **string_slots(kiln__device *dev, size_t i)
   return NULL;
 }
 
-static void device_free(kiln__device *dev)
+void kiln__device_free(kiln__device *dev)
 {
   const char **slot;
   for (size_t i = 0; (slot = string_slots(dev, i)) != NULL; i++)
@@ -236,7 +236,7 @@ static kiln_status add_device(kiln__device_list *list, const kiln__device *tmpl,
     dst = string_slots(&dev, i);
     *dst = strdup(*src);
     if (!*dst) {
-      device_free(&dev);
+      kiln__device_free(&dev);
       return KILN_ERR_OUT_OF_HOST_MEMORY;
     }
   }
@@ -248,7 +248,7 @@ static kiln_status add_device(kiln__device_list *list, const kiln__device *tmpl,
   const device_prop *bad = device_read(&dev, &err);
   if (!bad && list_push(list, &dev) == 0)
     return KILN_OK;
-  device_free(&dev);
+  kiln__device_free(&dev);
   if (err == CL_OUT_OF_HOST_MEMORY || !bad)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
   kiln__str_appendf(&list->notes,
@@ -300,7 +300,7 @@ static kiln_status add_platform(kiln__device_list *list, cl_platform_id p,
     st = add_device(list, &tmpl, ids[d], d);
 done:
   free(ids);
-  device_free(&tmpl);
+  kiln__device_free(&tmpl);
   return st;
 }
 
@@ -342,7 +342,7 @@ kiln_status kiln__devices_discover(kiln__device_list *list)
 void kiln__devices_free(kiln__device_list *list)
 {
   for (size_t i = 0; i < list->count; i++)
-    device_free(&list->items[i]);
+    kiln__device_free(&list->items[i]);
   free(list->items);
   kiln__str_free(&list->notes);
   memset(list, 0, sizeof *list);

@@ -110,10 +110,26 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->memory_fraction = opts->memory_fraction;
   if (cfg->memory_limit || cfg->memory_fraction)
     cfg->memory_source = "kiln_options";
+  cfg->device = opts->device;
+  cfg->device_source = "kiln_options.device";
+  cfg->visible = opts->visible_devices;
+  cfg->visible_source = "kiln_options.visible_devices";
   if (opts->ignore_env)
     return KILN_OK;
 
   cfg->icd_vendors = getenv("OCL_ICD_VENDORS");
+  /* Selectors are parsed against the devices, once they are found. An empty
+   * variable counts as unset, as shells make `KILN_DEVICE= prog` easy. */
+  const char *device = getenv("KILN_DEVICE");
+  if (!cfg->device && device && *device) {
+    cfg->device = device;
+    cfg->device_source = "KILN_DEVICE";
+  }
+  const char *visible = getenv("KILN_VISIBLE_DEVICES");
+  if (!cfg->visible && visible && *visible) {
+    cfg->visible = visible;
+    cfg->visible_source = "KILN_VISIBLE_DEVICES";
+  }
   const char *limit = getenv("KILN_MEMORY_LIMIT");
   if (limit && *limit && !cfg->memory_source) {
     if (kiln__parse_size(limit, &cfg->memory_limit, &cfg->memory_fraction) != 0)

@@ -70,6 +70,10 @@ typedef struct kiln__config {
   double memory_fraction;    /* of global memory, 0 for none */
   const char *memory_source; /* where the limit came from, for messages */
   const char *icd_vendors;   /* OCL_ICD_VENDORS, for the no-driver message */
+  const char *device;        /* selector, or NULL */
+  const char *device_source; /* "KILN_DEVICE" or "kiln_options.device" */
+  const char *visible;       /* mask, or NULL */
+  const char *visible_source;
 } kiln__config;
 
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg);
@@ -100,6 +104,7 @@ typedef struct kiln__device_list {
  * platform or device. Returns KILN_ERR_OUT_OF_HOST_MEMORY only. */
 kiln_status kiln__devices_discover(kiln__device_list *list);
 void kiln__devices_free(kiln__device_list *list);
+void kiln__device_free(kiln__device *dev); /* the strings of one record */
 
 /* ---- ranking (rank.c) ---------------------------------------------------- */
 
@@ -108,15 +113,24 @@ void kiln__devices_free(kiln__device_list *list);
  * reported. Pure: tests call it on records of devices we do not have. */
 void kiln__device_derive(kiln_device_info *info);
 
-/* Orders two records, qsort-style: negative when a ranks before (is a better
- * pick than) b. A total order that does not depend on the order the ICD
- * loader lists platforms in. The keys are documented in rank.c. */
-int kiln__device_compare(const kiln_device_info *a, const kiln_device_info *b);
 
-/* Why a device ranks where it does, in a few words ("discrete GPU,
- * ~19500 GFLOP/s fp32, 40.0 GiB, OpenCL 3.0"), into buf. Returns buf. */
-const char *kiln__device_reasons(const kiln_device_info *info, char *buf,
-                                 size_t size);
+/* ---- selection (select.c) ------------------------------------------------ */
+
+/* Keeps only the devices the mask (KILN_VISIBLE_DEVICES' grammar) matches,
+ * in the order of its terms, and says in `why` what it hid. Fails with
+ * KILN_ERR_INVALID_DEVICE_SELECTOR (message for the thread) when the mask
+ * does not parse or a term matches nothing. `source` names the setting. */
+kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
+                               const char *source, kiln__str *why);
+
+/* Finds the device a selector picks among the list; see kiln_options.device.
+ * Adds to `why` what matched. Fails like kiln__devices_mask(). */
+kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
+                                 const char *source, size_t *chosen, kiln__str *why);
+
+/* The best usable, non-simulator device by ranking; else the best usable
+ * simulator; SIZE_MAX when nothing is usable. */
+size_t kiln__devices_best(const kiln__device_list *list);
 
 /* Free global memory by the vendor's query, or -1 when there is none. */
 int64_t kiln__device_free_memory(const kiln__device *dev);
@@ -125,8 +139,9 @@ int64_t kiln__device_free_memory(const kiln__device *dev);
 
 struct kiln_runtime {
   pthread_mutex_t lock; /* guards everything below that changes after create */
-  kiln__device_list devices;
+  kiln__device_list devices; /* the visible devices */
   size_t chosen;
+  kiln__str selection;       /* what KILN_VISIBLE_DEVICES and KILN_DEVICE did */
   cl_context context;
   cl_command_queue queue;       /* in order, profiling: all user-visible work */
   cl_command_queue alloc_queue; /* makes new buffers resident without waiting

@@ -177,20 +177,10 @@ static int usable(const kiln_device_info *d)
 /* Compares "bigger wins" keys: negative when a's is bigger. */
 #define BIGGER_FIRST(x, y) ((x) > (y) ? -1 : (x) < (y) ? 1 : 0)
 
-/*
- * The ranking. Keys in order, each deciding only when the ones before tie:
- *  1. usable: available, with a compiler (kiln compiles its kernels);
- *  2. not a simulator (Oclgrind calls itself a GPU);
- *  3. the class: discrete GPU, integrated GPU, accelerator, CPU, other;
- *  4. the estimated fp32 peak;
- *  5. global memory;
- *  6. the OpenCL version;
- *  7. ties: name, platform name, driver version, then the device's index in
- *     its platform and last the platform's index. The platform order, which
- *     the ICD loader may change (OCL_ICD_PLATFORM_SORT), only decides between
- *     records identical in everything else.
- */
-int kiln__device_compare(const kiln_device_info *a, const kiln_device_info *b)
+/* The keys and their order are documented at kiln_device_compare() in
+ * kiln.h; keep the two in step. */
+KILN_API int kiln_device_compare(const kiln_device_info *a,
+                                 const kiln_device_info *b)
 {
   int c;
   if ((c = BIGGER_FIRST(usable(a), usable(b))) != 0 ||
@@ -210,7 +200,8 @@ int kiln__device_compare(const kiln_device_info *a, const kiln_device_info *b)
          : a->platform_index > b->platform_index ? 1 : 0;
 }
 
-const char *kiln__device_reasons(const kiln_device_info *d, char *buf, size_t size)
+KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *d,
+                                              char *buf, size_t size)
 {
   static const char *const classes[] = {
     [CLASS_DISCRETE_GPU] = "discrete GPU", [CLASS_INTEGRATED_GPU] = "integrated GPU",

@@ -10,23 +10,6 @@
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
 
-/* The device the runtime runs on: the best by kiln__device_compare() among
- * the usable ones (available, with a compiler). A simulator such as Oclgrind
- * ranks below every real device, so it is taken only when it is all there
- * is. Returns SIZE_MAX when no device is usable. */
-static size_t choose_device(const kiln__device_list *list)
-{
-  size_t best = SIZE_MAX;
-  for (size_t i = 0; i < list->count; i++) {
-    const kiln_device_info *d = &list->items[i].info;
-    if (!d->available || !d->compiler_available)
-      continue;
-    if (best == SIZE_MAX || kiln__device_compare(d, &list->items[best].info) < 0)
-      best = i;
-  }
-  return best;
-}
-
 static kiln_status fail_no_device(const kiln__device_list *list,
                                   const kiln__config *cfg)
 {
@@ -72,6 +55,31 @@ static void set_memory_limit(kiln_runtime *rt, const kiln__config *cfg)
   }
 }
 
+/* Applies the visibility mask, then the selector or the ranking. What they
+ * did goes into rt->selection for `kiln devices`. */
+static kiln_status choose_device(kiln_runtime *rt, const kiln__config *cfg)
+{
+  kiln_status st = KILN_OK;
+  if (rt->devices.count && cfg->visible)
+    st = kiln__devices_mask(&rt->devices, cfg->visible, cfg->visible_source,
+                            &rt->selection);
+  if (st != KILN_OK)
+    return st;
+  size_t best = kiln__devices_best(&rt->devices);
+  if (best == SIZE_MAX)
+    return fail_no_device(&rt->devices, cfg);
+  rt->chosen = best;
+  if (cfg->device)
+    st = kiln__devices_select(&rt->devices, cfg->device, cfg->device_source,
+                              &rt->chosen, &rt->selection);
+  if (st == KILN_OK && rt->chosen != best)
+    kiln__str_appendf(&rt->selection, "the ranking alone would pick %u:%u %s\n",
+                      rt->devices.items[best].info.platform_index,
+                      rt->devices.items[best].info.device_index,
+                      rt->devices.items[best].info.name);
+  return st;
+}
+
 static kiln_status open_device(kiln_runtime *rt)
 {
   const kiln__device *dev = kiln__runtime_device(rt);
@@ -107,6 +115,7 @@ static void runtime_free(kiln_runtime *rt)
   if (rt->context)
     clReleaseContext(rt->context);
   kiln__devices_free(&rt->devices);
+  kiln__str_free(&rt->selection);
   free(rt->error);
   pthread_mutex_destroy(&rt->lock);
   free(rt);
@@ -136,10 +145,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
     return kiln__fail(NULL, st, "kiln_runtime_create: out of host memory "
                                 "while listing OpenCL devices");
   }
-  rt->chosen = choose_device(&rt->devices);
-  if (rt->chosen == SIZE_MAX)
-    st = fail_no_device(&rt->devices, &cfg);
-  else
+  st = choose_device(rt, &cfg);
+  if (st == KILN_OK)
     st = open_device(rt);
   if (st != KILN_OK) {
     runtime_free(rt);
@@ -275,6 +282,11 @@ KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
 KILN_API const char *kiln_runtime_diagnostics(const kiln_runtime *rt)
 {
   return rt ? kiln__str_get(&rt->devices.notes) : NULL;
+}
+
+KILN_API const char *kiln_runtime_selection(const kiln_runtime *rt)
+{
+  return rt ? kiln__str_get(&rt->selection) : NULL;
 }
 
 KILN_API cl_platform_id kiln_runtime_cl_platform(const kiln_runtime *rt)

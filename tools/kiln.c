@@ -5,6 +5,7 @@
  * into one clear line on stderr and a non-zero exit.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kiln/kiln.h"
@@ -16,6 +17,7 @@ static int usage(FILE *out)
           "\n"
           "commands:\n"
           "  info       list the OpenCL devices kiln finds, and the one it picks\n"
+          "  devices    rank the devices, and say which one kiln picks and why\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");
   return out == stdout ? 0 : 2;
@@ -79,6 +81,49 @@ static int cmd_info(void)
   return 0;
 }
 
+/* The devices in kiln's order, best first, with the keys that put them
+ * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed. */
+static int cmd_devices(void)
+{
+  kiln_runtime *rt = NULL;
+  kiln_status st = kiln_runtime_create(NULL, &rt);
+  if (st != KILN_OK)
+    return fail("devices", st, NULL);
+  size_t n = kiln_runtime_device_count(rt);
+  const kiln_device_info **order = calloc(n ? n : 1, sizeof *order);
+  if (!order) {
+    kiln_runtime_destroy(rt);
+    fprintf(stderr, "kiln devices: out of memory\n");
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    /* insertion sort: a handful of devices */
+    const kiln_device_info *d = kiln_runtime_device_at(rt, i);
+    size_t j = i;
+    for (; j > 0 && kiln_device_compare(d, order[j - 1]) < 0; j--)
+      order[j] = order[j - 1];
+    order[j] = d;
+  }
+  const kiln_device_info *picked = kiln_runtime_device(rt);
+  printf("rank  P:D   %-40s  why (the ranking keys, in order)\n", "device");
+  for (size_t r = 0; r < n; r++) {
+    char why[160];
+    printf("%-4zu  %u:%-3u %-40.40s  %s%s\n", r + 1, order[r]->platform_index,
+           order[r]->device_index, order[r]->name,
+           kiln_device_rank_reasons(order[r], why, sizeof why),
+           order[r] == picked ? "  <- picked" : "");
+  }
+  const char *selection = kiln_runtime_selection(rt);
+  printf("\npicked %u:%u %s\n%s", picked->platform_index, picked->device_index,
+         picked->name,
+         *selection ? selection
+                    : "KILN_DEVICE and KILN_VISIBLE_DEVICES are not set: the best "
+                      "ranked device is picked\n");
+  free(order);
+  kiln_runtime_destroy(rt);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 2)
@@ -86,6 +131,8 @@ int main(int argc, char **argv)
   const char *cmd = argv[1];
   if (strcmp(cmd, "info") == 0)
     return cmd_info();
+  if (strcmp(cmd, "devices") == 0)
+    return cmd_devices();
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("kiln %s\n", kiln_version());
     return 0;

@@ -92,6 +92,8 @@ KILN_API unsigned kiln_version_number(void);
   XX(ERR_BUSY,                -7,   "the object is still in use")                  \
   XX(ERR_UNSUPPORTED,         -8,   "the device or this build of kiln cannot do "  \
                                     "what was asked")                              \
+  XX(ERR_INVALID_DEVICE_SELECTOR, -9, "the device selector does not parse or "     \
+                                    "matches no device")                           \
   XX(ERR_NO_DEVICE,           -100, "no usable OpenCL device was found")           \
   XX(ERR_OUT_OF_MEMORY,       -101, "the device does not have the memory asked "   \
                                     "for")                                         \
@@ -174,6 +176,26 @@ typedef struct kiln_options {
   /* Cap as a fraction of the device's global memory, in (0, 1]; 0: none.
    * When both caps are set the smaller one holds. */
   double memory_fraction;
+  /* Which device to run on, as an order of preference: comma-separated
+   * terms, the first that matches a usable device wins, and among its
+   * matches the best ranked. A term is
+   *   P:D        platform P's device D, as `kiln info --list` numbers them
+   *   N          the N-th visible device, as kiln_runtime_device_at() lists
+   *   a vendor   nvidia, amd, intel, apple, arm, qualcomm, imagination,
+   *              pocl, mesa, oclgrind
+   *   a type     gpu, cpu, accelerator
+   *   name=TEXT  a device whose name contains TEXT (case-insensitive)
+   * A simulator (Oclgrind) is matched only by a term that names it: P:D, N,
+   * oclgrind or name=. NULL: the best ranked device. Env: KILN_DEVICE.
+   * A value that does not parse or matches no usable device makes
+   * kiln_runtime_create() fail with KILN_ERR_INVALID_DEVICE_SELECTOR. */
+  const char *device;
+  /* Which devices kiln may see at all, as CUDA_VISIBLE_DEVICES: terms as
+   * above (N counting every device found), comma-separated; the devices
+   * they match, in the order of the terms, become the visible devices
+   * 0, 1, ... Each term must match a device. NULL: all devices.
+   * Env: KILN_VISIBLE_DEVICES. */
+  const char *visible_devices;
   /* Non-zero: ignore every KILN_* environment variable. */
   int ignore_env;
 } kiln_options;
@@ -232,6 +254,13 @@ KILN_API const char *kiln_last_error(const kiln_runtime *rt);
  *           devices that were skipped and why. "" when there were none. Owned
  *           by the runtime; valid until it is destroyed. NULL for rt == NULL. */
 KILN_API const char *kiln_runtime_diagnostics(const kiln_runtime *rt);
+
+/*! kiln_runtime_selection() :
+ * @return : what the visibility mask and the device selector did, one line
+ *           each: which devices were hidden, which term picked the device,
+ *           and what the ranking alone would have picked. "" when neither
+ *           was set. Owned by the runtime; NULL for rt == NULL. */
+KILN_API const char *kiln_runtime_selection(const kiln_runtime *rt);
 
 /*====================================================================
  * Device information
@@ -312,6 +341,30 @@ typedef struct kiln_device_info {
   unsigned opencl_version;      /* from `version`: 120 for "OpenCL 1.2" */
   double peak_gflops;           /* estimated fp32 peak; see device.c */
 } kiln_device_info;
+
+/*! kiln_device_compare() :
+ * kiln's ranking of devices, as a qsort-style comparison: negative when a is
+ * the better pick. Keys in order, each deciding only when those before tie:
+ *  1. usable: available, with a compiler;
+ *  2. not a simulator;
+ *  3. the class: discrete GPU, integrated GPU, accelerator, CPU;
+ *  4. the estimated fp32 peak (peak_gflops);
+ *  5. global memory;
+ *  6. the OpenCL version;
+ *  7. name, platform name, driver version, device index, platform index.
+ * A total order: the platform order the ICD loader happens to use decides
+ * only between records identical in everything else. Pure: works on records
+ * you fill yourself (then call nothing else on them). */
+KILN_API int kiln_device_compare(const kiln_device_info *a,
+                                 const kiln_device_info *b);
+
+/*! kiln_device_rank_reasons() :
+ * Writes why the device ranks where it does into buf, in a few words:
+ * "discrete GPU, ~82575 GFLOP/s fp32, 24.0 GiB, OpenCL 3.0", prefixed by
+ * "not available", "no compiler" or "simulator" where that holds. Always
+ * NUL-terminated when size > 0. @return : buf. */
+KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *info,
+                                              char *buf, size_t size);
 
 /*! kiln_runtime_device() :
  * @return : the device the runtime runs on. Owned by the runtime; NULL for

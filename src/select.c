@@ -1,0 +1,295 @@
+/*
+ * select.c — which devices kiln may see (KILN_VISIBLE_DEVICES) and which one
+ * it runs on (KILN_DEVICE): parsing the selector grammar documented at
+ * kiln_options.device, and matching it against device records.
+ *
+ * A setting that does not parse, or matches nothing, is an error whose
+ * message names the value and lists the devices: kiln never falls back
+ * silently to a device the user did not ask for.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+typedef enum term_kind { TERM_PD, TERM_N, TERM_VENDOR, TERM_TYPE, TERM_NAME } term_kind;
+
+typedef struct term {
+  term_kind kind;
+  unsigned long p, d; /* TERM_PD; TERM_N uses p */
+  kiln_vendor vendor;
+  uint64_t type;
+  const char *text; /* the term as written, not NUL-terminated */
+  size_t len;
+} term;
+
+static const struct {
+  const char *word;
+  uint64_t type;
+} type_words[] = {
+  {"gpu", KILN_DEVICE_GPU},
+  {"cpu", KILN_DEVICE_CPU},
+  {"accelerator", KILN_DEVICE_ACCELERATOR},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Parses a run of digits into *v; returns the end, or NULL. */
+static const char *parse_index(const char *s, const char *end, unsigned long *v)
+{
+  if (s == end || !isdigit((unsigned char)*s))
+    return NULL;
+  *v = 0;
+  for (; s < end && isdigit((unsigned char)*s); s++) {
+    if (*v > 100000) /* no machine has that many devices */
+      return NULL;
+    *v = *v * 10 + (unsigned long)(*s - '0');
+  }
+  return s;
+}
+
+static int word_is(const char *s, size_t len, const char *word)
+{
+  return strlen(word) == len && strncasecmp(s, word, len) == 0;
+}
+
+/* Parses one term, already trimmed. Returns 0, or -1 when it is not one. */
+static int parse_term(const char *s, size_t len, term *t)
+{
+  const char *end = s + len;
+  memset(t, 0, sizeof *t);
+  t->text = s;
+  t->len = len;
+  if (len > 5 && strncasecmp(s, "name=", 5) == 0) {
+    t->kind = TERM_NAME;
+    return 0;
+  }
+  const char *q = parse_index(s, end, &t->p);
+  if (q == end) {
+    t->kind = TERM_N;
+    return 0;
+  }
+  if (q && *q == ':' && parse_index(q + 1, end, &t->d) == end) {
+    t->kind = TERM_PD;
+    return 0;
+  }
+  for (size_t i = 0; i < COUNT(type_words); i++)
+    if (word_is(s, len, type_words[i].word)) {
+      t->kind = TERM_TYPE;
+      t->type = type_words[i].type;
+      return 0;
+    }
+  for (int v = KILN_VENDOR_NVIDIA; v <= KILN_VENDOR_MESA; v++)
+    if (word_is(s, len, kiln_vendor_name((kiln_vendor)v))) {
+      t->kind = TERM_VENDOR;
+      t->vendor = (kiln_vendor)v;
+      return 0;
+    }
+  return -1;
+}
+
+static int contains_nocase(const char *hay, const char *needle, size_t n)
+{
+  for (; *hay; hay++)
+    if (strncasecmp(hay, needle, n) == 0)
+      return 1;
+  return 0;
+}
+
+/* Whether the term matches device d, which is at `index` in its list. */
+static int term_matches(const term *t, const kiln_device_info *d, size_t index)
+{
+  switch (t->kind) {
+  case TERM_PD: return d->platform_index == t->p && d->device_index == t->d;
+  case TERM_N: return index == t->p;
+  case TERM_NAME: return contains_nocase(d->name, t->text + 5, t->len - 5);
+  case TERM_VENDOR: return d->vendor_family == t->vendor;
+  case TERM_TYPE: return (d->type & t->type) && !d->is_simulator;
+  }
+  return 0;
+}
+
+/* Splits a comma-separated setting into terms. Returns the count, or -1 with
+ * *bad set to the first term that does not parse. *terms is malloc'd. */
+static long parse_terms(const char *value, term **terms, term *bad)
+{
+  size_t n = 1;
+  for (const char *c = value; *c; c++)
+    n += *c == ',';
+  *terms = calloc(n, sizeof **terms);
+  if (!*terms)
+    return -2;
+  const char *s = value;
+  for (size_t i = 0; i < n; i++) {
+    const char *comma = strchr(s, ',');
+    const char *end = comma ? comma : s + strlen(s);
+    const char *a = s, *b = end;
+    while (a < b && isspace((unsigned char)*a))
+      a++;
+    while (b > a && isspace((unsigned char)b[-1]))
+      b--;
+    if (parse_term(a, (size_t)(b - a), &(*terms)[i]) != 0) {
+      *bad = (term){.text = a, .len = (size_t)(b - a)};
+      free(*terms);
+      *terms = NULL;
+      return -1;
+    }
+    s = end + 1;
+  }
+  return (long)n;
+}
+
+/* Appends the devices of the list, one a line, for error messages. */
+static void list_devices(kiln__str *s, const kiln__device_list *list)
+{
+  if (list->count == 0)
+    kiln__str_appendf(s, "\n  (none)");
+  for (size_t i = 0; i < list->count; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    kiln__str_appendf(s, "\n  %zu  %u:%u  %s (%s, %s%s%s)", i, d->platform_index,
+                      d->device_index, d->name, kiln_vendor_name(d->vendor_family),
+                      d->type & KILN_DEVICE_GPU   ? "gpu"
+                      : d->type & KILN_DEVICE_CPU ? "cpu"
+                                                  : "accelerator",
+                      d->is_simulator ? ", a simulator: only P:D, N, its vendor "
+                                        "or name= selects it"
+                                      : "",
+                      d->available && d->compiler_available ? "" : ", not usable");
+  }
+}
+
+static const char grammar[] =
+  "expected comma-separated terms, each P:D (platform:device), N (an index), "
+  "a vendor (nvidia, amd, intel, apple, arm, qualcomm, imagination, pocl, "
+  "mesa, oclgrind), a type (gpu, cpu, accelerator) or name=TEXT";
+
+/* Records the failure for the thread: what, then the devices there are. */
+static kiln_status fail_selector(const kiln__device_list *list, const char *fmt, ...)
+  KILN__PRINTF(2, 3);
+
+static kiln_status fail_selector(const kiln__device_list *list, const char *fmt, ...)
+{
+  kiln__str s = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  kiln__str_vappendf(&s, fmt, ap);
+  va_end(ap);
+  kiln__str_appendf(&s, "; the devices are:");
+  list_devices(&s, list);
+  kiln_status st = kiln__fail(NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "%s",
+                              kiln__str_get(&s));
+  kiln__str_free(&s);
+  return st;
+}
+
+static kiln_status parse_or_fail(const kiln__device_list *list, const char *value,
+                                 const char *source, term **terms, long *n)
+{
+  term bad = {.text = value};
+  *n = parse_terms(value, terms, &bad);
+  if (*n == -2)
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "%s: out of host memory while parsing '%s'", source, value);
+  if (*n < 0)
+    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s",
+                         source, value, (int)bad.len, bad.text, grammar);
+  return KILN_OK;
+}
+
+kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
+                               const char *source, kiln__str *why)
+{
+  term *terms;
+  long n;
+  kiln_status st = parse_or_fail(list, mask, source, &terms, &n);
+  if (st != KILN_OK)
+    return st;
+  /* Where each device goes: its position among the visible, or SIZE_MAX. */
+  size_t *slot = malloc(list->count * sizeof *slot + 1);
+  kiln__device *kept = malloc(list->count * sizeof *kept + 1);
+  if (!slot || !kept) {
+    free(slot), free(kept), free(terms);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", source);
+  }
+  for (size_t i = 0; i < list->count; i++)
+    slot[i] = SIZE_MAX;
+  size_t visible = 0;
+  for (long t = 0; t < n && st == KILN_OK; t++) {
+    size_t matched = 0;
+    for (size_t i = 0; i < list->count; i++)
+      if (term_matches(&terms[t], &list->items[i].info, i)) {
+        matched++;
+        if (slot[i] == SIZE_MAX)
+          slot[i] = visible++;
+      }
+    if (!matched)
+      st = fail_selector(list, "%s='%s': '%.*s' matches no device", source, mask,
+                         (int)terms[t].len, terms[t].text);
+  }
+  if (st == KILN_OK) {
+    kiln__str_appendf(why, "%s='%s' shows %zu of %zu devices", source, mask,
+                      visible, list->count);
+    const char *sep = "; hides ";
+    for (size_t i = 0; i < list->count; i++) {
+      if (slot[i] != SIZE_MAX) {
+        kept[slot[i]] = list->items[i];
+        continue;
+      }
+      const kiln_device_info *d = &list->items[i].info;
+      kiln__str_appendf(why, "%s%u:%u %s", sep, d->platform_index, d->device_index,
+                        d->name);
+      sep = ", ";
+      kiln__device_free(&list->items[i]);
+    }
+    kiln__str_appendf(why, "\n");
+    memcpy(list->items, kept, visible * sizeof *kept);
+    list->count = visible;
+  }
+  free(slot), free(kept), free(terms);
+  return st;
+}
+
+size_t kiln__devices_best(const kiln__device_list *list)
+{
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < list->count; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    if (d->available && d->compiler_available &&
+        (best == SIZE_MAX || kiln_device_compare(d, &list->items[best].info) < 0))
+      best = i;
+  }
+  return best;
+}
+
+kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
+                                 const char *source, size_t *chosen, kiln__str *why)
+{
+  term *terms;
+  long n;
+  kiln_status st = parse_or_fail(list, selector, source, &terms, &n);
+  if (st != KILN_OK)
+    return st;
+  *chosen = SIZE_MAX;
+  long t = 0;
+  for (; t < n && *chosen == SIZE_MAX; t++)
+    for (size_t i = 0; i < list->count; i++) {
+      const kiln_device_info *d = &list->items[i].info;
+      if (term_matches(&terms[t], d, i) && d->available && d->compiler_available &&
+          (*chosen == SIZE_MAX ||
+           kiln_device_compare(d, &list->items[*chosen].info) < 0))
+        *chosen = i;
+    }
+  if (*chosen == SIZE_MAX)
+    st = fail_selector(list, "%s='%s' matches no usable device (available, with a "
+                             "compiler)", source, selector);
+  else
+    kiln__str_appendf(why, "%s='%s': '%.*s' picks %u:%u %s\n", source, selector,
+                      (int)terms[t - 1].len, terms[t - 1].text,
+                      list->items[*chosen].info.platform_index,
+                      list->items[*chosen].info.device_index,
+                      list->items[*chosen].info.name);
+  free(terms);
+  return st;
+}
