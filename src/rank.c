@@ -148,8 +148,9 @@ void kiln__device_derive(kiln_device_info *d)
 {
   d->vendor_family = vendor_family(d);
   d->is_simulator = d->vendor_family == KILN_VENDOR_OCLGRIND;
-  d->integrated = (d->type & KILN_DEVICE_CPU) || d->host_unified_memory ||
-                  d->vendor_family == KILN_VENDOR_APPLE;
+  d->integrated = (d->type & KILN_DEVICE_CPU) ||
+                  ((d->type & KILN_DEVICE_GPU) &&
+                   (d->host_unified_memory || d->vendor_family == KILN_VENDOR_APPLE));
   d->opencl_version = parse_opencl_version(d->version);
   d->peak_gflops = peak_gflops(d);
 }
