@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, and shows kiln at work on
-# this machine: the OpenCL devices it finds and the one it picks.
+# this machine: the OpenCL devices it finds, and which one it picks and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 builddir=${KILN_BUILD_DIR:-build}
@@ -8,3 +8,6 @@ bash ci/deps.sh
 bash ci/build.sh >/dev/null
 echo "== kiln $("$builddir/tools/kiln" version | cut -d' ' -f2): devices"
 "$builddir/tools/kiln" info
+echo
+echo "== which device kiln picks, and why"
+"$builddir/tools/kiln" devices
