@@ -7,7 +7,10 @@ builddir=${KILN_BUILD_DIR:-build}
 bash ci/deps.sh
 bash ci/build.sh >/dev/null
 echo "== kiln $("$builddir/tools/kiln" version | cut -d' ' -f2): devices"
-"$builddir/tools/kiln" info
+"$builddir/tools/kiln" info --list
+echo
+echo "== the first device, as clinfo would report it (kiln info shows them all)"
+"$builddir/tools/kiln" info --device 0 | sed -n 1,30p  # sed reads it all: no SIGPIPE
 echo
 echo "== which device kiln picks, and why"
 "$builddir/tools/kiln" devices

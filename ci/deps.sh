@@ -11,6 +11,10 @@ packages=(
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
   # optional backends and the benchmark's CPU peer (meson features, auto)
   libclblast-dev libclfft-dev libopenblas-dev
+  # kiln info --json (meson feature json, auto)
+  libjson-c-dev
+  # the kernel cache's key and checksums (XXH3)
+  libxxhash-dev
   # tests
   libcmocka-dev valgrind
 )

@@ -114,6 +114,10 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->device_source = "kiln_options.device";
   cfg->visible = opts->visible_devices;
   cfg->visible_source = "kiln_options.visible_devices";
+  cfg->cache_dir = opts->cache_dir;
+  cfg->no_cache = opts->no_cache;
+  cfg->xdg_cache_home = getenv("XDG_CACHE_HOME");
+  cfg->home = getenv("HOME");
   if (opts->ignore_env)
     return KILN_OK;
 
@@ -129,6 +133,21 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   if (!cfg->visible && visible && *visible) {
     cfg->visible = visible;
     cfg->visible_source = "KILN_VISIBLE_DEVICES";
+  }
+  const char *cache_dir = getenv("KILN_CACHE_DIR");
+  if (!cfg->cache_dir && cache_dir && *cache_dir)
+    cfg->cache_dir = cache_dir;
+  const char *cl_dir = getenv("KILN_CL_DIR");
+  if (cl_dir && *cl_dir)
+    cfg->cl_dir = cl_dir;
+  const char *cache = getenv("KILN_CACHE");
+  if (cache && *cache && !cfg->no_cache) {
+    if (strcmp(cache, "0") != 0 && strcmp(cache, "1") != 0)
+      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                        "KILN_CACHE='%s' is not 0 or 1; expected 0 to turn the "
+                        "on-disk kernel cache off, or 1 for the default (on)",
+                        cache);
+    cfg->no_cache = strcmp(cache, "0") == 0;
   }
   const char *limit = getenv("KILN_MEMORY_LIMIT");
   if (limit && *limit && !cfg->memory_source) {

@@ -74,6 +74,10 @@ typedef struct kiln__config {
   const char *device_source; /* "KILN_DEVICE" or "kiln_options.device" */
   const char *visible;       /* mask, or NULL */
   const char *visible_source;
+  const char *cache_dir;     /* NULL: the default below */
+  const char *xdg_cache_home, *home; /* for the default cache folder */
+  int no_cache;
+  const char *cl_dir;        /* KILN_CL_DIR, or NULL */
 } kiln__config;
 
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg);
@@ -85,18 +89,37 @@ int kiln__parse_size(const char *s, uint64_t *bytes, double *fraction);
 
 /* ---- devices (device.c) ------------------------------------------------- */
 
+/* One property of a device or platform, one per row of device_props.def,
+ * formatted once at discovery (devprop.c). */
+typedef struct kiln__prop {
+  char *raw;   /* as `clinfo --raw` prints it; NULL when not available */
+  char *human; /* as clinfo's report prints it; NULL when not available */
+  char *why;   /* why it is not available; NULL when it is */
+} kiln__prop;
+
+typedef struct kiln__platform {
+  kiln_platform_info info; /* the public view; strings point into props */
+  cl_platform_id id;
+  kiln__prop *props;       /* one per platform row */
+} kiln__platform;
+
 typedef struct kiln__device {
-  kiln_device_info info; /* the public view; its strings are owned here */
+  kiln_device_info info; /* the public view; its strings point into props
+                            and into its platform's props */
   cl_platform_id platform;
   cl_device_id id;
   uint64_t single_fp_config, double_fp_config, half_fp_config;
   int has_amd_free_memory; /* cl_amd_device_attribute_query */
+  kiln__prop *props;       /* one per device row; owned */
+  const kiln__platform *platform_record; /* in the list that found it */
 } kiln__device;
 
 typedef struct kiln__device_list {
   kiln__device *items;
   size_t count;
   size_t platforms; /* how many platforms the ICD loader listed */
+  kiln__platform *platform_items; /* those kiln could read, in ICD order */
+  size_t platform_count;
   kiln__str notes;  /* what was skipped and why */
 } kiln__device_list;
 
@@ -104,7 +127,10 @@ typedef struct kiln__device_list {
  * platform or device. Returns KILN_ERR_OUT_OF_HOST_MEMORY only. */
 kiln_status kiln__devices_discover(kiln__device_list *list);
 void kiln__devices_free(kiln__device_list *list);
-void kiln__device_free(kiln__device *dev); /* the strings of one record */
+
+/* Says that there is no OpenCL platform and how to install one (devlist.c). */
+void kiln__note_no_platform(kiln__str *out, const kiln__config *cfg);
+void kiln__device_free(kiln__device *dev); /* what one record owns */
 
 /* ---- ranking (rank.c) ---------------------------------------------------- */
 
@@ -135,6 +161,81 @@ size_t kiln__devices_best(const kiln__device_list *list);
 /* Free global memory by the vendor's query, or -1 when there is none. */
 int64_t kiln__device_free_memory(const kiln__device *dev);
 
+/* ---- the on-disk binary cache (cache.c) --------------------------------- */
+
+/* An entry's key: XXH3-128 over every input that can change the binary. */
+typedef struct kiln__cache_key {
+  uint8_t bytes[16];
+} kiln__cache_key;
+
+typedef struct kiln__cache {
+  char *dir; /* NULL when the cache is off or unusable */
+  /* counters, for tests and `kiln cache`; guarded by the runtime's lock */
+  uint64_t hits, misses, stores, rejected;
+} kiln__cache;
+
+/* Resolves the folder (cfg->cache_dir, else $XDG_CACHE_HOME/kiln, else
+ * $HOME/.cache/kiln), creating it as needed. A folder that cannot be made or
+ * written leaves the cache off, with a note saying why; never an error. */
+void kiln__cache_open(kiln__cache *c, const kiln__config *cfg, kiln__str *notes);
+void kiln__cache_close(kiln__cache *c);
+
+/* The key of a program built from `source` with `options` for `dev`; covers
+ * the platform's name and version, the device's name, the driver's version
+ * and kiln's version too. */
+kiln__cache_key kiln__cache_key_of(const char *source, size_t source_len,
+                                   const char *options, const kiln_device_info *dev);
+
+/* Loads the entry of `key` into a malloc'd buffer. Returns 0 on a hit; -1 on
+ * a miss, or when the entry is truncated, corrupt, empty or another key's,
+ * in which case it is deleted. Never crashes on any file content. */
+int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
+                     unsigned char **data, size_t *size);
+
+/* Stores an entry atomically: a temporary file in the same folder, then
+ * rename(), so a concurrent reader sees the whole entry or none. Returns 0,
+ * or -1 when it could not (the cache stays usable). */
+int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
+                      const unsigned char *data, size_t size);
+
+/* Deletes the entry, e.g. one the driver refused to build. */
+void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key);
+
+/* ---- kernels (program.c, generated builtin_sources.c) ------------------- */
+
+/* One of kiln's cl/ files, embedded by tools/embed-cl.py. */
+typedef struct kiln__builtin_source {
+  const char *name; /* the file's name without .cl */
+  const unsigned char *bytes;
+  size_t size;
+} kiln__builtin_source;
+
+extern const kiln__builtin_source kiln__builtin_sources[];
+extern const size_t kiln__builtin_count;
+
+/* The options every builtin program is built with on this device: the
+ * -cl-std it supports and the device-dependent defines (tuning.c). */
+void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out);
+
+/* A new kernel object of a builtin program, which is built on first use and
+ * kept by the runtime. Release the kernel once enqueued: each call gets its
+ * own, so threads never share a kernel's arguments. Fails with
+ * KILN_ERR_BUILD and the log. */
+kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
+                                 const char *kernel, cl_kernel *out);
+
+/* The runtime and OpenCL program of a caller's program (program.c). */
+kiln_runtime *kiln__program_runtime(const kiln_program *program);
+cl_program kiln__program_cl(const kiln_program *program);
+
+/* Enqueues an NDRange on the runtime's queue and tracks its event; `what`
+ * (static text) names the caller for messages. local may be NULL. */
+kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
+                          cl_uint dims, const size_t *global, const size_t *local);
+
+/* Releases the runtime's builtin programs and kernels. */
+void kiln__programs_release(kiln_runtime *rt);
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
@@ -146,6 +247,13 @@ struct kiln_runtime {
   cl_command_queue queue;       /* in order, profiling: all user-visible work */
   cl_command_queue alloc_queue; /* makes new buffers resident without waiting
                                    for the work on `queue` */
+  /* kernels: the builtin programs, built on first use (program.c) */
+  pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
+  cl_program *builtins;      /* kiln__builtin_count entries, NULL until built */
+  char *cl_dir;              /* KILN_CL_DIR: builtin sources from disk */
+  kiln__cache cache;
+  uint64_t compiles;        /* programs built from source: for tests */
+  uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   const char *mem_limit_source;

@@ -13,29 +13,22 @@
 static kiln_status fail_no_device(const kiln__device_list *list,
                                   const kiln__config *cfg)
 {
+  kiln__str msg = {0};
   const char *notes = kiln__str_get(&list->notes);
   if (list->platforms == 0)
-    return kiln__fail(
-      NULL, KILN_ERR_NO_DEVICE,
-      "kiln_runtime_create: no OpenCL platform found: the ICD loader "
-      "(libOpenCL.so.1) found no driver in %s%s%s. Install one: on Debian or "
-      "Ubuntu, 'apt-get install pocl-opencl-icd' gives a CPU device; GPU "
-      "drivers come from their vendors (NVIDIA's driver, AMD ROCm, "
-      "intel-opencl-icd, mesa-opencl-icd)%s%s",
-      cfg->icd_vendors ? "OCL_ICD_VENDORS='" : "/etc/OpenCL/vendors",
-      cfg->icd_vendors ? cfg->icd_vendors : "", cfg->icd_vendors ? "'" : "",
-      *notes ? ". Notes:\n" : "", notes);
-  if (list->count == 0)
-    return kiln__fail(NULL, KILN_ERR_NO_DEVICE,
-                      "kiln_runtime_create: %zu OpenCL platform%s found, but "
-                      "no usable device:\n%s",
-                      list->platforms, list->platforms == 1 ? "" : "s", notes);
-  return kiln__fail(NULL, KILN_ERR_NO_DEVICE,
-                    "kiln_runtime_create: %zu device%s found, but none is an "
-                    "available GPU or CPU; expected at least one device that "
-                    "reports CL_DEVICE_AVAILABLE%s%s",
-                    list->count, list->count == 1 ? "" : "s",
-                    *notes ? ". Notes:\n" : "", notes);
+    kiln__note_no_platform(&msg, cfg);
+  else if (list->count == 0)
+    kiln__str_appendf(&msg, "%zu OpenCL platform%s found, but no usable device\n",
+                      list->platforms, list->platforms == 1 ? "" : "s");
+  else
+    kiln__str_appendf(&msg, "%zu device%s found, but none is usable; expected a "
+                            "device that reports CL_DEVICE_AVAILABLE and "
+                            "CL_DEVICE_COMPILER_AVAILABLE\n",
+                      list->count, list->count == 1 ? "" : "s");
+  kiln_status st = kiln__fail(NULL, KILN_ERR_NO_DEVICE, "kiln_runtime_create: %s%s%s",
+                              kiln__str_get(&msg), *notes ? "notes:\n" : "", notes);
+  kiln__str_free(&msg);
+  return st;
 }
 
 /* The budget: the device's global memory, capped by the configured limits. */
@@ -114,9 +107,13 @@ static void runtime_free(kiln_runtime *rt)
     clReleaseCommandQueue(rt->queue);
   if (rt->context)
     clReleaseContext(rt->context);
+  kiln__programs_release(rt);
+  kiln__cache_close(&rt->cache);
+  free(rt->cl_dir);
   kiln__devices_free(&rt->devices);
   kiln__str_free(&rt->selection);
   free(rt->error);
+  pthread_mutex_destroy(&rt->build_lock);
   pthread_mutex_destroy(&rt->lock);
   free(rt);
 }
@@ -139,6 +136,20 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: allocating the runtime failed");
   }
+  if (pthread_mutex_init(&rt->build_lock, NULL) != 0) {
+    pthread_mutex_destroy(&rt->lock);
+    free(rt);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_runtime_create: allocating the runtime failed");
+  }
+  rt->builtins = calloc(kiln__builtin_count ? kiln__builtin_count : 1,
+                        sizeof *rt->builtins);
+  rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;
+  if (!rt->builtins || (cfg.cl_dir && !rt->cl_dir)) {
+    runtime_free(rt);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_runtime_create: allocating the runtime failed");
+  }
   st = kiln__devices_discover(&rt->devices);
   if (st != KILN_OK) {
     runtime_free(rt);
@@ -153,6 +164,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
     return st;
   }
   set_memory_limit(rt, &cfg);
+  kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   *out = rt;
   return KILN_OK;
 }
@@ -163,7 +175,15 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
     return KILN_OK;
   pthread_mutex_lock(&rt->lock);
   uint64_t live = rt->live_buffers, held = rt->mem_current;
+  uint64_t programs = rt->live_programs, kernels = rt->live_kernels;
   pthread_mutex_unlock(&rt->lock);
+  if (programs || kernels)
+    return kiln__fail(rt, KILN_ERR_BUSY,
+                      "kiln_runtime_destroy: %llu program%s and %llu kernel%s of "
+                      "this runtime are still alive; destroy them with "
+                      "kiln_program_destroy() and kiln_kernel_destroy() first",
+                      (unsigned long long)programs, programs == 1 ? "" : "s",
+                      (unsigned long long)kernels, kernels == 1 ? "" : "s");
   if (live) {
     char b[32];
     return kiln__fail(rt, KILN_ERR_BUSY,

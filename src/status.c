@@ -67,6 +67,12 @@ kiln_status kiln__status_from_cl(cl_int err)
   case CL_DEVICE_NOT_FOUND:
   case -1001: /* CL_PLATFORM_NOT_FOUND_KHR */
     return KILN_ERR_NO_DEVICE;
+  case CL_BUILD_PROGRAM_FAILURE:
+  case CL_COMPILE_PROGRAM_FAILURE:
+  case CL_LINK_PROGRAM_FAILURE:
+  case CL_INVALID_BUILD_OPTIONS:
+  case CL_COMPILER_NOT_AVAILABLE:
+    return KILN_ERR_BUILD;
   default:
     return KILN_ERR_OPENCL;
   }

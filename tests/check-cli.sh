@@ -29,4 +29,17 @@ KILN_DEVICE=name=pthread check "devices shows the selector" 0 "KILN_DEVICE='name
 KILN_DEVICE=bogus check "a bad selector" 1 "'bogus' is not a device selector" devices
 KILN_MEMORY_LIMIT=lots check "a bad environment value" 1 "KILN_MEMORY_LIMIT='lots'" devices
 
+# The kernel cache, in a folder of this run's own.
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export KILN_CACHE_DIR=$cache
+check "kernels build" 0 "compiled [1-9][0-9]*, from the cache 0" kernels
+check "kernels come from the cache" 0 "compiled 0, from the cache [1-9]" kernels --time
+check "cache lists entries" 0 "entries +[1-9]" cache
+check "cache clears" 0 "files removed" cache --clear
+check "cache is empty" 0 "entries +0$" cache
+check "cache refuses options" 2 "usage: kiln cache" cache --all
+KILN_CACHE=0 check "cache off" 0 "cache is off" cache
+KILN_CACHE=2 check "KILN_CACHE must be 0 or 1" 1 "KILN_CACHE='2' is not 0 or 1" cache
+
 [ "$failures" -eq 0 ]

@@ -99,7 +99,9 @@ KILN_API unsigned kiln_version_number(void);
                                     "for")                                         \
   XX(ERR_OUT_OF_HOST_MEMORY,  -102, "the host ran out of memory")                  \
   XX(ERR_DEVICE_UNAVAILABLE,  -103, "the device is not available")                 \
-  XX(ERR_OPENCL,              -104, "an OpenCL call failed")
+  XX(ERR_OPENCL,              -104, "an OpenCL call failed")                   \
+  XX(ERR_BUILD,               -105, "an OpenCL program failed to build")         \
+  XX(ERR_IO,                  -200, "a file could not be read or written")
 
 /*! kiln_status :
  * The result of every call that can fail. */
@@ -196,6 +198,13 @@ typedef struct kiln_options {
    * 0, 1, ... Each term must match a device. NULL: all devices.
    * Env: KILN_VISIBLE_DEVICES. */
   const char *visible_devices;
+  /* The folder of kiln's on-disk cache of compiled kernels. NULL: the
+   * default, $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. Env: KILN_CACHE_DIR.
+   * A folder kiln cannot create or write means no cache, not an error. */
+  const char *cache_dir;
+  /* Non-zero: no on-disk cache; kernels are compiled in every process.
+   * Env: KILN_CACHE=0 (or 1 for the default). */
+  int no_cache;
   /* Non-zero: ignore every KILN_* environment variable. */
   int ignore_env;
 } kiln_options;
@@ -301,8 +310,9 @@ KILN_API const char *kiln_vendor_name(kiln_vendor vendor);
 
 /*! kiln_device_info :
  * One device as the driver describes it. Strings are never NULL; a property
- * the driver would not report reads as "" or 0. Owned by the runtime; valid
- * until it is destroyed. */
+ * the driver would not report reads as "" or 0 (kiln_device_property() has
+ * every property, with the reason). Owned by the runtime or the device list
+ * that found it; valid until that is destroyed. */
 typedef struct kiln_device_info {
   unsigned platform_index;      /* position in the ICD loader's platform list */
   unsigned device_index;        /* position in that platform's device list */
@@ -380,6 +390,135 @@ KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt);
  *           i is out of range. Owned by the runtime. */
 KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
                                                         size_t i);
+
+/*-------------------------------------------------------------------
+ * Listing devices without a runtime, and every property, as clinfo
+ *-------------------------------------------------------------------*/
+
+/* Opaque: every platform and device, found as kiln_runtime_create() finds
+ * them, but without creating a context on any. */
+typedef struct kiln_device_list kiln_device_list;
+
+/*! kiln_platform_info :
+ * One OpenCL platform. Strings are never NULL. Owned by the list or runtime
+ * that found it; valid until that is destroyed. */
+typedef struct kiln_platform_info {
+  unsigned index;       /* position in the ICD loader's platform list */
+  const char *name;     /* CL_PLATFORM_NAME */
+  const char *vendor;   /* CL_PLATFORM_VENDOR */
+  const char *version;  /* CL_PLATFORM_VERSION: "OpenCL 3.0 PoCL ..." */
+  size_t device_count;  /* devices kiln could read on it */
+} kiln_platform_info;
+
+/*! kiln_property :
+ * One property of a device or platform, as clinfo reports it. The strings
+ * are never NULL and belong to the list or runtime that found the device;
+ * valid until that is destroyed. */
+typedef struct kiln_property {
+  const char *name;  /* the OpenCL name, as `clinfo --raw` prints it:
+                        "CL_DEVICE_GLOBAL_MEM_SIZE" */
+  const char *label; /* clinfo's human label: "Global memory size" */
+  const char *raw;   /* the value as `clinfo --raw` prints it: numbers in
+                        decimal, "0x8086" for ids, "CL_TRUE", bitfields as
+                        "CL_FP_DENORM | CL_FP_INF_NAN", sizes "4096 4096 4096";
+                        "n/a" when not available */
+  const char *human; /* as clinfo's report prints it, e.g.
+                        "4802110464 (4.472GiB)"; lists of versioned names
+                        take one line each; "n/a" when not available */
+  const char *why;   /* why it is not available ("needs OpenCL 3.0; the
+                        device reports 1.2", "clGetDeviceInfo failed with
+                        CL_INVALID_VALUE (-30)"); "" when it is */
+  unsigned param;    /* the cl_device_info or cl_platform_info value */
+  int available;     /* 0: the device does not support the query (its
+                        OpenCL version is too low, it lacks the extension,
+                        or the query failed). Never an error. */
+} kiln_property;
+
+/*! kiln_device_list_create() :
+ * Finds every OpenCL platform and device and reads all their properties,
+ * as kiln_runtime_create() does, but creates no context, so listing works
+ * on a device that is busy or that kiln could not run on. Every device
+ * found is listed: KILN_VISIBLE_DEVICES and KILN_DEVICE do not apply. A
+ * platform or device whose required queries fail is left out, with a note
+ * in kiln_device_list_diagnostics().
+ * @opts : NULL for the defaults; checked as kiln_runtime_create() does.
+ * @out  : receives the list, or NULL on failure.
+ * @return : KILN_OK, also when there is no platform at all (then the
+ *             diagnostics say how to install a driver);
+ *           KILN_ERR_INVALID_ARGUMENT (out is NULL), KILN_ERR_INVALID_ENV;
+ *           KILN_ERR_OUT_OF_HOST_MEMORY.
+ * On failure, kiln_last_error(NULL) tells why. */
+KILN_API kiln_status kiln_device_list_create(const kiln_options *opts,
+                                             kiln_device_list **out);
+
+/*! kiln_device_list_destroy() :
+ * Frees the list, its records and their strings. NULL is ignored.
+ * @return : KILN_OK. */
+KILN_API kiln_status kiln_device_list_destroy(kiln_device_list *list);
+
+/*! kiln_device_list_count() :
+ * @return : how many devices the list holds (0 for NULL). */
+KILN_API size_t kiln_device_list_count(const kiln_device_list *list);
+
+/*! kiln_device_list_at() :
+ * @return : the i-th device, in platform then device order (the global
+ *           index `kiln info --device N` takes), or NULL when list is NULL
+ *           or i is out of range. Owned by the list. */
+KILN_API const kiln_device_info *kiln_device_list_at(const kiln_device_list *list,
+                                                     size_t i);
+
+/*! kiln_device_list_diagnostics() :
+ * @return : notes gathered while finding devices, one per line: platforms
+ *           or devices left out and why, and how to install a driver when
+ *           there is no platform. "" when there are none. Owned by the list;
+ *           NULL for list == NULL. */
+KILN_API const char *kiln_device_list_diagnostics(const kiln_device_list *list);
+
+/*! kiln_device_list_platform_count() :
+ * @return : how many platforms kiln could read (0 for NULL); a platform
+ *           whose name, vendor or version cannot be read is left out. */
+KILN_API size_t kiln_device_list_platform_count(const kiln_device_list *list);
+
+/*! kiln_device_list_platform() :
+ * @return : the i-th platform read, in the ICD loader's order, or NULL when
+ *           list is NULL or i is out of range. Owned by the list. */
+KILN_API const kiln_platform_info *kiln_device_list_platform(const kiln_device_list *list,
+                                                             size_t i);
+
+/*! kiln_device_platform() :
+ * @info : a record kiln returned (kiln_device_list_at(), kiln_runtime_device(),
+ *         kiln_runtime_device_at()); not a copy or a record you filled.
+ * @return : the platform of the device, owned like the record; NULL for
+ *           info == NULL. */
+KILN_API const kiln_platform_info *kiln_device_platform(const kiln_device_info *info);
+
+/*! kiln_device_property_count() :
+ * @return : how many properties every device has: the rows of kiln's table,
+ *           the same for every device (those a device lacks read "n/a"). */
+KILN_API size_t kiln_device_property_count(void);
+
+/*! kiln_device_property() :
+ * Fills *out with the i-th property of a device, in the order of clinfo's
+ * report (the name, the extensions and the vendor come first).
+ * @info : a record kiln returned (kiln_device_list_at(), kiln_runtime_device(),
+ *         kiln_runtime_device_at()); not a copy or a record you filled.
+ * @i    : below kiln_device_property_count().
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL or i out of range
+ *           (then *out, when not NULL, is zeroed). A property the device
+ *           does not support is KILN_OK with out->available 0. */
+KILN_API kiln_status kiln_device_property(const kiln_device_info *info, size_t i,
+                                          kiln_property *out);
+
+/*! kiln_platform_property_count() :
+ * @return : how many properties every platform has. */
+KILN_API size_t kiln_platform_property_count(void);
+
+/*! kiln_platform_property() :
+ * Fills *out with the i-th property of a platform; as kiln_device_property().
+ * @platform : from kiln_device_list_platform() or kiln_device_platform().
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL or i out of range. */
+KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform,
+                                            size_t i, kiln_property *out);
 
 /*====================================================================
  * Buffers
@@ -466,6 +605,150 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
  * of the buffer's dtype (e.g. a float for KILN_F32, two for KILN_C32). */
 KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
                                       size_t count, const void *value);
+
+/*====================================================================
+ * Kernels
+ *====================================================================*/
+
+/* Your own OpenCL C kernels, without the OpenCL setup:
+ *
+ *   kiln_program *p;  kiln_kernel *k;
+ *   kiln_program_create(rt, source, NULL, &p);
+ *   kiln_kernel_create(p, "saxpy", &k);
+ *   kiln_kernel_set_args(k, "fbbi", 2.0, x, y, n);
+ *   kiln_kernel_launch(k, 1, (size_t[]){n}, NULL);
+ *
+ * Programs are compiled for the runtime's device and kept in kiln's on-disk
+ * cache (see kiln_options.cache_dir), so a second process loads the binary
+ * instead of compiling. A kernel object holds its arguments: use one from one
+ * thread at a time. Programs and kernels must be destroyed before their
+ * runtime (KILN_ERR_BUSY otherwise). */
+
+typedef struct kiln_program kiln_program;
+typedef struct kiln_kernel kiln_kernel;
+
+/*! kiln_program_create() :
+ * Builds a program from OpenCL C source (NUL-terminated) with build options
+ * (NULL for none), e.g. "-DN=4 -cl-fast-relaxed-math".
+ * @return : KILN_OK; KILN_ERR_BUILD when it does not compile: then
+ *           kiln_last_error(rt) holds the options and the whole build log;
+ *           KILN_ERR_INVALID_ARGUMENT; KILN_ERR_OPENCL. */
+KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
+                                         const char *options, kiln_program **out);
+
+/*! kiln_program_create_file() :
+ * The same from a file. KILN_ERR_IO when it cannot be read (the message
+ * gives the path and the system's reason). */
+KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path,
+                                              const char *options,
+                                              kiln_program **out);
+
+/*! kiln_program_create_builtin() :
+ * One of kiln's own kernel files (cl/NAME.cl, embedded in the library, or
+ * read from $KILN_CL_DIR when that is set, for kernel development), built
+ * with kiln's device-dependent options. The build happens once per runtime;
+ * the program you get is yours to destroy. KILN_ERR_INVALID_ARGUMENT for a
+ * name kiln does not have (the message lists the names). */
+KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
+                                                 kiln_program **out);
+
+/*! kiln_builtin_count(), kiln_builtin_name() :
+ * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
+ * out of range. Static. */
+KILN_API size_t kiln_builtin_count(void);
+KILN_API const char *kiln_builtin_name(size_t i);
+
+/*! kiln_program_destroy() : NULL is ignored. @return : KILN_OK. */
+KILN_API kiln_status kiln_program_destroy(kiln_program *program);
+
+/*! kiln_program_build_log() :
+ * @return : the compiler's messages (warnings) of a successful build, "" when
+ *           it said nothing or the binary came from the cache. Owned by the
+ *           program. */
+KILN_API const char *kiln_program_build_log(const kiln_program *program);
+
+/*! kiln_kernel_create() :
+ * The kernel `name` of the program. KILN_ERR_INVALID_ARGUMENT when the
+ * program has no such kernel (the message lists the kernels it has). */
+KILN_API kiln_status kiln_kernel_create(kiln_program *program, const char *name,
+                                        kiln_kernel **out);
+
+/*! kiln_kernel_destroy() : NULL is ignored. @return : KILN_OK. */
+KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
+
+/*! kiln_kernel_set_arg() : sets argument `index` to `size` bytes at value
+ * (a scalar, vector or struct), or local memory of `size` bytes when value
+ * is NULL. kiln_kernel_set_buffer() sets it to a buffer of the same runtime.
+ * The errors name the argument and what OpenCL expected. */
+KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index,
+                                         size_t size, const void *value);
+KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
+                                            const kiln_buffer *buffer);
+
+/*! kiln_kernel_set_args() :
+ * Sets arguments 0, 1, ... from a format, one letter each:
+ *   b  kiln_buffer *        f  float (pass a double, as C promotes)
+ *   i  int32_t              d  double
+ *   u  uint32_t             l  int64_t
+ *   L  uint64_t             z  size_t, sent as a ulong
+ * e.g. kiln_kernel_set_args(k, "fbbi", 2.0, x, y, n). KILN_ERR_INVALID_ARGUMENT
+ * for another letter. */
+KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *format, ...);
+
+/*! kiln_kernel_launch() :
+ * Enqueues the kernel over `dims` (1 to 3) dimensions of global work-items;
+ * local gives the work-group size, or NULL for the driver's choice. With
+ * local, each global size must be a multiple of it. Returns without waiting;
+ * kiln_finish() reports failures on the device. */
+KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
+                                        const size_t *global, const size_t *local);
+
+/*! kiln_cache_usage : what the kernel cache did for this runtime. */
+typedef struct kiln_cache_usage {
+  const char *dir;    /* the cache folder, or NULL when the cache is off */
+  uint64_t compiles;  /* programs compiled from source */
+  uint64_t hits;      /* programs loaded from the cache */
+  uint64_t misses;    /* looked for and not there */
+  uint64_t stores;    /* entries written */
+  uint64_t rejected;  /* entries found corrupt, foreign or refused by the
+                         driver: deleted and rebuilt */
+} kiln_cache_usage;
+
+/*! kiln_cache_stats() : fills *out; dir is owned by the runtime.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out);
+
+/*! kiln_cache_contents() :
+ * Counts the entries in the runtime's cache folder and their bytes.
+ * @return : KILN_OK (zeros when the cache is off); KILN_ERR_IO when the
+ *           folder cannot be read. */
+KILN_API kiln_status kiln_cache_contents(kiln_runtime *rt, uint64_t *entries,
+                                         uint64_t *bytes);
+
+/*! kiln_cache_clear() :
+ * Deletes every entry of the runtime's cache folder (and temporary files
+ * left by a writer that died), for every device: the folder is shared.
+ * *removed (may be NULL) gets how many files went.
+ * @return : KILN_OK; KILN_ERR_IO when the folder cannot be read or an entry
+ *           cannot be deleted (the message names it). */
+KILN_API kiln_status kiln_cache_clear(kiln_runtime *rt, uint64_t *removed);
+
+/*====================================================================
+ * Operations
+ *====================================================================*/
+
+/*! kiln_convert() :
+ * Enqueues dst[i] = src[i] converted to dst's type, for every element.
+ * Types: KILN_F16, KILN_F32, KILN_F64 (on devices with fp64), KILN_I32 and
+ * KILN_I64. To a floating type values round to nearest even (so float32 to
+ * float16 rounds as numpy's astype does); to an integer type they round
+ * toward zero and saturate, and NaN becomes 0; between integers they
+ * saturate. The same type is a copy.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, different counts);
+ *           KILN_ERR_INVALID_DTYPE (a complex type); KILN_ERR_WRONG_RUNTIME;
+ *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
+ *           KILN_ERR_BUILD when kiln's kernel does not build. */
+KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
 
 /*====================================================================
  * Memory accounting

@@ -1,0 +1,495 @@
+/*
+ * cache.c — the on-disk cache of compiled program binaries.
+ *
+ * Building a program takes from tens of milliseconds to seconds; a binary an
+ * earlier process saved loads in a few. The cache is a folder of files, one
+ * per key. Each is written whole under a temporary name and renamed into
+ * place, so processes sharing the folder (MPI ranks on one node) need no
+ * lock: rename() is atomic, and a reader opens the old entry, the new one or
+ * none, never half of one. Every entry is checked when loaded; one that does
+ * not check out is deleted and counted, and the caller builds from source as
+ * on a miss. Nothing here prints or fails the caller: the cache only ever
+ * saves time.
+ *
+ * An entry, <dir>/<32 hex digits of the key>.bin:
+ *   offset  size  field
+ *        0     8  magic "KILNBIN\n" (the newline catches text-mode mangling)
+ *        8     4  format version, uint32 little-endian
+ *       12     4  reserved, 0
+ *       16    16  the key, whole: a file renamed from another key's name,
+ *                 e.g. another device's, is refused
+ *       32     8  payload length, uint64 little-endian; must equal the rest
+ *                 of the file
+ *       40     8  XXH3-64 of the payload, uint64 little-endian
+ *       48     -  the payload: the driver's program binary
+ * Temporary files are ".<32 hex digits>.tmp.XXXXXX": hidden, and never
+ * ending in ".bin", so nothing mistakes one for an entry.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "internal.h"
+
+enum { HEADER_SIZE = 48, FORMAT_VERSION = 1 };
+
+/* No driver's binary comes near this; a larger size means a damaged or
+ * foreign file, and reading it would only waste memory. */
+#define MAX_PAYLOAD ((uint64_t)1 << 30)
+
+static const unsigned char entry_magic[8] = {'K', 'I', 'L', 'N',
+                                             'B', 'I', 'N', '\n'};
+
+/* Change this when the key's inputs change, so old entries stop matching. */
+static const char key_tag[] = "kiln binary cache key, format 1";
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void put_le(unsigned char *p, uint64_t v, unsigned bytes)
+{
+  for (unsigned i = 0; i < bytes; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, unsigned bytes)
+{
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static void key_hex(const kiln__cache_key *key, char out[33])
+{
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < sizeof key->bytes; i++) {
+    out[2 * i] = digits[key->bytes[i] >> 4];
+    out[2 * i + 1] = digits[key->bytes[i] & 15];
+  }
+  out[32] = '\0';
+}
+
+/* strerror() may share one buffer between threads; the XSI strerror_r that
+ * _POSIX_C_SOURCE selects does not. */
+static const char *error_text(int err, char *buf, size_t size)
+{
+  if (strerror_r(err, buf, size) != 0)
+    snprintf(buf, size, "error %d", err);
+  return buf;
+}
+
+/* "<dir>/<hex><suffix>", malloc'd; NULL when out of memory. */
+static char *entry_path(const kiln__cache *c, const kiln__cache_key *key,
+                        const char *prefix, const char *suffix)
+{
+  char hex[33];
+  key_hex(key, hex);
+  kiln__str s = {0};
+  kiln__str_appendf(&s, "%s/%s%s%s", c->dir, prefix, hex, suffix);
+  if (s.failed) {
+    kiln__str_free(&s);
+    return NULL;
+  }
+  return s.data;
+}
+
+/* Reads exactly n bytes: 0, or -1 on an error or an early end of file. */
+static int read_full(int fd, unsigned char *buf, size_t n)
+{
+  while (n > 0) {
+    ssize_t got = read(fd, buf, n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return -1;
+    buf += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+/* Writes exactly n bytes through short writes and signals: 0, or -1. */
+static int write_full(int fd, const unsigned char *buf, size_t n)
+{
+  while (n > 0) {
+    ssize_t put = write(fd, buf, n);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put <= 0)
+      return -1;
+    buf += put;
+    n -= (size_t)put;
+  }
+  return 0;
+}
+
+/* ---- the key --------------------------------------------------------------- */
+
+kiln__cache_key kiln__cache_key_of(const char *source, size_t source_len,
+                                   const char *options, const kiln_device_info *dev)
+{
+  const char *fields[] = {
+    key_tag, source, options,
+    dev ? dev->platform_name : NULL, dev ? dev->platform_version : NULL,
+    dev ? dev->name : NULL, dev ? dev->driver_version : NULL, kiln_version(),
+  };
+  enum { SOURCE_FIELD = 1, NFIELDS = sizeof fields / sizeof fields[0] };
+  enum { RECORD = 8 + 16 };
+  /* Each field is hashed alone and recorded as (length, XXH3-128) in a
+   * fixed slot; the key is the XXH3-128 of those records. Fixed slots keep
+   * fields from running into each other ("ab"+"c" is not "a"+"bc"), and
+   * one-shot calls need no XXH3_state_t, whose layout xxHash promises only
+   * to static linkers, nor an allocation that could fail here. */
+  unsigned char records[NFIELDS * RECORD];
+  for (size_t i = 0; i < NFIELDS; i++) {
+    const char *f = fields[i] ? fields[i] : "";
+    /* The source comes with its length; the other fields are strings. */
+    size_t len = i == SOURCE_FIELD ? (source ? source_len : 0) : strlen(f);
+    XXH128_canonical_t h;
+    XXH128_canonicalFromHash(&h, XXH3_128bits(f, len));
+    put_le(records + i * RECORD, (uint64_t)len, 8);
+    memcpy(records + i * RECORD + 8, h.digest, 16);
+  }
+  XXH128_canonical_t digest;
+  XXH128_canonicalFromHash(&digest, XXH3_128bits(records, sizeof records));
+  kiln__cache_key key;
+  memcpy(key.bytes, digest.digest, sizeof key.bytes);
+  return key;
+}
+
+/* ---- opening the folder ---------------------------------------------------- */
+
+/* The folder by precedence, malloc'd, without trailing slashes; NULL with a
+ * note when there is none or memory ran out. XDG_CACHE_HOME counts only when
+ * absolute: the XDG spec says to ignore a relative one. */
+static char *resolve_dir(const kiln__config *cfg, kiln__str *notes)
+{
+  kiln__str s = {0};
+  const char *xdg = cfg->xdg_cache_home, *home = cfg->home;
+  if (cfg->cache_dir && *cfg->cache_dir)
+    kiln__str_appendf(&s, "%s", cfg->cache_dir);
+  else if (xdg && xdg[0] == '/')
+    kiln__str_appendf(&s, "%s/kiln", xdg);
+  else if (home && *home)
+    kiln__str_appendf(&s, "%s/.cache/kiln", home);
+  else
+    kiln__str_appendf(notes, "kernel cache off: no folder for it: "
+                             "KILN_CACHE_DIR, XDG_CACHE_HOME and HOME are unset\n");
+  if (s.failed || !s.data) {
+    kiln__str_free(&s);
+    return NULL;
+  }
+  while (s.len > 1 && s.data[s.len - 1] == '/')
+    s.data[--s.len] = '\0';
+  return s.data;
+}
+
+static int is_dir(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* mkdir -p, with 0700 for what it creates: the cache holds code that will
+ * run, so other users should not read or plant entries. Returns 0, or an
+ * errno value with `path` cut at the component that failed. */
+static int make_dirs(char *path)
+{
+  for (char *p = path + 1;; p++) {
+    if (*p != '/' && *p != '\0')
+      continue;
+    char saved = *p;
+    *p = '\0';
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+      int err = errno; /* is_dir() may change errno */
+      if (!is_dir(path))
+        return err;
+    }
+    if (saved == '\0')
+      return 0;
+    *p = saved;
+  }
+}
+
+static void open_dir(kiln__cache *c, const kiln__config *cfg, kiln__str *notes)
+{
+  char *dir = resolve_dir(cfg, notes);
+  if (!dir)
+    return;
+  char why[128];
+  int err = make_dirs(dir);
+  if (err) {
+    kiln__str_appendf(notes, "kernel cache off: cannot create %s: %s\n", dir,
+                      error_text(err, why, sizeof why));
+  } else if (!is_dir(dir)) {
+    kiln__str_appendf(notes, "kernel cache off: %s is not a folder\n", dir);
+  } else if (access(dir, W_OK | X_OK) != 0) {
+    kiln__str_appendf(notes, "kernel cache off: cannot write to %s: %s\n", dir,
+                      error_text(errno, why, sizeof why));
+  } else {
+    c->dir = dir;
+    return;
+  }
+  free(dir);
+}
+
+void kiln__cache_open(kiln__cache *c, const kiln__config *cfg, kiln__str *notes)
+{
+  memset(c, 0, sizeof *c);
+  if (!cfg || cfg->no_cache)
+    return;
+  kiln__str ignored = {0}; /* a caller without notes still gets the checks */
+  open_dir(c, cfg, notes ? notes : &ignored);
+  kiln__str_free(&ignored);
+}
+
+void kiln__cache_close(kiln__cache *c)
+{
+  if (!c)
+    return;
+  free(c->dir);
+  memset(c, 0, sizeof *c);
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+enum entry_check { ENTRY_OK, ENTRY_BAD, ENTRY_NO_MEMORY };
+
+/* Reads and checks the entry open on fd, whose fstat is *st. Reads are
+ * bounded by the size fstat gave, which must agree with the header. */
+static enum entry_check read_entry(int fd, const struct stat *st,
+                                   const kiln__cache_key *key,
+                                   unsigned char **payload, size_t *size)
+{
+  unsigned char h[HEADER_SIZE];
+  if (!S_ISREG(st->st_mode) || st->st_size < HEADER_SIZE ||
+      (uint64_t)st->st_size - HEADER_SIZE > MAX_PAYLOAD ||
+      read_full(fd, h, sizeof h) != 0)
+    return ENTRY_BAD;
+  uint64_t len = get_le(h + 32, 8);
+  if (memcmp(h, entry_magic, sizeof entry_magic) != 0 ||
+      get_le(h + 8, 4) != FORMAT_VERSION || get_le(h + 12, 4) != 0 ||
+      memcmp(h + 16, key->bytes, sizeof key->bytes) != 0 ||
+      len != (uint64_t)st->st_size - HEADER_SIZE || len == 0)
+    return ENTRY_BAD;
+  unsigned char *buf = malloc((size_t)len);
+  if (!buf)
+    return ENTRY_NO_MEMORY;
+  if (read_full(fd, buf, (size_t)len) != 0 ||
+      XXH3_64bits(buf, (size_t)len) != get_le(h + 40, 8)) {
+    free(buf);
+    return ENTRY_BAD;
+  }
+  *payload = buf;
+  *size = (size_t)len;
+  return ENTRY_OK;
+}
+
+/* Deletes a bad entry, but only if the name still holds the file that was
+ * read: a concurrent writer may have renamed a good one over it since. A
+ * directory is left alone (kiln did not make it, and it may hold anything);
+ * it is refused on every load, and store cannot replace it. */
+static void discard(kiln__cache *c, const char *path, const struct stat *seen)
+{
+  struct stat now;
+  c->rejected++;
+  if (lstat(path, &now) == 0 && !S_ISDIR(now.st_mode) &&
+      now.st_dev == seen->st_dev && now.st_ino == seen->st_ino)
+    unlink(path);
+}
+
+int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
+                     unsigned char **data, size_t *size)
+{
+  if (data)
+    *data = NULL;
+  if (size)
+    *size = 0;
+  if (!c || !c->dir || !key || !data || !size)
+    return -1;
+  char *path = entry_path(c, key, "", ".bin");
+  if (!path)
+    return -1;
+  /* O_NONBLOCK: a FIFO at the entry's name must not hang the open; it has no
+   * effect on the regular files entries are. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    c->misses++; /* ENOENT mostly; an unreadable entry is no better */
+    free(path);
+    return -1;
+  }
+  struct stat st;
+  enum entry_check check = ENTRY_BAD;
+  if (fstat(fd, &st) == 0)
+    check = read_entry(fd, &st, key, data, size);
+  else
+    memset(&st, 0, sizeof st); /* matches no file: discard() keeps it */
+  close(fd);
+  if (check == ENTRY_OK)
+    c->hits++;
+  else if (check == ENTRY_NO_MEMORY)
+    c->misses++; /* the entry may be fine; keep it for a process with room */
+  else
+    discard(c, path, &st);
+  free(path);
+  return check == ENTRY_OK ? 0 : -1;
+}
+
+/* ---- storing and removing ----------------------------------------------- */
+
+/* Writes header and payload to fd and closes it: 0, or -1. No fsync: after a
+ * crash the renamed entry may be empty or short on some file systems, but
+ * load checks the length and checksum and discards it, so durability would
+ * buy nothing a rebuild does not, at a disk flush per program. close() is
+ * checked because network file systems report write errors there. */
+static int write_entry(int fd, const kiln__cache_key *key,
+                       const unsigned char *data, size_t size)
+{
+  unsigned char h[HEADER_SIZE] = {0};
+  memcpy(h, entry_magic, sizeof entry_magic);
+  put_le(h + 8, FORMAT_VERSION, 4);
+  memcpy(h + 16, key->bytes, sizeof key->bytes);
+  put_le(h + 32, (uint64_t)size, 8);
+  put_le(h + 40, XXH3_64bits(data, size), 8);
+  int ok = write_full(fd, h, sizeof h) == 0 && write_full(fd, data, size) == 0;
+  if (close(fd) != 0)
+    ok = 0;
+  return ok ? 0 : -1;
+}
+
+int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
+                      const unsigned char *data, size_t size)
+{
+  /* An empty binary is no binary: no driver returns one, and load refuses
+   * one, so it is not written. */
+  if (!c || !c->dir || !key || !data || size == 0 || (uint64_t)size > MAX_PAYLOAD)
+    return -1;
+  char *final = entry_path(c, key, "", ".bin");
+  char *tmp = entry_path(c, key, ".", ".tmp.XXXXXX");
+  /* In the same folder, so rename() never crosses a file system. */
+  int fd = final && tmp ? mkstemp(tmp) : -1;
+  int rc = -1;
+  if (fd >= 0) {
+    /* mkstemp has no O_CLOEXEC; keep the fd from a concurrent exec(). */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (write_entry(fd, key, data, size) == 0 && rename(tmp, final) == 0) {
+      c->stores++;
+      rc = 0;
+    } else {
+      unlink(tmp);
+    }
+  }
+  free(final);
+  free(tmp);
+  return rc;
+}
+
+void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key)
+{
+  if (!c || !c->dir || !key)
+    return;
+  char *path = entry_path(c, key, "", ".bin");
+  if (path)
+    unlink(path);
+  free(path);
+}
+
+/* ---- the folder as a whole: `kiln cache` --------------------------------- */
+
+/* "<32 hex digits>.bin": an entry. */
+static int is_entry_name(const char *name)
+{
+  size_t i = 0;
+  for (; i < 32; i++)
+    if (!strchr("0123456789abcdef", name[i]) || name[i] == '\0')
+      return 0;
+  return strcmp(name + 32, ".bin") == 0;
+}
+
+/* ".<hex>.tmp.XXXXXX": a temporary that a writer never renamed. */
+static int is_temp_name(const char *name)
+{
+  return name[0] == '.' && strstr(name, ".tmp.") != NULL;
+}
+
+/* Walks the runtime's cache folder; for each entry (temporaries too when
+ * `temps`) calls visit with its path and stat; a visit that fails (-1, with
+ * errno) stops the walk. Returns KILN_OK or KILN_ERR_IO. */
+static kiln_status walk(kiln_runtime *rt, const char *fn, int temps,
+                        int (*visit)(const char *path, const struct stat *st, void *arg),
+                        void *arg)
+{
+  const char *dir = rt->cache.dir;
+  if (!dir)
+    return KILN_OK;
+  DIR *d = opendir(dir);
+  if (!d)
+    return kiln__fail(rt, KILN_ERR_IO, "%s: cannot read the cache folder %s: %s", fn,
+                      dir, strerror(errno));
+  kiln_status st = KILN_OK;
+  struct dirent *e;
+  while (st == KILN_OK && (e = readdir(d)) != NULL) {
+    if (!is_entry_name(e->d_name) && !(temps && is_temp_name(e->d_name)))
+      continue;
+    kiln__str path = {0};
+    kiln__str_appendf(&path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (!path.failed && lstat(path.data, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        visit(path.data, &sb, arg) != 0)
+      st = kiln__fail(rt, KILN_ERR_IO, "%s: cannot delete %s: %s", fn, path.data,
+                      strerror(errno));
+    kiln__str_free(&path);
+  }
+  closedir(d);
+  return st;
+}
+
+static int add_up(const char *path, const struct stat *st, void *arg)
+{
+  (void)path;
+  uint64_t *sums = arg;
+  sums[0]++;
+  sums[1] += (uint64_t)st->st_size;
+  return 0;
+}
+
+static int delete_one(const char *path, const struct stat *st, void *arg)
+{
+  (void)st;
+  if (unlink(path) != 0 && errno != ENOENT)
+    return -1;
+  ++*(uint64_t *)arg;
+  return 0;
+}
+
+KILN_API kiln_status kiln_cache_contents(kiln_runtime *rt, uint64_t *entries,
+                                         uint64_t *bytes)
+{
+  if (!rt || !entries || !bytes)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_cache_contents: %s is NULL", !rt ? "rt" : "a result");
+  uint64_t sums[2] = {0, 0};
+  kiln_status st = walk(rt, "kiln_cache_contents", 0, add_up, sums);
+  *entries = sums[0];
+  *bytes = sums[1];
+  return st;
+}
+
+KILN_API kiln_status kiln_cache_clear(kiln_runtime *rt, uint64_t *removed)
+{
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_cache_clear: rt is NULL");
+  uint64_t n = 0;
+  kiln_status st = walk(rt, "kiln_cache_clear", 1, delete_one, &n);
+  if (removed)
+    *removed = n;
+  return st;
+}

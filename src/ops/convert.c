@@ -1,0 +1,78 @@
+/*
+ * convert.c — kiln_convert(): element type conversion with cl/convert.cl.
+ */
+#include <stdio.h>
+
+#include "internal.h"
+
+/* The kernel name's part for each convertible type; NULL for the others. */
+static const char *type_tag(kiln_dtype t)
+{
+  switch (t) {
+  case KILN_F16: return "f16";
+  case KILN_F32: return "f32";
+  case KILN_F64: return "f64";
+  case KILN_I32: return "i32";
+  case KILN_I64: return "i64";
+  default: return NULL;
+  }
+}
+
+static kiln_status check(kiln_buffer *dst, const kiln_buffer *src)
+{
+  static const char fn[] = "kiln_convert";
+  if (!dst || !src)
+    return kiln__fail(dst ? kiln_buffer_runtime(dst) : NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is NULL; expected two buffers", fn, !dst ? "dst" : "src");
+  kiln_runtime *rt = kiln_buffer_runtime(dst);
+  if (kiln_buffer_runtime(src) != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
+                      "%s: src and dst belong to different runtimes", fn);
+  if (kiln_buffer_count(src) != kiln_buffer_count(dst))
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: src has %zu elements and dst %zu; expected the same count",
+                      fn, kiln_buffer_count(src), kiln_buffer_count(dst));
+  kiln_dtype types[2] = {kiln_buffer_dtype(src), kiln_buffer_dtype(dst)};
+  for (int i = 0; i < 2; i++) {
+    if (!type_tag(types[i]))
+      return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                        "%s: %s holds %s; expected float16, float32, float64, int32 "
+                        "or int64", fn, i ? "dst" : "src", kiln_dtype_name(types[i]));
+    if (types[i] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+      return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                        "%s: %s holds float64, but '%s' has no fp64 "
+                        "(cl_khr_fp64); expected float16, float32, int32 or int64",
+                        fn, i ? "dst" : "src", kiln_runtime_device(rt)->name);
+  }
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src)
+{
+  kiln_status st = check(dst, src);
+  if (st != KILN_OK)
+    return st;
+  kiln_dtype from = kiln_buffer_dtype(src), to = kiln_buffer_dtype(dst);
+  size_t n = kiln_buffer_count(src);
+  if (from == to)
+    return kiln_buffer_copy(dst, 0, src, 0, n);
+  kiln_runtime *rt = kiln_buffer_runtime(dst);
+  char name[40];
+  snprintf(name, sizeof name, "kiln_convert_%s_%s", type_tag(from), type_tag(to));
+  cl_kernel k;
+  if ((st = kiln__builtin_kernel(rt, "convert", name, &k)) != KILN_OK)
+    return st;
+  cl_mem s = kiln_buffer_cl_mem(src), d = kiln_buffer_cl_mem(dst);
+  cl_ulong count = n;
+  cl_int err = clSetKernelArg(k, 0, sizeof s, &s);
+  if (err == CL_SUCCESS)
+    err = clSetKernelArg(k, 1, sizeof d, &d);
+  if (err == CL_SUCCESS)
+    err = clSetKernelArg(k, 2, sizeof count, &count);
+  st = err == CL_SUCCESS
+         ? kiln__enqueue(rt, "kiln_convert", k, 1, &n, NULL)
+         : kiln__fail_cl(rt, err, "clSetKernelArg", "kiln_convert: setting %s's arguments",
+                         name);
+  clReleaseKernel(k);
+  return st;
+}

@@ -1,0 +1,385 @@
+/*
+ * program.c — building OpenCL programs (the caller's and kiln's own cl/
+ * files) through the on-disk cache, and the kernel API.
+ *
+ * A build first looks in the cache; a binary the driver refuses is deleted
+ * and the program is compiled from source again, so a driver update or a
+ * bad entry costs one compile, never a wrong binary.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct kiln_program {
+  kiln_runtime *rt;
+  cl_program program;
+  char *log;
+};
+
+static void counted(kiln_runtime *rt, uint64_t *counter, int delta)
+{
+  pthread_mutex_lock(&rt->lock);
+  *counter += (uint64_t)(int64_t)delta;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* The compiler's messages, as a malloc'd string ("" when it said nothing). */
+static char *build_log(cl_program p, cl_device_id dev)
+{
+  size_t size = 0;
+  char *log = NULL;
+  if (clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS &&
+      (log = malloc(size + 1)) != NULL &&
+      clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL) == CL_SUCCESS) {
+    log[size] = '\0';
+    return log;
+  }
+  free(log);
+  return strdup("");
+}
+
+/* Tries the cache; on a hit that the driver builds, *out is the program. */
+static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
+                             const char *options, cl_program *out)
+{
+  const kiln__device *dev = kiln__runtime_device(rt);
+  unsigned char *bin = NULL;
+  size_t size = 0;
+  pthread_mutex_lock(&rt->lock);
+  int hit = kiln__cache_load(&rt->cache, key, &bin, &size) == 0;
+  pthread_mutex_unlock(&rt->lock);
+  if (!hit)
+    return;
+  cl_int err, status;
+  const unsigned char *bins[1] = {bin};
+  cl_program p = clCreateProgramWithBinary(rt->context, 1, &dev->id, &size, bins,
+                                           &status, &err);
+  free(bin);
+  if (p && clBuildProgram(p, 1, &dev->id, options, NULL, NULL) == CL_SUCCESS) {
+    *out = p;
+    return;
+  }
+  if (p)
+    clReleaseProgram(p);
+  pthread_mutex_lock(&rt->lock);
+  kiln__cache_remove(&rt->cache, key);
+  rt->cache.rejected++;
+  rt->cache.hits--; /* it was not one after all */
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* Saves the program's binary; failing to is no error for the caller. */
+static void store_binary(kiln_runtime *rt, const kiln__cache_key *key, cl_program p)
+{
+  size_t size = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+        CL_SUCCESS || size == 0)
+    return;
+  unsigned char *bin = malloc(size);
+  unsigned char *bins[1] = {bin};
+  if (bin && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
+    pthread_mutex_lock(&rt->lock);
+    kiln__cache_store(&rt->cache, key, bin, size);
+    pthread_mutex_unlock(&rt->lock);
+  }
+  free(bin);
+}
+
+/* Builds source for the runtime's device, through the cache. On success
+ * *log is the compiler's messages (malloc'd). */
+static kiln_status build(kiln_runtime *rt, const char *fn, const char *src,
+                         size_t len, const char *options, cl_program *out, char **log)
+{
+  const kiln__device *dev = kiln__runtime_device(rt);
+  options = options ? options : "";
+  kiln__cache_key key = kiln__cache_key_of(src, len, options, &dev->info);
+  *out = NULL;
+  build_from_cache(rt, &key, options, out);
+  if (*out) {
+    *log = strdup("");
+    return *log ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+  }
+  cl_int err;
+  cl_program p = clCreateProgramWithSource(rt->context, 1, &src, &len, &err);
+  if (!p)
+    return kiln__fail_cl(rt, err, "clCreateProgramWithSource", "%s: creating a program",
+                         fn);
+  err = clBuildProgram(p, 1, &dev->id, options, NULL, NULL);
+  counted(rt, &rt->compiles, 1);
+  *log = build_log(p, dev->id);
+  if (err != CL_SUCCESS) {
+    kiln_status st = kiln__fail(rt, kiln__status_from_cl(err),
+                                "%s: clBuildProgram failed with %s (%d) on '%s'.\n"
+                                "options: %s\nbuild log:\n%s",
+                                fn, kiln_cl_error_name(err), (int)err,
+                                dev->info.name, *options ? options : "(none)",
+                                *log ? *log : "(none)");
+    free(*log);
+    *log = NULL;
+    clReleaseProgram(p);
+    return st;
+  }
+  store_binary(rt, &key, p);
+  *out = p;
+  return *log ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+}
+
+/* Wraps a built program for the caller. Takes ownership of p and log. */
+static kiln_status program_new(kiln_runtime *rt, cl_program p, char *log,
+                               kiln_program **out)
+{
+  kiln_program *prog = calloc(1, sizeof *prog);
+  if (!prog) {
+    clReleaseProgram(p);
+    free(log);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+  }
+  *prog = (kiln_program){.rt = rt, .program = p, .log = log};
+  counted(rt, &rt->live_programs, 1);
+  *out = prog;
+  return KILN_OK;
+}
+
+static kiln_status check_out(kiln_runtime *rt, const char *fn, void *out,
+                             const char *what)
+{
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: rt is NULL; expected a runtime from kiln_runtime_create()", fn);
+  if (!out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: out is NULL; expected the address of a %s pointer", fn, what);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
+                                         const char *options, kiln_program **out)
+{
+  static const char fn[] = "kiln_program_create";
+  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  if (st != KILN_OK)
+    return st;
+  *out = NULL;
+  if (!source || !*source)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: source is %s; expected OpenCL C source text", fn,
+                      source ? "empty" : "NULL");
+  cl_program p;
+  char *log;
+  st = build(rt, fn, source, strlen(source), options, &p, &log);
+  return st == KILN_OK ? program_new(rt, p, log, out) : st;
+}
+
+/* Reads a whole file into a malloc'd NUL-terminated string. */
+static kiln_status read_file(kiln_runtime *rt, const char *fn, const char *path,
+                             char **text, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  kiln__str s = {0};
+  char chunk[4096];
+  size_t n;
+  if (!f)
+    return kiln__fail(rt, KILN_ERR_IO, "%s: cannot open '%s': %s", fn, path,
+                      strerror(errno));
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    kiln__str_appendf(&s, "%.*s", (int)n, chunk);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || s.failed || memchr(kiln__str_get(&s), '\0', s.len)) {
+    kiln__str_free(&s);
+    return kiln__fail(rt, bad ? KILN_ERR_IO : KILN_ERR_INVALID_ARGUMENT,
+                      "%s: cannot read '%s'%s", fn, path,
+                      bad ? "" : ": it holds NUL bytes or is too large; expected "
+                                 "OpenCL C source text");
+  }
+  *text = s.data ? s.data : strdup("");
+  *len = s.len;
+  return *text ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+}
+
+KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path,
+                                              const char *options, kiln_program **out)
+{
+  static const char fn[] = "kiln_program_create_file";
+  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  if (st != KILN_OK)
+    return st;
+  *out = NULL;
+  if (!path)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: path is NULL; expected the path of a .cl file", fn);
+  char *text;
+  size_t len;
+  if ((st = read_file(rt, fn, path, &text, &len)) != KILN_OK)
+    return st;
+  if (len == 0) {
+    free(text);
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: '%s' is empty; expected OpenCL C source text", fn, path);
+  }
+  cl_program p;
+  char *log;
+  st = build(rt, fn, text, len, options, &p, &log);
+  free(text);
+  return st == KILN_OK ? program_new(rt, p, log, out) : st;
+}
+
+KILN_API size_t kiln_builtin_count(void)
+{
+  return kiln__builtin_count;
+}
+
+KILN_API const char *kiln_builtin_name(size_t i)
+{
+  return i < kiln__builtin_count ? kiln__builtin_sources[i].name : NULL;
+}
+
+static size_t builtin_index(const char *name)
+{
+  for (size_t i = 0; name && i < kiln__builtin_count; i++)
+    if (strcmp(kiln__builtin_sources[i].name, name) == 0)
+      return i;
+  return SIZE_MAX;
+}
+
+/* Builds builtin i unless it is built. Called with rt->build_lock held. */
+static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
+{
+  if (rt->builtins[i])
+    return KILN_OK;
+  const kiln__builtin_source *b = &kiln__builtin_sources[i];
+  char *text = NULL;
+  size_t len = b->size;
+  const char *src = (const char *)b->bytes;
+  kiln_status st = KILN_OK;
+  if (rt->cl_dir) { /* kernel development: the file on disk wins */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.cl", rt->cl_dir, b->name);
+    if ((st = read_file(rt, fn, path, &text, &len)) != KILN_OK)
+      return st;
+    src = text;
+  }
+  kiln__str options = {0};
+  kiln__builtin_options(&kiln__runtime_device(rt)->info, &options);
+  char *log = NULL;
+  st = options.failed ? KILN_ERR_OUT_OF_HOST_MEMORY
+                      : build(rt, fn, src, len, kiln__str_get(&options),
+                              &rt->builtins[i], &log);
+  free(log);
+  free(text);
+  kiln__str_free(&options);
+  return st;
+}
+
+KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
+                                                 kiln_program **out)
+{
+  static const char fn[] = "kiln_program_create_builtin";
+  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  if (st != KILN_OK)
+    return st;
+  *out = NULL;
+  size_t i = builtin_index(name);
+  if (i == SIZE_MAX) {
+    kiln__str names = {0};
+    for (size_t k = 0; k < kiln__builtin_count; k++)
+      kiln__str_appendf(&names, "%s%s", k ? ", " : "", kiln__builtin_sources[k].name);
+    st = kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "%s: kiln has no kernel file named '%s'; expected one of: %s", fn,
+                    name ? name : "(NULL)", kiln__str_get(&names));
+    kiln__str_free(&names);
+    return st;
+  }
+  pthread_mutex_lock(&rt->build_lock);
+  st = builtin_build(rt, fn, i);
+  cl_program p = rt->builtins[i];
+  if (st == KILN_OK)
+    clRetainProgram(p);
+  pthread_mutex_unlock(&rt->build_lock);
+  if (st != KILN_OK)
+    return st;
+  char *log = strdup("");
+  if (!log) {
+    clReleaseProgram(p);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+  }
+  return program_new(rt, p, log, out);
+}
+
+kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
+                                 const char *kernel, cl_kernel *out)
+{
+  size_t i = builtin_index(program);
+  if (i == SIZE_MAX)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "no builtin program '%s'", program);
+  char what[96];
+  snprintf(what, sizeof what, "building cl/%s.cl", program);
+  pthread_mutex_lock(&rt->build_lock);
+  kiln_status st = builtin_build(rt, what, i);
+  pthread_mutex_unlock(&rt->build_lock);
+  if (st != KILN_OK)
+    return st;
+  cl_int err;
+  *out = clCreateKernel(rt->builtins[i], kernel, &err);
+  if (!*out)
+    return kiln__fail_cl(rt, err, "clCreateKernel", "creating kernel %s of cl/%s.cl",
+                         kernel, program);
+  return KILN_OK;
+}
+
+void kiln__programs_release(kiln_runtime *rt)
+{
+  for (size_t i = 0; rt->builtins && i < kiln__builtin_count; i++)
+    if (rt->builtins[i])
+      clReleaseProgram(rt->builtins[i]);
+  free(rt->builtins);
+  rt->builtins = NULL;
+}
+
+KILN_API kiln_status kiln_program_destroy(kiln_program *program)
+{
+  if (!program)
+    return KILN_OK;
+  clReleaseProgram(program->program);
+  counted(program->rt, &program->rt->live_programs, -1);
+  free(program->log);
+  free(program);
+  return KILN_OK;
+}
+
+kiln_runtime *kiln__program_runtime(const kiln_program *program)
+{
+  return program->rt;
+}
+
+cl_program kiln__program_cl(const kiln_program *program)
+{
+  return program->program;
+}
+
+KILN_API const char *kiln_program_build_log(const kiln_program *program)
+{
+  return program ? program->log : "";
+}
+
+KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
+{
+  if (!rt || !out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_cache_stats: %s is NULL; expected a runtime and a "
+                      "kiln_cache_usage to fill", !rt ? "rt" : "out");
+  pthread_mutex_lock(&rt->lock);
+  *out = (kiln_cache_usage){
+    .dir = rt->cache.dir,
+    .compiles = rt->compiles,
+    .hits = rt->cache.hits,
+    .misses = rt->cache.misses,
+    .stores = rt->cache.stores,
+    .rejected = rt->cache.rejected,
+  };
+  pthread_mutex_unlock(&rt->lock);
+  return KILN_OK;
+}

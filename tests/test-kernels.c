@@ -1,0 +1,362 @@
+/*
+ * test-kernels.c — programs and kernels: kiln's embedded cl/ files build on
+ * every device (PoCL, and Oclgrind when registered), the caller's programs
+ * from source and file, build errors with their log, the kernel API's
+ * errors, and the on-disk cache seen from a runtime: a second runtime loads
+ * instead of compiling, a corrupt entry is rebuilt, concurrent processes
+ * share entries.
+ *
+ * usage: test-kernels FILE.cl...   (kiln's cl/ files, passed by meson)
+ *        test-kernels --build-child DIR   (one process of the concurrency test)
+ */
+#include "common.h"
+
+#include <dirent.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int builtin_count;
+static char **builtin_names;
+static char cache_dir[64];
+
+static const char saxpy[] =
+  "kernel void saxpy(float a, global const float *x, global float *y, int n)\n"
+  "{ int i = get_global_id(0); if (i < n) y[i] += a * x[i]; }\n";
+
+/* A runtime on the first device the selector picks, with its own cache. */
+static kiln_runtime *runtime_on(const char *device, const char *dir, int no_cache)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.device = device;
+  opts.cache_dir = dir;
+  opts.no_cache = no_cache;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  return rt;
+}
+
+static int has_oclgrind(void)
+{
+  return getenv("KILN_TEST_PLATFORMS") && atoi(getenv("KILN_TEST_PLATFORMS")) == 2;
+}
+
+static void build_every_builtin_on(const char *device)
+{
+  kiln_runtime *rt = runtime_on(device, NULL, 1);
+  for (int i = 0; i < builtin_count; i++) {
+    kiln_program *p = NULL;
+    kiln_status st = kiln_program_create_builtin(rt, builtin_names[i], &p);
+    if (st != KILN_OK)
+      fail_msg("cl/%s.cl on %s: %s", builtin_names[i], kiln_runtime_device(rt)->name,
+               kiln_last_error(rt));
+    assert_kiln_ok(rt, kiln_program_destroy(p));
+  }
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void test_kernels_every_builtin_builds(void **state)
+{
+  (void)state;
+  assert_true(builtin_count >= 1);
+  build_every_builtin_on(NULL);
+  if (has_oclgrind())
+    build_every_builtin_on("oclgrind");
+  else
+    fprintf(stderr, "# Oclgrind is not registered: built on PoCL only\n");
+}
+
+static void test_kernels_builtin_unknown_name(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_program *p = (kiln_program *)&p;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "no kernel file named 'nope'",
+                    kiln_program_create_builtin(rt, "nope", &p));
+  assert_null(p);
+  assert_non_null(strstr(kiln_last_error(rt), builtin_names[0]));
+}
+
+/* saxpy from source, through set_args and launch, against the host. */
+static void run_saxpy(kiln_runtime *rt, kiln_program *p, int n)
+{
+  kiln_kernel *k = NULL;
+  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
+  float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+  kiln_buffer *bx = NULL, *by = NULL;
+  for (int i = 0; i < n; i++) {
+    x[i] = (float)i * 0.25f;
+    y[i] = (float)(n - i);
+  }
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, (size_t)n, 0, &bx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, (size_t)n, 0, &by));
+  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, (size_t)n, x));
+  assert_kiln_ok(rt, kiln_buffer_write(by, 0, (size_t)n, y));
+  assert_kiln_ok(rt, kiln_kernel_set_args(k, "fbbi", 3.0, bx, by, (int32_t)n));
+  assert_kiln_ok(rt, kiln_kernel_launch(k, 1, (size_t[]){(size_t)n}, NULL));
+  assert_kiln_ok(rt, kiln_buffer_read(by, 0, (size_t)n, y));
+  for (int i = 0; i < n; i++) /* exact: small integers and quarters */
+    assert_true(y[i] == (float)((double)(n - i) + 3.0 * i * 0.25));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_buffer_destroy(bx);
+  kiln_buffer_destroy(by);
+  free(x);
+  free(y);
+  assert_kiln_ok(rt, kiln_kernel_destroy(k));
+}
+
+static void test_kernels_program_from_source_and_file(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_program *p = NULL;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-cl-mad-enable", &p));
+  assert_non_null(kiln_program_build_log(p));
+  run_saxpy(rt, p, 1);
+  run_saxpy(rt, p, 1001);
+  assert_kiln_ok(rt, kiln_program_destroy(p));
+
+  char path[] = "/tmp/kiln-saxpy-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, saxpy, sizeof saxpy - 1), (ssize_t)(sizeof saxpy - 1));
+  close(fd);
+  assert_kiln_ok(rt, kiln_program_create_file(rt, path, NULL, &p));
+  run_saxpy(rt, p, 77);
+  assert_kiln_ok(rt, kiln_program_destroy(p));
+  unlink(path);
+  assert_kiln_fails(rt, KILN_ERR_IO, "cannot open '/nonexistent/k.cl'",
+                    kiln_program_create_file(rt, "/nonexistent/k.cl", NULL, &p));
+  assert_null(p);
+}
+
+static void test_kernels_build_error_has_log(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_program *p = (kiln_program *)&p;
+  assert_kiln_fails(rt, KILN_ERR_BUILD, "options: -DWIDTH=7",
+                    kiln_program_create(rt, "kernel void broken(global float *x)\n"
+                                            "{ x[0] = undeclared_thing; }\n",
+                                        "-DWIDTH=7", &p));
+  assert_null(p);
+  const char *msg = kiln_last_error(rt);
+  assert_non_null(strstr(msg, "CL_BUILD_PROGRAM_FAILURE"));
+  assert_non_null(strstr(msg, "build log:"));
+  assert_non_null(strstr(msg, "undeclared_thing")); /* the compiler's words */
+  /* Options the compiler refuses are a build error too. */
+  kiln_status st = kiln_program_create(rt, saxpy, "-no-such-option", &p);
+  assert_int_equal(st, KILN_ERR_BUILD);
+  assert_non_null(strstr(kiln_last_error(rt), "-no-such-option"));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "source is empty",
+                    kiln_program_create(rt, "", NULL, &p));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_program_create(NULL, saxpy, NULL, &p));
+}
+
+static void test_kernels_kernel_api_errors(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_program *p = NULL;
+  kiln_kernel *k = (kiln_kernel *)&k;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, NULL, &p));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "no kernel named 'sxpy'; it has: saxpy",
+                    kiln_kernel_create(p, "sxpy", &k));
+  assert_null(k);
+  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
+  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_ARG_INDEX",
+                    kiln_kernel_set_arg(k, 9, sizeof(float), &(float){1}));
+  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_ARG_SIZE",
+                    kiln_kernel_set_arg(k, 0, 2, &(float){1}));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "format letter 'q'",
+                    kiln_kernel_set_args(k, "fq", 1.0, 2));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "expected 1, 2 or 3",
+                    kiln_kernel_launch(k, 4, (size_t[]){1, 1, 1, 1}, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "global size 0",
+                    kiln_kernel_launch(k, 1, (size_t[]){0}, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "not a multiple of local size 4",
+                    kiln_kernel_launch(k, 1, (size_t[]){10}, (size_t[]){4}));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer is NULL",
+                    kiln_kernel_set_buffer(k, 1, NULL));
+  /* Launching with arguments unset is OpenCL's error, named. */
+  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_KERNEL_ARGS",
+                    kiln_kernel_launch(k, 1, (size_t[]){8}, NULL));
+  /* Programs and kernels keep their runtime busy. */
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 program and 1 kernel", kiln_runtime_destroy(rt));
+  assert_kiln_ok(rt, kiln_kernel_destroy(k));
+  assert_kiln_ok(rt, kiln_program_destroy(p));
+  assert_kiln_ok(rt, kiln_kernel_destroy(NULL));
+  assert_kiln_ok(rt, kiln_program_destroy(NULL));
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+/* The counters of a runtime that built saxpy; dir is copied into `where`,
+ * since the runtime that owned it is gone. */
+static char where[256];
+
+static kiln_cache_usage cache_after_saxpy(const char *dir, int no_cache)
+{
+  kiln_runtime *rt = runtime_on(NULL, dir, no_cache);
+  kiln_program *p = NULL;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-DCACHE_TEST", &p));
+  run_saxpy(rt, p, 33); /* a binary from the cache must run, too */
+  kiln_cache_usage u;
+  assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
+  snprintf(where, sizeof where, "%s", u.dir ? u.dir : "");
+  u.dir = u.dir ? where : NULL;
+  assert_kiln_ok(rt, kiln_program_destroy(p));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  return u;
+}
+
+/* Overwrites every entry of the cache folder with `bytes`. */
+static int spoil_entries(const char *dir, const char *bytes)
+{
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 4, ".bin") != 0)
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(bytes, f);
+    fclose(f);
+    n++;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static void test_kernels_cache_hit_after_miss(void **state)
+{
+  (void)state;
+  kiln_cache_usage first = cache_after_saxpy(cache_dir, 0);
+  assert_string_equal(first.dir, cache_dir);
+  assert_int_equal(first.compiles, 1);
+  assert_int_equal(first.hits, 0);
+  assert_int_equal(first.stores, 1);
+  /* A second runtime does not call the compiler. */
+  kiln_cache_usage second = cache_after_saxpy(cache_dir, 0);
+  assert_int_equal(second.compiles, 0);
+  assert_int_equal(second.hits, 1);
+  /* A corrupt entry is thrown away and the program compiled again. */
+  assert_true(spoil_entries(cache_dir, "not a kiln cache entry") >= 1);
+  kiln_cache_usage third = cache_after_saxpy(cache_dir, 0);
+  assert_int_equal(third.compiles, 1);
+  assert_int_equal(third.rejected, 1);
+  assert_int_equal(third.stores, 1);
+  /* The folder's contents, then cleared: the next runtime compiles. */
+  kiln_runtime *rt = runtime_on(NULL, cache_dir, 0);
+  uint64_t entries = 0, bytes = 0, removed = 0;
+  assert_kiln_ok(rt, kiln_cache_contents(rt, &entries, &bytes));
+  assert_true(entries >= 1 && bytes > entries * 48);
+  assert_kiln_ok(rt, kiln_cache_clear(rt, &removed));
+  assert_int_equal(removed, entries);
+  assert_kiln_ok(rt, kiln_cache_contents(rt, &entries, &bytes));
+  assert_int_equal(entries, 0);
+  assert_int_equal(bytes, 0);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  assert_int_equal(cache_after_saxpy(cache_dir, 0).compiles, 1);
+  /* Off: no folder, and every runtime compiles. */
+  kiln_cache_usage off = cache_after_saxpy(cache_dir, 1);
+  assert_null(off.dir);
+  assert_int_equal(off.compiles, 1);
+  assert_int_equal(off.hits, 0);
+}
+
+/* Runs this program as `--build-child DIR` in n processes at once. */
+static void test_kernels_cache_shared_by_processes(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/kiln-cache-procs-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  enum { N = 4 };
+  pid_t pids[N];
+  char *argv[] = {"test-kernels", "--build-child", dir, NULL};
+  for (int i = 0; i < N; i++)
+    assert_int_equal(posix_spawn(&pids[i], "/proc/self/exe", NULL, NULL, argv, environ), 0);
+  for (int i = 0; i < N; i++) {
+    int status = 0;
+    assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  kiln_cache_usage after = cache_after_saxpy(dir, 0);
+  assert_int_equal(after.compiles, 0);
+  assert_int_equal(after.hits, 1);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* One process of the concurrency test: build and run, through the cache. */
+static int build_child(const char *dir)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.cache_dir = dir;
+  kiln_runtime *rt = NULL;
+  kiln_program *p = NULL;
+  kiln_kernel *k = NULL;
+  if (kiln_runtime_create(&opts, &rt) != KILN_OK ||
+      kiln_program_create(rt, saxpy, "-DCACHE_TEST", &p) != KILN_OK ||
+      kiln_kernel_create(p, "saxpy", &k) != KILN_OK) {
+    fprintf(stderr, "child: %s\n", kiln_last_error(rt));
+    return 1;
+  }
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(p);
+  return kiln_runtime_destroy(rt) == KILN_OK ? 0 : 1;
+}
+
+static int group_setup(void **state)
+{
+  snprintf(cache_dir, sizeof cache_dir, "/tmp/kiln-cache-XXXXXX");
+  if (!mkdtemp(cache_dir))
+    return -1;
+  return kiln_test_runtime_setup(state);
+}
+
+static int group_teardown(void **state)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+  int rc = system(cmd);
+  return kiln_test_runtime_teardown(state) || rc;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc == 3 && strcmp(argv[1], "--build-child") == 0)
+    return build_child(argv[2]);
+  /* The names of kiln's kernel files, from their paths. */
+  builtin_names = calloc((size_t)argc, sizeof *builtin_names);
+  for (int i = 1; i < argc; i++) {
+    const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+    builtin_names[builtin_count] = strdup(base);
+    char *dot = strstr(builtin_names[builtin_count], ".cl");
+    if (dot)
+      *dot = '\0';
+    builtin_count++;
+  }
+  /* The caller's programs in these tests go through a cache of their own. */
+  kiln_test_require_device();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_kernels_every_builtin_builds),
+    cmocka_unit_test(test_kernels_builtin_unknown_name),
+    cmocka_unit_test(test_kernels_program_from_source_and_file),
+    cmocka_unit_test(test_kernels_build_error_has_log),
+    cmocka_unit_test(test_kernels_kernel_api_errors),
+    cmocka_unit_test(test_kernels_cache_hit_after_miss),
+    cmocka_unit_test(test_kernels_cache_shared_by_processes),
+  };
+  int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+  for (int i = 0; i < builtin_count; i++)
+    free(builtin_names[i]);
+  free(builtin_names);
+  return failed;
+}

@@ -1,0 +1,101 @@
+/*
+ * cache.c — `kiln cache` (the kernel cache's folder, entries and size, and
+ * --clear) and `kiln kernels` (build kiln's kernels on the picked device,
+ * with --time for how long that takes, cold or warm).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "kiln/kiln.h"
+
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int failed(const char *what, kiln_status st, const kiln_runtime *rt)
+{
+  fprintf(stderr, "kiln %s: %s (%s)\n%s\n", what, kiln_status_string(st),
+          kiln_status_name(st), kiln_last_error(rt));
+  return 1;
+}
+
+int kiln_cmd_cache(int argc, char **argv)
+{
+  int clear = argc == 2 && strcmp(argv[1], "--clear") == 0;
+  if (argc > 2 || (argc == 2 && !clear)) {
+    fprintf(stderr, "usage: kiln cache [--clear]\n");
+    return 2;
+  }
+  kiln_runtime *rt = NULL;
+  kiln_status st = kiln_runtime_create(NULL, &rt);
+  if (st != KILN_OK)
+    return failed("cache", st, NULL);
+  kiln_cache_usage u;
+  uint64_t entries = 0, bytes = 0, removed = 0;
+  kiln_cache_stats(rt, &u);
+  if (!u.dir) {
+    printf("the kernel cache is off (KILN_CACHE=0, or no folder could be made)\n");
+  } else if (clear) {
+    if ((st = kiln_cache_clear(rt, &removed)) == KILN_OK)
+      printf("cleared %s: %llu files removed\n", u.dir, (unsigned long long)removed);
+  } else if ((st = kiln_cache_contents(rt, &entries, &bytes)) == KILN_OK) {
+    printf("location  %s\nentries   %llu\nsize      %.1f KiB\n", u.dir,
+           (unsigned long long)entries, (double)bytes / 1024.0);
+  }
+  int rc = st == KILN_OK ? 0 : failed("cache", st, rt);
+  kiln_runtime_destroy(rt);
+  return rc;
+}
+
+/* Builds one of kiln's kernel files; prints its time when asked. */
+static kiln_status build_one(kiln_runtime *rt, const char *name, int timed)
+{
+  kiln_program *p = NULL;
+  double t0 = now_ms();
+  kiln_status st = kiln_program_create_builtin(rt, name, &p);
+  if (st == KILN_OK && timed)
+    printf("  cl/%-20s %9.1f ms\n", name, now_ms() - t0);
+  kiln_program_destroy(p);
+  return st;
+}
+
+int kiln_cmd_kernels(int argc, char **argv)
+{
+  int timed = argc == 2 && strcmp(argv[1], "--time") == 0;
+  if (argc > 2 || (argc == 2 && !timed)) {
+    fprintf(stderr, "usage: kiln kernels [--time]\n");
+    return 2;
+  }
+  double t0 = now_ms();
+  kiln_runtime *rt = NULL;
+  kiln_status st = kiln_runtime_create(NULL, &rt);
+  if (st != KILN_OK)
+    return failed("kernels", st, NULL);
+  double t1 = now_ms();
+  printf("kiln's kernels on %s\n", kiln_runtime_device(rt)->name);
+  for (size_t i = 0; i < kiln_builtin_count() && st == KILN_OK; i++) {
+    st = build_one(rt, kiln_builtin_name(i), timed);
+    if (!timed && st == KILN_OK)
+      printf("  cl/%s.cl builds\n", kiln_builtin_name(i));
+  }
+  if (st != KILN_OK) {
+    int rc = failed("kernels", st, rt); /* the message holds the build log */
+    kiln_runtime_destroy(rt);
+    return rc;
+  }
+  kiln_cache_usage u;
+  kiln_cache_stats(rt, &u);
+  if (timed)
+    printf("runtime %.1f ms, kernels %.1f ms, total %.1f ms\n", t1 - t0,
+           now_ms() - t1, now_ms() - t0);
+  printf("compiled %llu, from the cache %llu, cache %s\n",
+         (unsigned long long)u.compiles, (unsigned long long)u.hits,
+         u.dir ? u.dir : "off");
+  kiln_runtime_destroy(rt);
+  return 0;
+}

@@ -1,0 +1,16 @@
+/*
+ * cli.h — the commands of the kiln program that live in their own files.
+ * Each takes the arguments after the command's name (argv[0] is the
+ * command) and returns the process's exit status.
+ */
+#ifndef KILN_TOOLS_CLI_H
+#define KILN_TOOLS_CLI_H
+
+/* `kiln info [--raw | --list | --json] [--device SEL]` (info.c). */
+int kiln_cmd_info(int argc, char **argv);
+
+/* `kiln cache [--clear]` and `kiln kernels [--time]` (cache.c). */
+int kiln_cmd_cache(int argc, char **argv);
+int kiln_cmd_kernels(int argc, char **argv);
+
+#endif /* KILN_TOOLS_CLI_H */
