@@ -11,6 +11,8 @@
  */
 #include "common.h"
 
+#include "internal.h" /* to plant a cache entry the driver will refuse */
+
 #include <dirent.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -269,6 +271,27 @@ static void test_kernels_cache_hit_after_miss(void **state)
   assert_int_equal(off.hits, 0);
 }
 
+/* An entry that is whole and has the right key, but holds no binary the
+ * driver can use (another driver's format, say): deleted and compiled again. */
+static void test_kernels_cache_entry_refused_by_driver(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_on(NULL, cache_dir, 0);
+  kiln__cache plant = {.dir = cache_dir};
+  kiln__cache_key key = kiln__cache_key_of(saxpy, sizeof saxpy - 1, "-DCACHE_TEST",
+                                           kiln_runtime_device(rt));
+  static const unsigned char junk[] = "this is not a program binary";
+  assert_int_equal(kiln__cache_store(&plant, &key, junk, sizeof junk), 0);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_cache_usage u = cache_after_saxpy(cache_dir, 0);
+  assert_int_equal(u.rejected, 1);
+  assert_int_equal(u.hits, 0);
+  assert_int_equal(u.compiles, 1);
+  assert_int_equal(u.stores, 1);
+  /* The good binary replaced it. */
+  assert_int_equal(cache_after_saxpy(cache_dir, 0).hits, 1);
+}
+
 /* Runs this program as `--build-child DIR` in n processes at once. */
 static void test_kernels_cache_shared_by_processes(void **state)
 {
@@ -352,6 +375,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_kernels_build_error_has_log),
     cmocka_unit_test(test_kernels_kernel_api_errors),
     cmocka_unit_test(test_kernels_cache_hit_after_miss),
+    cmocka_unit_test(test_kernels_cache_entry_refused_by_driver),
     cmocka_unit_test(test_kernels_cache_shared_by_processes),
   };
   int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -99,3 +99,46 @@ int kiln_cmd_kernels(int argc, char **argv)
   kiln_runtime_destroy(rt);
   return 0;
 }
+
+/* `kiln build FILE.cl [OPTIONS...]`: compiles a kernel file for the picked
+ * device, through the cache, and prints the compiler's messages; on failure
+ * the options and the whole build log. */
+int kiln_cmd_build(int argc, char **argv)
+{
+  if (argc < 2) {
+    fprintf(stderr, "usage: kiln build FILE.cl [BUILD OPTIONS...]\n");
+    return 2;
+  }
+  char options[4096] = "";
+  for (int i = 2; i < argc; i++) {
+    size_t used = strlen(options);
+    if (snprintf(options + used, sizeof options - used, "%s%s", used ? " " : "",
+                 argv[i]) >= (int)(sizeof options - used)) {
+      fprintf(stderr, "kiln build: the build options are longer than %zu bytes\n",
+              sizeof options - 1);
+      return 2;
+    }
+  }
+  kiln_runtime *rt = NULL;
+  kiln_status st = kiln_runtime_create(NULL, &rt);
+  if (st != KILN_OK)
+    return failed("build", st, NULL);
+  kiln_program *p = NULL;
+  double t0 = now_ms();
+  st = kiln_program_create_file(rt, argv[1], options, &p);
+  int rc = 0;
+  if (st != KILN_OK) {
+    rc = failed("build", st, rt);
+  } else {
+    kiln_cache_usage u;
+    kiln_cache_stats(rt, &u);
+    printf("%s builds on %s in %.1f ms (%s)\n", argv[1], kiln_runtime_device(rt)->name,
+           now_ms() - t0, u.hits ? "from the cache" : "compiled");
+    const char *log = kiln_program_build_log(p);
+    if (*log)
+      printf("build log:\n%s\n", log);
+  }
+  kiln_program_destroy(p);
+  kiln_runtime_destroy(rt);
+  return rc;
+}

@@ -9,8 +9,10 @@
 /* `kiln info [--raw | --list | --json] [--device SEL]` (info.c). */
 int kiln_cmd_info(int argc, char **argv);
 
-/* `kiln cache [--clear]` and `kiln kernels [--time]` (cache.c). */
+/* `kiln cache [--clear]`, `kiln kernels [--time]` and
+ * `kiln build FILE.cl [OPTIONS...]` (cache.c). */
 int kiln_cmd_cache(int argc, char **argv);
 int kiln_cmd_kernels(int argc, char **argv);
+int kiln_cmd_build(int argc, char **argv);
 
 #endif /* KILN_TOOLS_CLI_H */

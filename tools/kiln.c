@@ -21,6 +21,7 @@ static int usage(FILE *out)
           "             (--raw, --list, --json, --device SEL; see kiln info --help)\n"
           "  devices    rank the devices, and say which one kiln picks and why\n"
           "  kernels    build kiln's kernels on the picked device (--time)\n"
+          "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");
@@ -58,7 +59,7 @@ static int cmd_devices(void)
     order[j] = d;
   }
   const kiln_device_info *picked = kiln_runtime_device(rt);
-  printf("rank  P:D   %-40s  why (the ranking keys, in order)\n", "device");
+  printf("rank  P:D   %-40s  score: the ranking keys, in order\n", "device");
   for (size_t r = 0; r < n; r++) {
     char why[160];
     printf("%-4zu  %u:%-3u %-40.40s  %s%s\n", r + 1, order[r]->platform_index,
@@ -90,6 +91,8 @@ int main(int argc, char **argv)
     return kiln_cmd_cache(argc - 1, argv + 1);
   if (strcmp(cmd, "kernels") == 0)
     return kiln_cmd_kernels(argc - 1, argv + 1);
+  if (strcmp(cmd, "build") == 0)
+    return kiln_cmd_build(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("kiln %s\n", kiln_version());
     return 0;
