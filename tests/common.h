@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -55,6 +56,26 @@ static inline void kiln_test_require_device(void)
   }
   fprintf(stderr, "no OpenCL device: %s\n", kiln_last_error(NULL));
   exit(getenv("CI") ? 1 : KILN_TEST_SKIP);
+}
+
+/* Runs a group of tests with OCL_ICD_VENDORS at a new empty folder, set
+ * before any OpenCL call of the process, so the ICD loader finds no driver. */
+#define kiln_test_run_without_platforms(tests)                                 \
+  kiln_test__without_platforms(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
+
+static inline int kiln_test__without_platforms(const char *name,
+                                               const struct CMUnitTest *tests,
+                                               size_t count)
+{
+  char dir[] = "/tmp/kiln-no-icd-XXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  setenv("OCL_ICD_VENDORS", dir, 1);
+  int failed = _cmocka_run_group_tests(name, tests, count, NULL, NULL);
+  rmdir(dir);
+  return failed;
 }
 
 /* cmocka group setup and teardown that keep one runtime in *state. */

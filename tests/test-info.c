@@ -327,27 +327,12 @@ static void test_info_no_platform(void **state)
   assert_kiln_ok(NULL, kiln_device_list_destroy(list));
 }
 
-/* Points the ICD loader at a new empty folder, before any OpenCL call. */
-static int run_without_platforms(void)
-{
-  char dir[] = "/tmp/kiln-no-icd-XXXXXX";
-  if (!mkdtemp(dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
-  setenv("OCL_ICD_VENDORS", dir, 1);
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_info_no_platform),
-  };
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  rmdir(dir);
-  return failed;
-}
-
 int main(int argc, char **argv)
 {
-  if (argc > 1 && strcmp(argv[1], "--no-platform") == 0)
-    return run_without_platforms();
+  if (argc > 1 && strcmp(argv[1], "--no-platform") == 0) {
+    const struct CMUnitTest without[] = {cmocka_unit_test(test_info_no_platform)};
+    return kiln_test_run_without_platforms(without);
+  }
   kiln_test_require_device();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_info_list_without_runtime),
