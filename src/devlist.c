@@ -181,3 +181,16 @@ KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform,
   fill(out, &kiln__platform_rows[i], &platform_of(platform)->props[i]);
   return KILN_OK;
 }
+
+KILN_API kiln_status kiln_device_list_select(const kiln_device_list *list,
+                                             const char *selector, size_t *index)
+{
+  if (!list || !selector || !index)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_device_list_select: %s is NULL",
+                      !list ? "list" : !selector ? "selector" : "index");
+  kiln__str why = {0};
+  kiln_status st = kiln__devices_select(&list->devices, selector, "--device", index, &why);
+  kiln__str_free(&why);
+  return st;
+}

@@ -176,7 +176,7 @@ static kiln_status fail_selector(const kiln__device_list *list, const char *fmt,
   va_start(ap, fmt);
   kiln__str_vappendf(&s, fmt, ap);
   va_end(ap);
-  kiln__str_appendf(&s, "; the devices are:");
+  kiln__str_appendf(&s, "\nthe devices are:");
   list_devices(&s, list);
   kiln_status st = kiln__fail(NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "%s",
                               kiln__str_get(&s));

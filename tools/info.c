@@ -58,36 +58,6 @@ static int fail(const char *fmt, ...)
   return 1;
 }
 
-/* Which device --device names, as an index into the list: "P:D" is platform
- * P's device D, "N" the N-th device in the list (kiln_device_list_at()).
- * Kept in this one function so a fuller selector grammar can replace it.
- * Returns 0, or -1 when sel names no device. */
-static int find_device(const kiln_device_list *list, const char *sel, size_t *out)
-{
-  unsigned long p = 0, d = 0;
-  char *end = NULL;
-  if (*sel < '0' || *sel > '9')
-    return -1;
-  p = strtoul(sel, &end, 10);
-  int pair = *end == ':';
-  if (pair) {
-    const char *dev = end + 1;
-    if (*dev < '0' || *dev > '9')
-      return -1;
-    d = strtoul(dev, &end, 10);
-  }
-  if (*end)
-    return -1;
-  for (size_t i = 0; i < kiln_device_list_count(list); i++) {
-    const kiln_device_info *info = kiln_device_list_at(list, i);
-    if (pair ? info->platform_index == p && info->device_index == d : i == p) {
-      *out = i;
-      return 0;
-    }
-  }
-  return -1;
-}
-
 static int set_mode(info_args *a, enum mode mode, const char *flag)
 {
   if (a->mode_flag && strcmp(a->mode_flag, flag) != 0)
@@ -104,8 +74,10 @@ static int usage(FILE *out)
                "  --raw         CL names and raw values, as clinfo --raw\n"
                "  --list        one line per platform and device, as clinfo -l\n"
                "  --json        one JSON document of all of it\n"
-               "  --device SEL  only one device: P:D (platform P's device D, as\n"
-               "                --list numbers them) or N (the N-th device listed)\n");
+               "  --device SEL  only one device, chosen as KILN_DEVICE chooses: P:D\n"
+               "                (platform P's device D, as --list numbers them), N\n"
+               "                (the N-th device), a vendor, a type (gpu, cpu,\n"
+               "                accelerator) or name=TEXT\n");
   return out == stdout ? 0 : 2;
 }
 
@@ -410,10 +382,11 @@ int kiln_cmd_info(int argc, char **argv)
     return 1;
   }
   size_t one = 0;
-  if (a.device && find_device(list, a.device, &one) != 0) {
-    fail("--device '%s' names no device; expected P:D (platform P's device D, as "
-         "kiln info --list shows them) or N, a device index below %zu", a.device,
-         kiln_device_list_count(list));
+  if (a.device && kiln_device_list_select(list, a.device, &one) != KILN_OK) {
+    /* The first line says what is wrong; the rest lists the devices, which
+     * `kiln info --list` shows better. */
+    const char *why = kiln_last_error(NULL);
+    fail("%.*s; kiln info --list shows the devices", (int)strcspn(why, "\n"), why);
     kiln_device_list_destroy(list);
     return 1;
   }

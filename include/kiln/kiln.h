@@ -474,6 +474,16 @@ KILN_API const kiln_device_info *kiln_device_list_at(const kiln_device_list *lis
  *           NULL for list == NULL. */
 KILN_API const char *kiln_device_list_diagnostics(const kiln_device_list *list);
 
+/*! kiln_device_list_select() :
+ * The device a selector picks from the list, by the grammar of
+ * kiln_options.device ("1:0", "2", "gpu", "nvidia,cpu", "name=A770", ...).
+ * @index : receives its position in the list (for kiln_device_list_at()).
+ * @return : KILN_OK; KILN_ERR_INVALID_DEVICE_SELECTOR when it does not parse
+ *           or matches no usable device: kiln_last_error(NULL) says which and
+ *           lists the devices; KILN_ERR_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_device_list_select(const kiln_device_list *list,
+                                             const char *selector, size_t *index);
+
 /*! kiln_device_list_platform_count() :
  * @return : how many platforms kiln could read (0 for NULL); a platform
  *           whose name, vendor or version cannot be read is left out. */
