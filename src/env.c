@@ -114,6 +114,12 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->device_source = "kiln_options.device";
   cfg->visible = opts->visible_devices;
   cfg->visible_source = "kiln_options.visible_devices";
+  if ((unsigned)opts->gemm_backend > KILN_BACKEND_CLBLAST)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_runtime_create: options.gemm_backend is %d; expected "
+                      "KILN_BACKEND_AUTO, KILN_BACKEND_KILN or KILN_BACKEND_CLBLAST",
+                      (int)opts->gemm_backend);
+  cfg->gemm_backend = opts->gemm_backend;
   cfg->cache_dir = opts->cache_dir;
   cfg->no_cache = opts->no_cache;
   cfg->xdg_cache_home = getenv("XDG_CACHE_HOME");
@@ -137,6 +143,19 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   const char *cache_dir = getenv("KILN_CACHE_DIR");
   if (!cfg->cache_dir && cache_dir && *cache_dir)
     cfg->cache_dir = cache_dir;
+  const char *gemm = getenv("KILN_GEMM_BACKEND");
+  if (gemm && *gemm && cfg->gemm_backend == KILN_BACKEND_AUTO) {
+    static const kiln_backend gemm_backends[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
+                                                 KILN_BACKEND_CLBLAST};
+    size_t i = 0;
+    while (i < 3 && strcmp(gemm, kiln_backend_name(gemm_backends[i])) != 0)
+      i++;
+    if (i == 3)
+      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                        "KILN_GEMM_BACKEND='%s' is not a GEMM backend; expected "
+                        "auto, kiln or clblast", gemm);
+    cfg->gemm_backend = gemm_backends[i];
+  }
   const char *cl_dir = getenv("KILN_CL_DIR");
   if (cl_dir && *cl_dir)
     cfg->cl_dir = cl_dir;

@@ -78,6 +78,7 @@ typedef struct kiln__config {
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
+  kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
 } kiln__config;
 
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg);
@@ -233,8 +234,93 @@ cl_program kiln__program_cl(const kiln_program *program);
 kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
                           cl_uint dims, const size_t *global, const size_t *local);
 
+/* Runs kernel `kernel` of builtin `program` with arguments from `format`
+ * (m cl_mem, u uint32, i int32, L uint64, f float given as a double, d
+ * double), over global (and local, or NULL) sizes; `what` is static text
+ * naming the caller. The one path from kiln's ops to the queue (kernel.c). */
+kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program,
+                         const char *kernel, cl_uint dims, const size_t *global,
+                         const size_t *local, const char *format, ...);
+
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
+
+/* ---- tuning (tuning.c) --------------------------------------------------- */
+
+/* The parameters of cl/gemm.cl for a device (see tuning.c for why). */
+typedef struct kiln__gemm_tuning {
+  int gpu_shape;         /* local-memory tiles, else the CPU shape */
+  unsigned tm, vw, vwd;  /* CPU: rows per work-item; float and double lanes */
+  unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
+} kiln__gemm_tuning;
+
+void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t);
+
+/* A test seam: when set, every device gets these parameters (runtimes
+ * created afterwards build their kernels with them). Tests link the static
+ * library to set it; nothing else does. */
+extern kiln__gemm_tuning *kiln__gemm_tuning_override;
+
+/* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
+
+/* A checked kiln_gemm() request with every default resolved: leading
+ * dimensions and strides are real numbers, batch >= 1. */
+typedef struct kiln__gemm {
+  kiln_dtype dtype;
+  kiln_layout layout;
+  kiln_transpose trans_a, trans_b;
+  size_t m, n, k, batch;
+  double alpha, beta;
+  size_t lda, ldb, ldc;
+  size_t offset_a, offset_b, offset_c;
+  size_t stride_a, stride_b, stride_c;
+  cl_mem a, b, c;
+} kiln__gemm;
+
+typedef struct kiln__gemm_backend {
+  kiln_backend id;
+  /* NULL when the backend can run g on rt's device; else why not, as a
+   * phrase that completes "cannot run this GEMM: ..." (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__gemm *g);
+  /* Enqueues g; sets kiln_last_error on failure. */
+  kiln_status (*run)(kiln_runtime *rt, const kiln__gemm *g);
+} kiln__gemm_backend;
+
+/* Checks a request, buffers aside, and fills g normalised to row-major
+ * (g's cl_mem fields stay NULL); used by kiln_gemm_host() (gemm.c). */
+kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g);
+
+extern const kiln__gemm_backend kiln__gemm_kiln;    /* src/ops/gemm_kiln.c */
+extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
+                                                        when HAVE_CLBLAST */
+
+/* ---- .npy files (npy.c, npy_header.c) ------------------------------------ */
+
+#define KILN__NPY_MAGIC "\x93NUMPY"
+#define KILN__NPY_MAGIC_LEN 6
+
+/* Parses a header's dict (the `len` bytes after the preamble) into out's
+ * dtype, ndim, shape and fortran_order; count and data are left 0. Fails
+ * with KILN_ERR_FORMAT and a message naming `name`. Never reads past len. */
+kiln_status kiln__npy_parse_header(const char *name, const unsigned char *text,
+                                   size_t len, kiln_array *out);
+
+/* The preamble (magic, version, length: *prelen bytes into pre) and the
+ * padded header (into h) np.save writes for a checked array. */
+kiln_status kiln__npy_build_header(const kiln_array *a, unsigned char pre[12],
+                                   size_t *prelen, kiln__str *h);
+
+/* "()", "(3,)", "(2, 3)": Python's repr() of the shape. */
+void kiln__npy_shape_repr(kiln__str *s, unsigned ndim, const size_t *shape);
+
+/* The product of the shape, 1 for ndim 0, 0 when a dimension is 0: 0, or -1
+ * when it overflows size_t. */
+int kiln__npy_shape_count(unsigned ndim, const size_t *shape, size_t *count);
+
+/* kiln_npy_load() of bytes in memory, for tests and fuzzers; `name` stands
+ * for the path in messages. */
+kiln_status kiln__npy_load_memory(const void *bytes, size_t size, const char *name,
+                                  kiln_array *out);
 
 /* ---- the runtime -------------------------------------------------------- */
 
@@ -254,6 +340,7 @@ struct kiln_runtime {
   kiln__cache cache;
   uint64_t compiles;        /* programs built from source: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
+  kiln_backend gemm_backend; /* forced for AUTO requests, or AUTO */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   const char *mem_limit_source;

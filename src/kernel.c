@@ -158,6 +158,54 @@ KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *forma
   return st;
 }
 
+/* Sets argument i of k from the va_list by an internal format letter:
+ * m cl_mem, u uint32, i int32, L uint64, f float (given as double),
+ * d double. Returns the OpenCL error. */
+static cl_int set_raw(cl_kernel k, unsigned i, char c, va_list *ap)
+{
+  union {
+    cl_mem m;
+    cl_uint u;
+    cl_int i;
+    cl_ulong l;
+    cl_float f;
+    cl_double d;
+  } v;
+  size_t size;
+  switch (c) {
+  case 'm': v.m = va_arg(*ap, cl_mem); size = sizeof v.m; break;
+  case 'u': v.u = va_arg(*ap, cl_uint); size = sizeof v.u; break;
+  case 'i': v.i = va_arg(*ap, cl_int); size = sizeof v.i; break;
+  case 'L': v.l = va_arg(*ap, cl_ulong); size = sizeof v.l; break;
+  case 'f': v.f = (cl_float)va_arg(*ap, double); size = sizeof v.f; break;
+  case 'd': v.d = va_arg(*ap, double); size = sizeof v.d; break;
+  default: return CL_INVALID_ARG_VALUE;
+  }
+  return clSetKernelArg(k, i, size, &v);
+}
+
+kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program,
+                         const char *kernel, cl_uint dims, const size_t *global,
+                         const size_t *local, const char *format, ...)
+{
+  cl_kernel k;
+  kiln_status st = kiln__builtin_kernel(rt, program, kernel, &k);
+  if (st != KILN_OK)
+    return st;
+  va_list ap;
+  va_start(ap, format);
+  cl_int err = CL_SUCCESS;
+  unsigned i = 0;
+  for (; format[i] && err == CL_SUCCESS; i++)
+    err = set_raw(k, i, format[i], &ap);
+  va_end(ap);
+  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, k, dims, global, local)
+                         : kiln__fail_cl(rt, err, "clSetKernelArg",
+                                         "%s: argument %u of %s", what, i - 1, kernel);
+  clReleaseKernel(k);
+  return st;
+}
+
 kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
                           cl_uint dims, const size_t *global, const size_t *local)
 {

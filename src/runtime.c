@@ -164,6 +164,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
     return st;
   }
   set_memory_limit(rt, &cfg);
+  rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   *out = rt;
   return KILN_OK;

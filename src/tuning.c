@@ -1,11 +1,40 @@
 /*
- * tuning.c — the device-dependent build options of kiln's own kernels, in
- * one place: kernels read them as -D defines, so no kernel or op tests
- * "is this a CPU" itself.
+ * tuning.c — the device-dependent parameters of kiln's own kernels, in one
+ * place: kernels read them as -D defines and the host dispatch reads the same
+ * struct, so no kernel or op tests "is this a CPU" itself.
  */
 #include <stdio.h>
 
 #include "internal.h"
+
+/*
+ * GEMM. On a CPU device (PoCL) a work-item owns TM rows x 2 vectors of VW
+ * lanes of C in registers: with VW the device's native float width (16 on
+ * AVX-512) that is 16 accumulators, half the vector registers, which leaves
+ * room for the B vectors and keeps both FMA pipes busy. On GPUs and
+ * accelerators, 64 x 64 tiles with 16-deep local-memory slices and 4 x 4
+ * outputs per work-item (256 work-items a group), or 32 x 32 tiles where a
+ * group cannot hold 256.
+ */
+kiln__gemm_tuning *kiln__gemm_tuning_override;
+
+void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
+{
+  if (kiln__gemm_tuning_override) {
+    *t = *kiln__gemm_tuning_override;
+    return;
+  }
+  unsigned w = dev->native_vector_width_float;
+  *t = (kiln__gemm_tuning){
+    .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
+    .tm = 8,
+    .vw = w >= 16 ? 16 : w >= 8 ? 8 : 4,
+    .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
+    .tsk = 16,
+    .wpt = 4,
+  };
+  t->vwd = t->vw / 2;
+}
 
 void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
 {
@@ -24,4 +53,10 @@ void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
     kiln__str_appendf(out, " -DKILN_HAS_FP16=1");
   kiln__str_appendf(out, " -DKILN_VECTOR_WIDTH=%u",
                     dev->native_vector_width_float ? dev->native_vector_width_float : 1);
+  kiln__gemm_tuning g;
+  kiln__gemm_tuning_for(dev, &g);
+  kiln__str_appendf(out,
+                    " -DKILN_GEMM_TM=%u -DKILN_GEMM_VW=%u -DKILN_GEMM_VWD=%u"
+                    " -DKILN_GEMM_TSM=%u -DKILN_GEMM_TSK=%u -DKILN_GEMM_WPT=%u",
+                    g.tm, g.vw, g.vwd, g.tsm, g.tsk, g.wpt);
 }

@@ -15,4 +15,8 @@ int kiln_cmd_cache(int argc, char **argv);
 int kiln_cmd_kernels(int argc, char **argv);
 int kiln_cmd_build(int argc, char **argv);
 
+/* `kiln bench gemm [--sizes ...] [--backend ...] [--repeat R] [--json]`
+ * (bench.c). */
+int kiln_cmd_bench(int argc, char **argv);
+
 #endif /* KILN_TOOLS_CLI_H */

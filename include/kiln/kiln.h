@@ -101,7 +101,9 @@ KILN_API unsigned kiln_version_number(void);
   XX(ERR_DEVICE_UNAVAILABLE,  -103, "the device is not available")                 \
   XX(ERR_OPENCL,              -104, "an OpenCL call failed")                   \
   XX(ERR_BUILD,               -105, "an OpenCL program failed to build")         \
-  XX(ERR_IO,                  -200, "a file could not be read or written")
+  XX(ERR_IO,                  -200, "a file could not be read or written")       \
+  XX(ERR_FORMAT,              -201, "a file is malformed or in a format kiln "   \
+                                    "does not read")
 
 /*! kiln_status :
  * The result of every call that can fail. */
@@ -159,6 +161,19 @@ KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
  *           Static. */
 KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 
+/*! kiln_backend :
+ * Who runs an operation. Each operation accepts the ones its documentation
+ * names; KILN_BACKEND_AUTO lets kiln choose by its measured rules. */
+typedef enum kiln_backend {
+  KILN_BACKEND_AUTO = 0,
+  KILN_BACKEND_KILN,    /* kiln's own kernels in cl/ */
+  KILN_BACKEND_CLBLAST  /* CLBlast, when kiln is built with it */
+} kiln_backend;
+
+/*! kiln_backend_name() :
+ * @return : "auto", "kiln", "clblast", or "invalid". Static. */
+KILN_API const char *kiln_backend_name(kiln_backend backend);
+
 /*====================================================================
  * Runtime
  *====================================================================*/
@@ -205,6 +220,9 @@ typedef struct kiln_options {
   /* Non-zero: no on-disk cache; kernels are compiled in every process.
    * Env: KILN_CACHE=0 (or 1 for the default). */
   int no_cache;
+  /* The backend kiln_gemm() uses when a request says AUTO. Env:
+   * KILN_GEMM_BACKEND (auto, kiln, clblast). */
+  kiln_backend gemm_backend;
   /* Non-zero: ignore every KILN_* environment variable. */
   int ignore_env;
 } kiln_options;
@@ -747,6 +765,70 @@ KILN_API kiln_status kiln_cache_clear(kiln_runtime *rt, uint64_t *removed);
  * Operations
  *====================================================================*/
 
+/*! kiln_layout, kiln_transpose : how a matrix is stored, and whether an
+ * operation uses it or its transpose. */
+typedef enum kiln_layout { KILN_ROW_MAJOR = 0, KILN_COL_MAJOR = 1 } kiln_layout;
+typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose;
+
+/*! kiln_gemm_desc :
+ * C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C
+ * m x n, for `batch` products at once. Set by kiln_gemm_desc_init(), then
+ * change what differs. Sizes, offsets and strides are in elements. */
+typedef struct kiln_gemm_desc {
+  kiln_dtype dtype;     /* KILN_F32; KILN_F64 on devices with fp64; KILN_F16
+                           storage, accumulated in float32 on every device */
+  kiln_layout layout;   /* of all three matrices */
+  kiln_transpose trans_a, trans_b;
+  size_t m, n, k;
+  double alpha, beta;   /* beta = 0: C is not read, as in BLAS */
+  size_t lda, ldb, ldc; /* leading dimensions; 0: packed (the row length in
+                           row-major storage, the column length otherwise) */
+  size_t offset_a, offset_b, offset_c; /* where the first matrix starts */
+  size_t batch;         /* products; 0 counts as 1 */
+  size_t stride_a, stride_b, stride_c; /* between the batch's matrices;
+                                          0: packed, one after another */
+  kiln_backend backend; /* KILN_BACKEND_AUTO: the runtime's choice
+                           (kiln_options.gemm_backend, KILN_GEMM_BACKEND),
+                           else kiln's rules */
+} kiln_gemm_desc;
+
+/*! kiln_gemm_desc_init() :
+ * Row-major, no transposes, alpha 1, beta 0, packed, one product, backend
+ * AUTO. NULL is ignored. */
+KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
+                                  size_t n, size_t k);
+
+/*! kiln_gemm() :
+ * Enqueues the product on buffers of the runtime; returns without waiting.
+ * @return : KILN_OK;
+ *           KILN_ERR_INVALID_ARGUMENT (NULL, a zero size, a leading dimension
+ *             smaller than its matrix's rows or columns, overlapping batch
+ *             strides), KILN_ERR_INVALID_DTYPE (a buffer of another type),
+ *             KILN_ERR_OUT_OF_BOUNDS (a buffer too small: the message gives
+ *             the elements needed and held), KILN_ERR_WRONG_RUNTIME,
+ *             KILN_ERR_UNSUPPORTED (float64 without fp64; a backend that is
+ *             not built in or cannot do this request: the message says why),
+ *             KILN_ERR_BUILD. */
+KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                               const kiln_buffer *a, const kiln_buffer *b,
+                               kiln_buffer *c);
+
+/*! kiln_gemm_host() :
+ * The same product on host memory: a, b and c are the caller's arrays laid
+ * out as the descriptor says (offsets count from them). kiln copies them to
+ * the device in panels that fit its largest allocation and the runtime's
+ * memory budget, so problems larger than the device work; it returns when c
+ * holds the result. KILN_ERR_OUT_OF_MEMORY, giving the sizes, when not even
+ * one panel fits. */
+KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                                    const void *a, const void *b, void *c);
+
+/*! kiln_gemm_backend_for() :
+ * The backend kiln_gemm() would use for this request on this runtime
+ * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
+KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
+                                            const kiln_gemm_desc *desc);
+
 /*! kiln_convert() :
  * Enqueues dst[i] = src[i] converted to dst's type, for every element.
  * Types: KILN_F16, KILN_F32, KILN_F64 (on devices with fp64), KILN_I32 and
@@ -759,6 +841,94 @@ KILN_API kiln_status kiln_cache_clear(kiln_runtime *rt, uint64_t *removed);
  *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
  *           KILN_ERR_BUILD when kiln's kernel does not build. */
 KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
+
+/*====================================================================
+ * Files
+ *====================================================================*/
+
+/* numpy's .npy format, so that arrays move between kiln and Python without
+ * conversion. kiln reads format versions 1.0, 2.0 and 3.0 with the dtypes
+ * '<f2', '<f4', '<f8', '<c8', '<c16', '<i4' and '<i8' (float16 ... int64, in
+ * kiln_dtype_name()'s terms), in C or Fortran order, with 0 to 8
+ * dimensions. The byte-order marks '|' and '=' are read as '<': they mean
+ * the writer's own order, and kiln runs on little-endian hosts only.
+ * Big-endian ('>') files, other dtypes and structured dtypes are refused
+ * with KILN_ERR_FORMAT. kiln writes what np.save writes. */
+
+/*! KILN_ARRAY_MAX_DIMS : the most dimensions a kiln_array has. */
+#define KILN_ARRAY_MAX_DIMS 8
+
+/*! kiln_array :
+ * An array in host memory, as a .npy file holds it. */
+typedef struct kiln_array {
+  kiln_dtype dtype;
+  unsigned ndim;                     /* 0 (one element) to KILN_ARRAY_MAX_DIMS */
+  size_t shape[KILN_ARRAY_MAX_DIMS]; /* the first ndim are used; 0 is allowed */
+  int fortran_order; /* 0: C order, the last index varies fastest in memory;
+                        non-zero: Fortran order, the first index does */
+  size_t count;      /* elements: the product of the shape, 1 for ndim 0 */
+  void *data;        /* count elements as the host stores them (little-
+                        endian); NULL when count is 0 */
+} kiln_array;
+
+/*! kiln_npy_load() :
+ * Reads a whole .npy file. The header's keys may come in any order, with any
+ * whitespace; its padding is not checked. The data must be exactly as long
+ * as the shape says: bytes after it are refused (np.load ignores them), as
+ * they mean the shape does not describe the data.
+ * @path : the file.
+ * @out  : receives the array, zeroed first, and left zeroed on failure. Its
+ *         data is malloc'd by kiln and belongs to the caller, who releases it
+ *         with kiln_array_free(). Fortran-order files stay in Fortran order:
+ *         see kiln_array_to_c_order().
+ * @return : KILN_OK;
+ *           KILN_ERR_IO when the file cannot be opened or read (the message
+ *             gives the path and the system's reason);
+ *           KILN_ERR_FORMAT when it is not a .npy file kiln reads: a bad
+ *             magic, another version, a header length beyond the file, a
+ *             header that does not parse, a missing, unknown or repeated
+ *             key, an unsupported dtype, more than 8 dimensions, a shape
+ *             whose size overflows size_t, data shorter or longer than the
+ *             shape says. The message names the file, what was wrong and
+ *             what was expected;
+ *           KILN_ERR_INVALID_ARGUMENT for NULL; KILN_ERR_OUT_OF_HOST_MEMORY.
+ * There is no runtime: the message is for kiln_last_error(NULL). */
+KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
+
+/*! kiln_npy_save() :
+ * Writes the array to path, byte for byte as np.save of current numpy does
+ * (checked against numpy 2.4): format 1.0 (2.0 should the header outgrow
+ * 65535 bytes), the dtype as '<f4' etc., and the header padded with spaces
+ * and a newline so that the data starts at a multiple of 64 bytes. Older
+ * numpy pads less; every version reads the result. The file is written
+ * under a temporary name beside path ("path.tmp.*"), flushed, then renamed
+ * over path: path holds its old content or the whole new file, never a
+ * part. A symbolic link at path is replaced, not followed.
+ * @array : consistent: count the product of the shape; data may be NULL when
+ *          count is 0. Not changed.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, ndim above 8, count
+ *           unlike the shape's, NULL data); KILN_ERR_INVALID_DTYPE;
+ *           KILN_ERR_OVERFLOW (a shape of more bytes than size_t counts);
+ *           KILN_ERR_IO when the temporary file cannot be created, written,
+ *           flushed or renamed (the message says which and why);
+ *           KILN_ERR_OUT_OF_HOST_MEMORY. For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_npy_save(const char *path, const kiln_array *array);
+
+/*! kiln_array_to_c_order() :
+ * Makes a Fortran-order array C order, in place: the same element at each
+ * index, stored with the last index fastest, as kiln's operations expect.
+ * For a 2-D array this transposes the storage. A C-order array is left as
+ * it is. data may be replaced by a new allocation (the old one is freed);
+ * release it with kiln_array_free() as before.
+ * @return : KILN_OK; for an inconsistent array, the errors of
+ *           kiln_npy_save(); KILN_ERR_OUT_OF_HOST_MEMORY, leaving the array
+ *           unchanged. For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_array_to_c_order(kiln_array *array);
+
+/*! kiln_array_free() :
+ * Frees data (which kiln or malloc() allocated) and zeroes *array. NULL is
+ * ignored, and so is an array already freed. */
+KILN_API void kiln_array_free(kiln_array *array);
 
 /*====================================================================
  * Memory accounting

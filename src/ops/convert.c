@@ -59,20 +59,7 @@ KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src)
   kiln_runtime *rt = kiln_buffer_runtime(dst);
   char name[40];
   snprintf(name, sizeof name, "kiln_convert_%s_%s", type_tag(from), type_tag(to));
-  cl_kernel k;
-  if ((st = kiln__builtin_kernel(rt, "convert", name, &k)) != KILN_OK)
-    return st;
-  cl_mem s = kiln_buffer_cl_mem(src), d = kiln_buffer_cl_mem(dst);
-  cl_ulong count = n;
-  cl_int err = clSetKernelArg(k, 0, sizeof s, &s);
-  if (err == CL_SUCCESS)
-    err = clSetKernelArg(k, 1, sizeof d, &d);
-  if (err == CL_SUCCESS)
-    err = clSetKernelArg(k, 2, sizeof count, &count);
-  st = err == CL_SUCCESS
-         ? kiln__enqueue(rt, "kiln_convert", k, 1, &n, NULL)
-         : kiln__fail_cl(rt, err, "clSetKernelArg", "kiln_convert: setting %s's arguments",
-                         name);
-  clReleaseKernel(k);
+  st = kiln__launch(rt, "kiln_convert", "convert", name, 1, &n, NULL, "mmL",
+                    kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), (cl_ulong)n);
   return st;
 }

@@ -1,0 +1,266 @@
+/*
+ * gemm.c — kiln_gemm(): checks the request against the buffers and the
+ * device, resolves its defaults, normalises it to row-major, chooses a
+ * backend and dispatches.
+ */
+#include <string.h>
+
+#include "kiln_config.h"
+#include "internal.h"
+
+KILN_API const char *kiln_backend_name(kiln_backend backend)
+{
+  switch (backend) {
+  case KILN_BACKEND_AUTO: return "auto";
+  case KILN_BACKEND_KILN: return "kiln";
+  case KILN_BACKEND_CLBLAST: return "clblast";
+  }
+  return "invalid";
+}
+
+KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
+                                  size_t n, size_t k)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->dtype = dtype;
+  desc->m = m;
+  desc->n = n;
+  desc->k = k;
+  desc->alpha = 1.0;
+}
+
+/* The backends built in, in kiln_backend order. */
+static const kiln__gemm_backend *backend_table(kiln_backend id)
+{
+  switch (id) {
+  case KILN_BACKEND_KILN: return &kiln__gemm_kiln;
+#if HAVE_CLBLAST
+  case KILN_BACKEND_CLBLAST: return &kiln__gemm_clblast;
+#endif
+  default: return NULL;
+  }
+}
+
+/* One stored operand: its rows and columns as stored, and what it spans. */
+typedef struct operand {
+  const char *name;
+  size_t rows, cols, ld, offset, stride, extent;
+} operand;
+
+/* Fills the operand's leading dimension, extent and stride, checking them.
+ * op(X) is r x c; trans says X is stored as its transpose. */
+static kiln_status shape(kiln_runtime *rt, const kiln_gemm_desc *d, operand *o,
+                         size_t r, size_t c, int trans, size_t ld, size_t offset,
+                         size_t stride)
+{
+  int row_major = d->layout == KILN_ROW_MAJOR;
+  o->rows = trans ? c : r;
+  o->cols = trans ? r : c;
+  size_t need = row_major ? o->cols : o->rows, lines = row_major ? o->rows : o->cols;
+  o->ld = ld ? ld : need;
+  o->offset = offset;
+  if (o->ld < need)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_gemm: ld%s is %zu, smaller than the %zu %s of %s as stored "
+                      "(%zu x %zu, %s%s); expected ld%s >= %zu or 0 for packed",
+                      o->name, o->ld, need, row_major ? "columns" : "rows", o->name,
+                      o->rows, o->cols, row_major ? "row-major" : "column-major",
+                      trans ? ", transposed" : "", o->name, need);
+  size_t span;
+  if (kiln__mul_overflow(lines - 1, o->ld, &span) ||
+      kiln__add_overflow(span, need, &o->extent) ||
+      kiln__mul_overflow(lines, o->ld, &span))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_gemm: %s's extent overflows size_t",
+                      o->name);
+  o->stride = stride ? stride : span;
+  return KILN_OK;
+}
+
+/* Checks that the buffer holds the operand's batch of matrices. */
+static kiln_status fits(kiln_runtime *rt, const kiln_gemm_desc *d, const operand *o,
+                        const kiln_buffer *buf, size_t batch)
+{
+  if (!buf)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: buffer %s is NULL",
+                      o->name);
+  if (kiln_buffer_runtime(buf) != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
+                      "kiln_gemm: buffer %s belongs to another runtime", o->name);
+  if (kiln_buffer_dtype(buf) != d->dtype)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "kiln_gemm: buffer %s holds %s; expected %s, the descriptor's dtype",
+                      o->name, kiln_dtype_name(kiln_buffer_dtype(buf)),
+                      kiln_dtype_name(d->dtype));
+  size_t last, need;
+  if (kiln__mul_overflow(batch - 1, o->stride, &last) ||
+      kiln__add_overflow(last, o->offset, &last) ||
+      kiln__add_overflow(last, o->extent, &need))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW,
+                      "kiln_gemm: %s's batch extent overflows size_t", o->name);
+  if (need > kiln_buffer_count(buf))
+    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
+                      "kiln_gemm: %s needs %zu elements (offset %zu, %zu matrices of "
+                      "%zu x %zu with ld %zu, stride %zu) but its buffer holds %zu",
+                      o->name, need, o->offset, batch, o->rows, o->cols, o->ld,
+                      o->stride, kiln_buffer_count(buf));
+  return KILN_OK;
+}
+
+static kiln_status check_request(kiln_runtime *rt, const kiln_gemm_desc *d)
+{
+  if (d->dtype != KILN_F32 && d->dtype != KILN_F64 && d->dtype != KILN_F16)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "kiln_gemm: dtype %s; expected float16, float32 or float64",
+                      kiln_dtype_name(d->dtype));
+  if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_gemm: float64 on '%s', which has no fp64 (cl_khr_fp64); "
+                      "expected float32 or float16", kiln_runtime_device(rt)->name);
+  if (d->m == 0 || d->n == 0 || d->k == 0)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_gemm: m, n, k are %zu, %zu, %zu; expected all above 0",
+                      d->m, d->n, d->k);
+  if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
+      (unsigned)d->trans_b > KILN_TRANS)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_gemm: layout %d, trans_a %d, trans_b %d; expected "
+                      "KILN_ROW_MAJOR or KILN_COL_MAJOR and KILN_NO_TRANS or KILN_TRANS",
+                      (int)d->layout, (int)d->trans_a, (int)d->trans_b);
+  if (d->m > UINT32_MAX || d->n > UINT32_MAX || d->k > UINT32_MAX)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_gemm: m, n, k are %zu, %zu, %zu; expected each below 2^32",
+                      d->m, d->n, d->k);
+  return KILN_OK;
+}
+
+/* Checks the request and fills g (buffers aside), normalised to row-major:
+ * a column-major product is the row-major product of the transposes,
+ * C' = op(B)' op(A)', so A and B trade places and m and n swap; the
+ * transposes stay. ops[] gets A, B and C as the caller named them. */
+static kiln_status plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g,
+                        operand ops[3])
+{
+  kiln_status st = check_request(rt, d);
+  size_t batch = d->batch ? d->batch : 1;
+  operand *oa = &ops[0], *ob = &ops[1], *oc = &ops[2];
+  *oa = (operand){.name = "A"};
+  *ob = (operand){.name = "B"};
+  *oc = (operand){.name = "C"};
+  if (st == KILN_OK)
+    st = shape(rt, d, oa, d->m, d->k, d->trans_a, d->lda, d->offset_a, d->stride_a);
+  if (st == KILN_OK)
+    st = shape(rt, d, ob, d->k, d->n, d->trans_b, d->ldb, d->offset_b, d->stride_b);
+  if (st == KILN_OK)
+    st = shape(rt, d, oc, d->m, d->n, 0, d->ldc, d->offset_c, d->stride_c);
+  if (st == KILN_OK && batch > 1 && oc->stride < oc->extent)
+    st = kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm: stride_c %zu makes the batch's C matrices overlap; "
+                    "expected at least %zu", oc->stride, oc->extent);
+  if (st != KILN_OK)
+    return st;
+  int swap = d->layout == KILN_COL_MAJOR;
+  const operand *x = swap ? ob : oa, *y = swap ? oa : ob;
+  *g = (kiln__gemm){
+    .dtype = d->dtype, .layout = KILN_ROW_MAJOR,
+    .trans_a = swap ? d->trans_b : d->trans_a, .trans_b = swap ? d->trans_a : d->trans_b,
+    .m = swap ? d->n : d->m, .n = swap ? d->m : d->n, .k = d->k, .batch = batch,
+    .alpha = d->alpha, .beta = d->beta,
+    .lda = x->ld, .ldb = y->ld, .ldc = oc->ld,
+    .offset_a = x->offset, .offset_b = y->offset, .offset_c = oc->offset,
+    .stride_a = x->stride, .stride_b = y->stride, .stride_c = oc->stride,
+  };
+  return KILN_OK;
+}
+
+kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g)
+{
+  operand ops[3];
+  return plan(rt, d, g, ops);
+}
+
+/* plan(), then the buffers: each must hold its operand's batch. */
+static kiln_status resolve(kiln_runtime *rt, const kiln_gemm_desc *d,
+                           const kiln_buffer *a, const kiln_buffer *b,
+                           const kiln_buffer *c, kiln__gemm *g)
+{
+  operand ops[3];
+  const kiln_buffer *bufs[3] = {a, b, c};
+  kiln_status st = plan(rt, d, g, ops);
+  for (int i = 0; i < 3 && st == KILN_OK; i++)
+    st = fits(rt, d, &ops[i], bufs[i], g->batch);
+  if (st != KILN_OK)
+    return st;
+  int swap = d->layout == KILN_COL_MAJOR;
+  g->a = kiln_buffer_cl_mem(swap ? b : a);
+  g->b = kiln_buffer_cl_mem(swap ? a : b);
+  g->c = kiln_buffer_cl_mem(c);
+  return KILN_OK;
+}
+
+/*
+ * AUTO's rules, from `kiln bench gemm` (see the README's figures):
+ *  - on a CPU device kiln's register-blocked kernel wins: on PoCL it runs
+ *    several times faster than CLBlast, whose kernels are shaped for GPUs;
+ *  - on a GPU, CLBlast when built in: it is tuned per GPU, kiln's GPU shape
+ *    is a portable fallback; float16 through CLBlast only with cl_khr_fp16.
+ */
+static kiln_backend auto_choice(kiln_runtime *rt, const kiln__gemm *g)
+{
+  const kiln_device_info *dev = kiln_runtime_device(rt);
+  const kiln__gemm_backend *clblast = backend_table(KILN_BACKEND_CLBLAST);
+  if ((dev->type & KILN_DEVICE_CPU) || !clblast || clblast->cannot(rt, g))
+    return KILN_BACKEND_KILN;
+  return KILN_BACKEND_CLBLAST;
+}
+
+/* The backend for g: the one asked for, else the runtime's, else AUTO's. */
+static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm *g,
+                          const kiln__gemm_backend **out)
+{
+  kiln_backend id = asked != KILN_BACKEND_AUTO ? asked : rt->gemm_backend;
+  if (id == KILN_BACKEND_AUTO)
+    id = auto_choice(rt, g);
+  *out = backend_table(id);
+  if (!*out && id == KILN_BACKEND_CLBLAST)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_gemm: backend clblast was asked for, but this kiln was "
+                      "built without CLBlast (meson option clblast; Debian "
+                      "libclblast-dev)");
+  if (!*out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_gemm: backend %d is not one kiln_gemm() runs; expected "
+                      "KILN_BACKEND_AUTO, KILN_BACKEND_KILN or KILN_BACKEND_CLBLAST",
+                      (int)id);
+  const char *why = (*out)->cannot(rt, g);
+  if (why)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_gemm: backend %s cannot run this GEMM: %s",
+                      kiln_backend_name(id), why);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                               const kiln_buffer *a, const kiln_buffer *b,
+                               kiln_buffer *c)
+{
+  if (!rt || !desc)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: %s is NULL",
+                      !rt ? "rt" : "desc");
+  kiln__gemm g;
+  const kiln__gemm_backend *be = NULL;
+  kiln_status st = resolve(rt, desc, a, b, c, &g);
+  if (st == KILN_OK)
+    st = choose(rt, desc->backend, &g, &be);
+  return st == KILN_OK ? be->run(rt, &g) : st;
+}
+
+KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_desc *desc)
+{
+  kiln__gemm g;
+  if (!rt || !desc || kiln__gemm_plan(rt, desc, &g) != KILN_OK)
+    return KILN_BACKEND_AUTO;
+  const kiln__gemm_backend *be = NULL;
+  return choose(rt, desc->backend, &g, &be) == KILN_OK ? be->id : KILN_BACKEND_AUTO;
+}

@@ -1,0 +1,167 @@
+/*
+ * gemm_host.c — kiln_gemm_host(): a GEMM on the caller's host arrays, in
+ * panels that fit the device.
+ *
+ * C is cut into mb x nb blocks and k into kb-deep slices, halving the
+ * largest of the three until the blocks of A, B and C and the kiln backend's
+ * packing workspace fit what is left of the memory budget and each buffer
+ * fits the device's largest allocation. Blocks travel with rectangular
+ * transfers (clEnqueueWriteBufferRect), so no host copy is made; slices
+ * after the first accumulate into C with beta = 1.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct panels {
+  size_t mb, nb, kb; /* block sizes */
+  size_t es;         /* bytes per element */
+} panels;
+
+/* Bytes one block needs on the device, workspace included (the kiln
+ * backend's packs, in float32 or float64, padded by up to a tile). */
+static uint64_t panel_bytes(const kiln__gemm *g, const panels *p)
+{
+  uint64_t cs = g->dtype == KILN_F64 ? 8 : 4;
+  uint64_t blocks = (uint64_t)p->mb * p->kb + (uint64_t)p->kb * p->nb +
+                    (uint64_t)p->mb * p->nb;
+  return blocks * p->es + cs * ((uint64_t)(p->mb + 64) + (p->nb + 64)) * (p->kb + 16);
+}
+
+static uint64_t largest_block(const panels *p)
+{
+  uint64_t a = (uint64_t)p->mb * p->kb, b = (uint64_t)p->kb * p->nb,
+           c = (uint64_t)p->mb * p->nb;
+  uint64_t m = a > b ? a : b;
+  return (m > c ? m : c) * p->es;
+}
+
+static kiln_status choose_panels(kiln_runtime *rt, const kiln__gemm *g, panels *p)
+{
+  kiln_memory_usage mu;
+  kiln_memory_stats(rt, &mu);
+  uint64_t left = mu.limit_bytes - mu.current_bytes;
+  left -= left / 10; /* slack for the driver's own allocations */
+  *p = (panels){g->m, g->n, g->k, kiln_dtype_size(g->dtype)};
+  while (panel_bytes(g, p) > left || largest_block(p) > mu.max_alloc_bytes) {
+    size_t *big = p->mb >= p->nb && p->mb >= p->kb ? &p->mb
+                  : p->nb >= p->kb                 ? &p->nb
+                                                   : &p->kb;
+    if (*big == 1)
+      return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                        "kiln_gemm_host: even a 1 x 1 x 1 panel of this %zu x %zu x %zu "
+                        "product needs %llu bytes, but %llu are left of the budget",
+                        g->m, g->n, g->k, (unsigned long long)panel_bytes(g, p),
+                        (unsigned long long)left);
+    *big = (*big + 1) / 2;
+  }
+  return KILN_OK;
+}
+
+/* Copies a rows x cols block between host (row pitch ld elements, block at
+ * element `at`) and a packed device buffer; blocking. */
+static kiln_status rect(kiln_runtime *rt, int write, kiln_buffer *buf, const void *host,
+                        size_t at, size_t ld, size_t rows, size_t cols, size_t es)
+{
+  size_t zero[3] = {0, 0, 0}, region[3] = {cols * es, rows, 1};
+  size_t host_origin[3] = {at % ld * es, at / ld, 0};
+  cl_mem mem = kiln_buffer_cl_mem(buf);
+  cl_int err = write ? clEnqueueWriteBufferRect(rt->queue, mem, CL_TRUE, zero, host_origin,
+                                                region, cols * es, 0, ld * es, 0, host, 0,
+                                                NULL, NULL)
+                     : clEnqueueReadBufferRect(rt->queue, mem, CL_TRUE, zero, host_origin,
+                                               region, cols * es, 0, ld * es, 0,
+                                               (void *)host, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK
+                           : kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
+                                                          : "clEnqueueReadBufferRect",
+                                           "kiln_gemm_host: moving a %zu x %zu block",
+                                           rows, cols);
+}
+
+typedef struct host_args {
+  const unsigned char *a, *b;
+  unsigned char *c;
+  kiln_buffer *da, *db, *dc;
+  kiln_backend backend;
+} host_args;
+
+/* One C block (i0, j0, mh x nw) of one product, over every k slice. Stored
+ * row-major: A(i, p) at a[i * lda + p] (transposed: a[p * lda + i]), B(p, j)
+ * at b[p * ldb + j] (transposed: b[j * ldb + p]). */
+static kiln_status block(kiln_runtime *rt, const kiln__gemm *g, const panels *p,
+                         const host_args *h, size_t i0, size_t j0, size_t mh, size_t nw)
+{
+  int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
+  kiln_status st = KILN_OK;
+  if (g->beta != 0.0)
+    st = rect(rt, 1, h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw, p->es);
+  for (size_t p0 = 0; p0 < g->k && st == KILN_OK; p0 += p->kb) {
+    size_t kw = g->k - p0 < p->kb ? g->k - p0 : p->kb;
+    st = ta ? rect(rt, 1, h->da, h->a, p0 * g->lda + i0, g->lda, kw, mh, p->es)
+            : rect(rt, 1, h->da, h->a, i0 * g->lda + p0, g->lda, mh, kw, p->es);
+    if (st == KILN_OK)
+      st = tb ? rect(rt, 1, h->db, h->b, j0 * g->ldb + p0, g->ldb, nw, kw, p->es)
+              : rect(rt, 1, h->db, h->b, p0 * g->ldb + j0, g->ldb, kw, nw, p->es);
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, g->dtype, mh, nw, kw);
+    d.trans_a = g->trans_a;
+    d.trans_b = g->trans_b;
+    d.alpha = g->alpha;
+    d.beta = p0 == 0 ? g->beta : 1.0; /* later slices add to the first */
+    d.backend = h->backend;
+    if (st == KILN_OK)
+      st = kiln_gemm(rt, &d, h->da, h->db, h->dc);
+  }
+  if (st == KILN_OK)
+    st = rect(rt, 0, h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw, p->es);
+  return st;
+}
+
+static kiln_status all_blocks(kiln_runtime *rt, const kiln__gemm *g, const panels *p,
+                              host_args *h)
+{
+  kiln_status st = KILN_OK;
+  const unsigned char *a0 = h->a, *b0 = h->b;
+  unsigned char *c0 = h->c;
+  for (size_t bi = 0; bi < g->batch && st == KILN_OK; bi++) {
+    h->a = a0 + (g->offset_a + bi * g->stride_a) * p->es;
+    h->b = b0 + (g->offset_b + bi * g->stride_b) * p->es;
+    h->c = c0 + (g->offset_c + bi * g->stride_c) * p->es;
+    for (size_t i0 = 0; i0 < g->m && st == KILN_OK; i0 += p->mb)
+      for (size_t j0 = 0; j0 < g->n && st == KILN_OK; j0 += p->nb)
+        st = block(rt, g, p, h, i0, j0, g->m - i0 < p->mb ? g->m - i0 : p->mb,
+                   g->n - j0 < p->nb ? g->n - j0 : p->nb);
+  }
+  return st;
+}
+
+KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                                    const void *a, const void *b, void *c)
+{
+  if (!rt || !desc || !a || !b || !c)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_host: %s is NULL",
+                      !rt ? "rt" : !desc ? "desc" : !a ? "a" : !b ? "b" : "c");
+  kiln__gemm g;
+  panels p;
+  kiln_status st = kiln__gemm_plan(rt, desc, &g);
+  if (st == KILN_OK)
+    st = choose_panels(rt, &g, &p);
+  if (st != KILN_OK)
+    return st;
+  int swap = desc->layout == KILN_COL_MAJOR; /* plan() swapped A and B */
+  host_args h = {.a = swap ? b : a, .b = swap ? a : b, .c = c, .backend = desc->backend};
+  st = kiln_buffer_create(rt, g.dtype, p.mb * p.kb, 0, &h.da);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, g.dtype, p.kb * p.nb, 0, &h.db);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, g.dtype, p.mb * p.nb, 0, &h.dc);
+  if (st == KILN_OK)
+    st = all_blocks(rt, &g, &p, &h);
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  kiln_buffer_destroy(h.da);
+  kiln_buffer_destroy(h.db);
+  kiln_buffer_destroy(h.dc);
+  return st;
+}

@@ -1,0 +1,131 @@
+/*
+ * gemm_kiln.c — the `kiln` GEMM backend: cl/gemm.cl's pack kernels, then the
+ * CPU- or GPU-shaped product that src/tuning.c picks for the device.
+ *
+ * Packing costs one read and write of A and B, O(mk + kn), against the
+ * product's O(mnk); it buys in-order panels, any layout, transpose, stride
+ * and offset through one kernel, and zero padding so every size works.
+ */
+#include <stdio.h>
+
+#include "internal.h"
+
+static size_t round_up(size_t x, size_t to)
+{
+  return (x + to - 1) / to * to;
+}
+
+/* The padded sizes and panel heights of one request on one device. */
+typedef struct plan {
+  kiln__gemm_tuning t;
+  size_t mp, np, kp;   /* padded m, n, k */
+  size_t pha, phb;     /* panel heights of packed A and packed op(B)' */
+  kiln_dtype compute;  /* KILN_F32, or KILN_F64 */
+  const char *tag;     /* "f16", "f32", "f64": the kernels' suffix */
+} plan;
+
+static void make_plan(kiln_runtime *rt, const kiln__gemm *g, plan *p)
+{
+  kiln__gemm_tuning_for(kiln_runtime_device(rt), &p->t);
+  p->compute = g->dtype == KILN_F64 ? KILN_F64 : KILN_F32;
+  p->tag = g->dtype == KILN_F16 ? "f16" : g->dtype == KILN_F64 ? "f64" : "f32";
+  if (p->t.gpu_shape) {
+    p->mp = round_up(g->m, p->t.tsm);
+    p->np = round_up(g->n, p->t.tsm);
+    p->kp = round_up(g->k, p->t.tsk);
+    p->pha = p->mp; /* one panel each: at[p * Mp + i], bt[p * Np + j] */
+    p->phb = p->np;
+  } else {
+    unsigned tn = 2 * (p->compute == KILN_F64 ? p->t.vwd : p->t.vw);
+    p->mp = round_up(g->m, p->t.tm);
+    p->np = round_up(g->n, tn);
+    p->kp = g->k;
+    p->pha = p->t.tm;
+    p->phb = tn;
+  }
+}
+
+static const char *cannot(kiln_runtime *rt, const kiln__gemm *g)
+{
+  (void)rt;
+  (void)g; /* every type, layout and size: the packs pad what the tiles need */
+  return NULL;
+}
+
+/* Packs X (R x K, element (r, p) at off + r*sr + p*sp, batch stride sb) into
+ * the workspace dst in panels of ph rows. */
+static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
+                        size_t sr, size_t sp, size_t sb, size_t rows, size_t k,
+                        size_t rows_padded, size_t ph, size_t batch, kiln_buffer *dst)
+{
+  char name[32];
+  snprintf(name, sizeof name, "kiln_gemm_pack_%s", p->tag);
+  size_t global[3] = {rows_padded, p->kp, batch};
+  return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, NULL, "mLLLLuuuumL",
+                      src, (cl_ulong)off, (cl_ulong)sr, (cl_ulong)sp, (cl_ulong)sb,
+                      (cl_uint)rows, (cl_uint)k, (cl_uint)p->kp, (cl_uint)ph,
+                      kiln_buffer_cl_mem(dst), (cl_ulong)(rows_padded * p->kp));
+}
+
+static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
+                           kiln_buffer *ap, kiln_buffer *bp)
+{
+  char name[32];
+  const char *fmt = p->compute == KILN_F64 ? "dd" : "ff";
+  char args[24];
+  cl_ulong da = p->mp * p->kp, db = p->np * p->kp;
+  int beta_zero = g->beta == 0.0;
+  if (p->t.gpu_shape) {
+    snprintf(name, sizeof name, "kiln_gemm_gpu_%s", p->tag);
+    snprintf(args, sizeof args, "mmLLuuumLLLuu%si", fmt);
+    size_t global[3] = {p->np / p->t.wpt, p->mp / p->t.wpt, g->batch};
+    size_t local[3] = {p->t.tsm / p->t.wpt, p->t.tsm / p->t.wpt, 1};
+    return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, local, args,
+                        kiln_buffer_cl_mem(ap), kiln_buffer_cl_mem(bp), da, db,
+                        (cl_uint)p->mp, (cl_uint)p->np, (cl_uint)p->kp, g->c,
+                        (cl_ulong)g->offset_c, (cl_ulong)g->ldc, (cl_ulong)g->stride_c,
+                        (cl_uint)g->m, (cl_uint)g->n, g->alpha, g->beta, beta_zero);
+  }
+  snprintf(name, sizeof name, "kiln_gemm_cpu_%s", p->tag);
+  snprintf(args, sizeof args, "mmLLumLLLuu%si", fmt);
+  size_t global[3] = {p->np / p->phb, p->mp / p->pha, g->batch};
+  return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, NULL, args,
+                      kiln_buffer_cl_mem(ap), kiln_buffer_cl_mem(bp), da, db,
+                      (cl_uint)p->kp, g->c, (cl_ulong)g->offset_c, (cl_ulong)g->ldc,
+                      (cl_ulong)g->stride_c, (cl_uint)g->m, (cl_uint)g->n, g->alpha,
+                      g->beta, beta_zero);
+}
+
+static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
+{
+  plan p;
+  make_plan(rt, g, &p);
+  kiln_buffer *ap = NULL, *bp = NULL;
+  size_t na, nb;
+  kiln_status st = KILN_OK;
+  if (kiln__mul_overflow(p.mp * p.kp, g->batch, &na) ||
+      kiln__mul_overflow(p.np * p.kp, g->batch, &nb))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_gemm: the packed operands overflow");
+  /* The workspace counts against the memory budget like any buffer; it is
+   * released once the enqueued kernels are done with it. */
+  st = kiln_buffer_create(rt, p.compute, na, 0, &ap);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, p.compute, nb, 0, &bp);
+  /* A is m x k; op(B)' is n x k, so both pack along k. Row-major storage:
+   * A(i, p) = a[i * lda + p], or a[p * lda + i] when transposed; op(B)(p, j)
+   * = b[p * ldb + j], or b[j * ldb + p] when transposed. */
+  int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
+  if (st == KILN_OK)
+    st = pack(rt, &p, g->a, g->offset_a, ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a,
+              g->m, g->k, p.mp, p.pha, g->batch, ap);
+  if (st == KILN_OK)
+    st = pack(rt, &p, g->b, g->offset_b, tb ? g->ldb : 1, tb ? 1 : g->ldb, g->stride_b,
+              g->n, g->k, p.np, p.phb, g->batch, bp);
+  if (st == KILN_OK)
+    st = product(rt, g, &p, ap, bp);
+  kiln_buffer_destroy(ap);
+  kiln_buffer_destroy(bp);
+  return st;
+}
+
+const kiln__gemm_backend kiln__gemm_kiln = {KILN_BACKEND_KILN, cannot, run};

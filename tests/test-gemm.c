@@ -1,0 +1,481 @@
+/*
+ * test-gemm.c — kiln_gemm() and kiln_gemm_host() against a naive double
+ * precision reference, on every backend built in and on both shapes of
+ * kiln's kernel (the GPU shape is forced on PoCL through the tuning seam).
+ *
+ * Tolerance: a dot product of k terms accumulated in precision u is within
+ * gamma_k = k u / (1 - k u) of the exact value, relative to sum |a_i b_i|
+ * (Higham, Accuracy and Stability, 3.1); C adds alpha and beta terms. Half
+ * storage adds one rounding of the result to half (u = 2^-11) on top of the
+ * float32 accumulation.
+ */
+#include "common.h"
+
+#include <math.h>
+
+#include "internal.h" /* kiln__gemm_tuning_override */
+#include "kiln_config.h"
+
+/* ---- half <-> double on the host, for half storage -------------------- */
+
+static double half_to_double(uint16_t h)
+{
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                              : ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* Only for values the test makes: multiples of 2^-8 below 8 in magnitude,
+ * which half holds exactly. */
+static uint16_t exact_half(double v)
+{
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  double a = fabs(v);
+  if (a == 0)
+    return sign;
+  int e;
+  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((f * 2048 - 1024)));
+}
+
+/* ---- matrices ------------------------------------------------------------ */
+
+typedef struct problem {
+  kiln_gemm_desc d;
+  size_t na, nb, nc; /* elements of each buffer */
+  double *a, *b, *c; /* the values, as doubles */
+} problem;
+
+/* Element (i, j) of a matrix stored with ld in the descriptor's layout. */
+static size_t at(const kiln_gemm_desc *d, size_t i, size_t j, size_t ld)
+{
+  return d->layout == KILN_ROW_MAJOR ? i * ld + j : j * ld + i;
+}
+
+static size_t packed_ld(const kiln_gemm_desc *d, size_t rows, size_t cols)
+{
+  return d->layout == KILN_ROW_MAJOR ? cols : rows;
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 33;
+}
+
+/* Values on a 2^-8 grid in [-2, 2): exact in every dtype, and products
+ * that do round when summed. */
+static double value(uint64_t *seed)
+{
+  return ((double)(lcg(seed) % 1024) - 512.0) / 256.0;
+}
+
+static void fill(double *x, size_t n, uint64_t *seed)
+{
+  for (size_t i = 0; i < n; i++)
+    x[i] = value(seed);
+}
+
+/* The buffers' sizes from the descriptor, stride and ld included. */
+static void sizes(problem *p)
+{
+  const kiln_gemm_desc *d = &p->d;
+  size_t batch = d->batch ? d->batch : 1;
+  size_t ar = d->trans_a ? d->k : d->m, ac = d->trans_a ? d->m : d->k;
+  size_t br = d->trans_b ? d->n : d->k, bc = d->trans_b ? d->k : d->n;
+  size_t lda = d->lda ? d->lda : packed_ld(d, ar, ac);
+  size_t ldb = d->ldb ? d->ldb : packed_ld(d, br, bc);
+  size_t ldc = d->ldc ? d->ldc : packed_ld(d, d->m, d->n);
+  size_t sa = d->stride_a ? d->stride_a : lda * (d->layout == KILN_ROW_MAJOR ? ar : ac);
+  size_t sb = d->stride_b ? d->stride_b : ldb * (d->layout == KILN_ROW_MAJOR ? br : bc);
+  size_t sc = d->stride_c ? d->stride_c : ldc * (d->layout == KILN_ROW_MAJOR ? d->m : d->n);
+  p->na = d->offset_a + (batch - 1) * sa + at(d, ar - 1, ac - 1, lda) + 1;
+  p->nb = d->offset_b + (batch - 1) * sb + at(d, br - 1, bc - 1, ldb) + 1;
+  p->nc = d->offset_c + (batch - 1) * sc + at(d, d->m - 1, d->n - 1, ldc) + 1;
+}
+
+/* C = alpha op(A) op(B) + beta C in double, and the bound on each element's
+ * error: gamma * (|alpha| sum |a b| + |beta c|) plus the final rounding. */
+static void reference(const problem *p, double *want, double *bound)
+{
+  const kiln_gemm_desc *d = &p->d;
+  size_t batch = d->batch ? d->batch : 1;
+  size_t ar = d->trans_a ? d->k : d->m, ac = d->trans_a ? d->m : d->k;
+  size_t br = d->trans_b ? d->n : d->k, bc = d->trans_b ? d->k : d->n;
+  size_t lda = d->lda ? d->lda : packed_ld(d, ar, ac);
+  size_t ldb = d->ldb ? d->ldb : packed_ld(d, br, bc);
+  size_t ldc = d->ldc ? d->ldc : packed_ld(d, d->m, d->n);
+  size_t sa = d->stride_a ? d->stride_a : lda * (d->layout == KILN_ROW_MAJOR ? ar : ac);
+  size_t sb = d->stride_b ? d->stride_b : ldb * (d->layout == KILN_ROW_MAJOR ? br : bc);
+  size_t sc = d->stride_c ? d->stride_c : ldc * (d->layout == KILN_ROW_MAJOR ? d->m : d->n);
+  double u = d->dtype == KILN_F64 ? ldexp(1, -53) : ldexp(1, -24);
+  double gamma = (double)(d->k + 2) * u / (1 - (double)(d->k + 2) * u);
+  double round_out = d->dtype == KILN_F16 ? ldexp(1, -11) : u;
+  memcpy(want, p->c, p->nc * sizeof *want);
+  for (size_t i = 0; i < p->nc; i++)
+    bound[i] = 0;
+  for (size_t b = 0; b < batch; b++)
+    for (size_t i = 0; i < d->m; i++)
+      for (size_t j = 0; j < d->n; j++) {
+        double s = 0, mag = 0;
+        for (size_t q = 0; q < d->k; q++) {
+          double x = p->a[d->offset_a + b * sa +
+                          (d->trans_a ? at(d, q, i, lda) : at(d, i, q, lda))];
+          double y = p->b[d->offset_b + b * sb +
+                          (d->trans_b ? at(d, j, q, ldb) : at(d, q, j, ldb))];
+          s += x * y;
+          mag += fabs(x * y);
+        }
+        size_t ci = d->offset_c + b * sc + at(d, i, j, ldc);
+        double old = d->beta == 0 ? 0 : d->beta * p->c[ci];
+        want[ci] = d->alpha * s + old;
+        /* half's subnormals below 2^-14 are 2^-24 apart */
+        bound[ci] = gamma * (fabs(d->alpha) * mag + fabs(old)) + round_out * fabs(want[ci]) +
+                    (d->dtype == KILN_F16 ? ldexp(1, -24) : 1e-300);
+      }
+}
+
+/* Host values to the dtype's bytes and back. */
+static void *to_bytes(const double *x, size_t n, kiln_dtype t)
+{
+  unsigned char *out = malloc(n * kiln_dtype_size(t) + 1);
+  for (size_t i = 0; i < n; i++) {
+    if (t == KILN_F64)
+      ((double *)out)[i] = x[i];
+    else if (t == KILN_F32)
+      ((float *)out)[i] = (float)x[i];
+    else
+      ((uint16_t *)out)[i] = isnan(x[i]) ? 0x7e00 : exact_half(x[i]);
+  }
+  return out;
+}
+
+static double from_bytes(const void *p, size_t i, kiln_dtype t)
+{
+  return t == KILN_F64   ? ((const double *)p)[i]
+         : t == KILN_F32 ? ((const float *)p)[i]
+                         : half_to_double(((const uint16_t *)p)[i]);
+}
+
+/* Makes the problem's data; C holds NaN when beta is 0, which must not show. */
+static void make(problem *p, uint64_t seed)
+{
+  sizes(p);
+  p->a = malloc(p->na * sizeof(double));
+  p->b = malloc(p->nb * sizeof(double));
+  p->c = malloc(p->nc * sizeof(double));
+  fill(p->a, p->na, &seed);
+  fill(p->b, p->nb, &seed);
+  fill(p->c, p->nc, &seed);
+  if (p->d.beta == 0)
+    for (size_t i = 0; i < p->nc; i++)
+      p->c[i] = NAN;
+}
+
+static void unmake(problem *p)
+{
+  free(p->a);
+  free(p->b);
+  free(p->c);
+}
+
+/* Checks C element by element; the first bad one names the problem. */
+static void check_c(const problem *p, const void *got, const char *how)
+{
+  double *want = malloc(p->nc * sizeof *want), *bound = malloc(p->nc * sizeof *bound);
+  reference(p, want, bound);
+  const kiln_gemm_desc *d = &p->d;
+  for (size_t i = 0; i < p->nc; i++) {
+    double g = from_bytes(got, i, d->dtype);
+    int same_nan = isnan(want[i]) && isnan(g);
+    if (!same_nan && !(fabs(g - want[i]) <= bound[i]))
+      fail_msg("%s: %s m=%zu n=%zu k=%zu %s ta=%d tb=%d alpha=%g beta=%g batch=%zu "
+               "lda=%zu ldb=%zu ldc=%zu: C[%zu] = %.9g, expected %.9g (bound %.3g)",
+               how, kiln_dtype_name(d->dtype), d->m, d->n, d->k,
+               d->layout == KILN_ROW_MAJOR ? "row" : "col", d->trans_a, d->trans_b,
+               d->alpha, d->beta, d->batch, d->lda, d->ldb, d->ldc, i, g, want[i],
+               bound[i]);
+  }
+  free(want);
+  free(bound);
+}
+
+/* Runs the problem on the device through kiln_gemm() and checks it. */
+static void run_device(kiln_runtime *rt, problem *p)
+{
+  kiln_dtype t = p->d.dtype;
+  void *ha = to_bytes(p->a, p->na, t), *hb = to_bytes(p->b, p->nb, t),
+       *hc = to_bytes(p->c, p->nc, t);
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, t, p->na, 0, &a));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, t, p->nb, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, t, p->nc, 0, &c));
+  assert_kiln_ok(rt, kiln_buffer_write(a, 0, p->na, ha));
+  assert_kiln_ok(rt, kiln_buffer_write(b, 0, p->nb, hb));
+  assert_kiln_ok(rt, kiln_buffer_write(c, 0, p->nc, hc));
+  assert_kiln_ok(rt, kiln_gemm(rt, &p->d, a, b, c));
+  assert_kiln_ok(rt, kiln_buffer_read(c, 0, p->nc, hc));
+  check_c(p, hc, kiln_backend_name(p->d.backend));
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  free(ha);
+  free(hb);
+  free(hc);
+}
+
+/* The backends to test: kiln's, and CLBlast's when built in and able. */
+static kiln_backend backends[2];
+static size_t nbackends;
+
+static void for_backends(kiln_runtime *rt, problem *p)
+{
+  for (size_t i = 0; i < nbackends; i++) {
+    p->d.backend = backends[i];
+    if (kiln_gemm_backend_for(rt, &p->d) != backends[i])
+      continue; /* e.g. CLBlast's Hgemm without cl_khr_fp16: its own test */
+    run_device(rt, p);
+  }
+}
+
+static void one(kiln_runtime *rt, kiln_gemm_desc d, uint64_t seed)
+{
+  problem p = {.d = d};
+  make(&p, seed);
+  for_backends(rt, &p);
+  unmake(&p);
+}
+
+static kiln_gemm_desc desc(kiln_dtype t, size_t m, size_t n, size_t k)
+{
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, t, m, n, k);
+  return d;
+}
+
+static void test_gemm_every_size_to_70(void **state)
+{
+  for (size_t s = 1; s <= 70; s++)
+    one(*state, desc(KILN_F32, s, s, s), s);
+  /* Non-square too: every m with fixed odd n, k. */
+  for (size_t s = 1; s <= 70; s += 3)
+    one(*state, desc(KILN_F32, s, 71 - s, (s * 7) % 37 + 1), 100 + s);
+}
+
+static void test_gemm_primes_and_odd_sizes(void **state)
+{
+  static const size_t sz[][3] = {{97, 101, 103}, {131, 7, 257}, {1, 293, 2},
+                                 {263, 1, 17}, {127, 129, 255}, {300, 299, 301}};
+  for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+    one(*state, desc(KILN_F32, sz[i][0], sz[i][1], sz[i][2]), i);
+}
+
+static void test_gemm_transposes_layouts_alpha_beta(void **state)
+{
+  static const double ab[][2] = {{1, 0}, {-0.5, 0}, {2, 1}, {1.5, -0.75}, {0, 2}};
+  for (int layout = 0; layout < 2; layout++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++) {
+          kiln_gemm_desc d = desc(KILN_F32, 19 + i, 37, 23 + 2 * i);
+          d.layout = (kiln_layout)layout;
+          d.trans_a = (kiln_transpose)ta;
+          d.trans_b = (kiln_transpose)tb;
+          d.alpha = ab[i][0];
+          d.beta = ab[i][1];
+          one(*state, d, 7 * i + (size_t)ta + 2 * (size_t)tb);
+        }
+}
+
+static void test_gemm_leading_dimensions_offsets_batches(void **state)
+{
+  for (int layout = 0; layout < 2; layout++)
+    for (int t = 0; t < 4; t++) {
+      kiln_gemm_desc d = desc(KILN_F32, 13, 29, 17);
+      d.layout = (kiln_layout)layout;
+      d.trans_a = (kiln_transpose)(t & 1);
+      d.trans_b = (kiln_transpose)(t >> 1);
+      d.lda = 41;
+      d.ldb = 43;
+      d.ldc = 47;
+      d.offset_a = 5;
+      d.offset_b = 3;
+      d.offset_c = 11;
+      d.beta = 0.5;
+      one(*state, d, (size_t)t);
+      d.batch = 4; /* strided batch: packed, then with gaps */
+      one(*state, d, 10 + (size_t)t);
+      d.stride_a = 41 * 41;
+      d.stride_b = 43 * 45;
+      d.stride_c = 47 * 50;
+      one(*state, d, 20 + (size_t)t);
+    }
+}
+
+static void test_gemm_dtypes(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const kiln_dtype types[] = {KILN_F64, KILN_F16};
+  for (size_t i = 0; i < 2; i++) {
+    if (types[i] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+      continue;
+    for (size_t s = 1; s <= 40; s += 13)
+      one(rt, desc(types[i], s, s + 2, s + 5), s);
+    kiln_gemm_desc d = desc(types[i], 67, 45, 129);
+    d.trans_a = KILN_TRANS;
+    d.beta = -1;
+    d.batch = 3;
+    one(rt, d, 99);
+    d.layout = KILN_COL_MAJOR;
+    d.trans_b = KILN_TRANS;
+    d.beta = 0;
+    one(rt, d, 98);
+  }
+}
+
+/* kiln's GPU shape, run on this device by overriding the tuning: the same
+ * answers from local-memory tiles. */
+static void test_gemm_gpu_shape(void **state)
+{
+  (void)state;
+  static kiln__gemm_tuning gpu = {.gpu_shape = 1, .tm = 8, .vw = 16, .vwd = 8,
+                                  .tsm = 32, .tsk = 16, .wpt = 4};
+  kiln__gemm_tuning_override = &gpu;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt)); /* builds with the override */
+  kiln_backend saved[2] = {backends[0], backends[1]};
+  size_t saved_n = nbackends;
+  backends[0] = KILN_BACKEND_KILN;
+  nbackends = 1;
+  for (size_t s = 1; s <= 70; s += 7)
+    one(rt, desc(KILN_F32, s, s + 1, s + 2), s);
+  kiln_gemm_desc d = desc(KILN_F16, 33, 65, 17);
+  d.trans_a = d.trans_b = KILN_TRANS;
+  d.beta = 2;
+  d.batch = 2;
+  one(rt, d, 5);
+  if (kiln_runtime_device(rt)->has_fp64) {
+    d.dtype = KILN_F64;
+    d.layout = KILN_COL_MAJOR;
+    one(rt, d, 6);
+  }
+  backends[0] = saved[0];
+  backends[1] = saved[1];
+  nbackends = saved_n;
+  kiln__gemm_tuning_override = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* kiln_gemm_host() on the caller's arrays, with a memory limit so small that
+ * it must cut the product into panels. */
+static void test_gemm_host_panels(void **state)
+{
+  (void)state;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.memory_limit = 96 * 1024; /* ~24k floats for blocks and workspace */
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  for (int layout = 0; layout < 2; layout++)
+    for (int t = 0; t < 4; t++) {
+      problem p = {.d = desc(KILN_F32, 150, 130, 170)};
+      p.d.layout = (kiln_layout)layout;
+      p.d.trans_a = (kiln_transpose)(t & 1);
+      p.d.trans_b = (kiln_transpose)(t >> 1);
+      p.d.beta = t == 3 ? 0 : 0.25;
+      p.d.batch = 2;
+      make(&p, (uint64_t)(t + 4 * layout));
+      void *ha = to_bytes(p.a, p.na, KILN_F32), *hb = to_bytes(p.b, p.nb, KILN_F32),
+           *hc = to_bytes(p.c, p.nc, KILN_F32);
+      assert_kiln_ok(rt, kiln_gemm_host(rt, &p.d, ha, hb, hc));
+      check_c(&p, hc, "kiln_gemm_host");
+      free(ha);
+      free(hb);
+      free(hc);
+      unmake(&p);
+    }
+  kiln_memory_usage mu;
+  assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
+  assert_int_equal(mu.live_buffers, 0);
+  assert_true(mu.peak_bytes <= 96 * 1024);
+  /* Too small for even one panel: the sizes are in the message. */
+  kiln_runtime_destroy(rt);
+  opts.memory_limit = 1024;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  float x[4] = {1, 2, 3, 4};
+  kiln_gemm_desc d = desc(KILN_F32, 2, 2, 1);
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, "left of the budget",
+                    kiln_gemm_host(rt, &d, x, x, x));
+  kiln_runtime_destroy(rt);
+}
+
+static void test_gemm_errors(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL, *i32 = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 6 * 5, 0, &a));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 5 * 7, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 6 * 7, 0, &c));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_I32, 6 * 7, 0, &i32));
+  kiln_gemm_desc d = desc(KILN_F32, 6, 7, 5);
+  assert_kiln_ok(rt, kiln_gemm(rt, &d, a, b, c));
+  d.k = 6; /* A is 6 x 5: too small now */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "A needs 36 elements", kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 6, 7, 5);
+  d.lda = 4;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "ldA is 4, smaller than the 5 columns",
+                    kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 6, 7, 0);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "expected all above 0",
+                    kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 6, 7, 5);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "buffer C holds int32", kiln_gemm(rt, &d, a, b, i32));
+  d.dtype = KILN_I32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "dtype int32", kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 3, 7, 5);
+  d.batch = 2;
+  d.stride_c = 10; /* C is 3 x 7 = 21 elements */
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "overlap", kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 6, 7, 5);
+  d.backend = (kiln_backend)42;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "backend 42", kiln_gemm(rt, &d, a, b, c));
+#if !HAVE_CLBLAST
+  d.backend = KILN_BACKEND_CLBLAST;
+  assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "built without CLBlast", kiln_gemm(rt, &d, a, b, c));
+#endif
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer B is NULL",
+                    kiln_gemm(rt, &(kiln_gemm_desc){.dtype = KILN_F32, .m = 6, .n = 7, .k = 5,
+                                                    .alpha = 1}, a, NULL, c));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL", kiln_gemm(NULL, &d, a, b, c));
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  kiln_buffer_destroy(i32);
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+static int setup(void **state)
+{
+  backends[nbackends++] = KILN_BACKEND_KILN;
+#if HAVE_CLBLAST
+  backends[nbackends++] = KILN_BACKEND_CLBLAST;
+#endif
+  return kiln_test_runtime_setup(state);
+}
+
+int main(void)
+{
+  kiln_test_require_device();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_gemm_errors),
+    cmocka_unit_test(test_gemm_every_size_to_70),
+    cmocka_unit_test(test_gemm_primes_and_odd_sizes),
+    cmocka_unit_test(test_gemm_transposes_layouts_alpha_beta),
+    cmocka_unit_test(test_gemm_leading_dimensions_offsets_batches),
+    cmocka_unit_test(test_gemm_dtypes),
+    cmocka_unit_test(test_gemm_gpu_shape),
+    cmocka_unit_test(test_gemm_host_panels),
+  };
+  return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
+}
