@@ -50,4 +50,13 @@ check "build shows the log of a failure" 1 "options: -DX=1" build "$cache/bad.cl
 check "build's log names the error" 1 "nope" build "$cache/bad.cl"
 check "build of a missing file" 1 "cannot open '/nonexistent.cl'" build /nonexistent.cl
 
+# kiln bench: runs, checks its results, and prints the records' fields. The
+# figures are not judged here; timing belongs to `kiln bench` itself.
+check "bench gemm table" 0 "kiln/openblas" bench gemm --sizes 16,33 --repeat 1 --backend kiln
+check "bench gemm json" 0 '"shape": ?"33x33x33"' bench gemm --sizes 33 --repeat 1 --backend kiln --json
+check "bench gemm json fields" 0 '"gbps": ?null' bench gemm --sizes 8 --repeat 1 --backend kiln --json
+check "bench refuses bad sizes" 2 "--sizes takes" bench gemm --sizes 0
+check "bench refuses bad backends" 2 "--backend takes" bench gemm --backend gpu
+KILN_GEMM_BACKEND=fast check "KILN_GEMM_BACKEND is checked" 1 "KILN_GEMM_BACKEND='fast'" devices
+
 [ "$failures" -eq 0 ]

@@ -19,4 +19,7 @@ int kiln_cmd_build(int argc, char **argv);
  * (bench.c). */
 int kiln_cmd_bench(int argc, char **argv);
 
+/* `kiln run gemm A.npy B.npy -o C.npy [options]` (run.c). */
+int kiln_cmd_run(int argc, char **argv);
+
 #endif /* KILN_TOOLS_CLI_H */

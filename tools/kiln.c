@@ -22,6 +22,7 @@ static int usage(FILE *out)
           "  devices    rank the devices, and say which one kiln picks and why\n"
           "  kernels    build kiln's kernels on the picked device (--time)\n"
           "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
+          "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy\n"
           "  bench      benchmarks: bench gemm [--sizes] [--backend] [--json]\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
@@ -96,6 +97,8 @@ int main(int argc, char **argv)
     return kiln_cmd_build(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0)
     return kiln_cmd_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "run") == 0)
+    return kiln_cmd_run(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("kiln %s\n", kiln_version());
     return 0;

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""check-run.py KILN — `kiln run gemm` on .npy files against a reference
+computed here in double precision, with the files written and read by this
+script (standard library only: the .npy format is small), and its errors."""
+import ast
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+KILN = sys.argv[1]
+CODES = {"<f4": ("f", 4), "<f8": ("d", 8), "<f2": ("e", 2), "<i4": ("i", 4)}
+
+
+def save(path, rows, cols, values, descr="<f4", fortran=False):
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d, %d), }" % (
+        descr, "True" if fortran else "False", rows, cols)
+    pad = 64 - (10 + len(header) + 1) % 64
+    header += " " * pad + "\n"
+    code, _ = CODES[descr]
+    if fortran:
+        values = [values[i * cols + j] for j in range(cols) for i in range(rows)]
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), code), *values))
+
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", "bad magic"
+    hlen = struct.unpack("<H", data[8:10])[0]
+    head = ast.literal_eval(data[10:10 + hlen].decode())
+    code, size = CODES[head["descr"]]
+    rows, cols = head["shape"]
+    vals = struct.unpack("<%d%s" % (rows * cols, code), data[10 + hlen:])
+    return rows, cols, list(vals)
+
+
+def matmul(a, b, m, n, k, ta, tb, ar, ac, br, bc):
+    A = lambda i, p: a[p * ac + i] if ta else a[i * ac + p]
+    B = lambda p, j: b[j * bc + p] if tb else b[p * bc + j]
+    return [sum(A(i, p) * B(p, j) for p in range(k)) for i in range(m) for j in range(n)]
+
+
+def run(*args, expect=0):
+    r = subprocess.run([KILN, "run", "gemm", *args], capture_output=True, text=True)
+    if r.returncode != expect:
+        raise SystemExit("FAIL: kiln run gemm %s: exit %d, expected %d\n%s%s" % (
+            " ".join(args), r.returncode, expect, r.stdout, r.stderr))
+    return r
+
+
+def main():
+    failures = 0
+    with tempfile.TemporaryDirectory() as t:
+        p = lambda name: os.path.join(t, name)
+        m, n, k = 7, 5, 11
+        a = [((i * 37) % 19 - 9) / 8 for i in range(m * k)]
+        b = [((i * 53) % 23 - 11) / 4 for i in range(k * n)]
+        for ta in (0, 1):
+            for tb in (0, 1):
+                # A and B as stored: transposed when the flag says so; one
+                # file in Fortran order, to go through kiln's reordering
+                ar, ac = (k, m) if ta else (m, k)
+                br, bc = (n, k) if tb else (k, n)
+                save(p("a.npy"), ar, ac, a, fortran=bool(ta and tb))
+                save(p("b.npy"), br, bc, b, descr="<f8")
+                flags = (["--ta"] if ta else []) + (["--tb"] if tb else [])
+                r = run(p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "0.5",
+                        "--dtype", "float32", *flags)
+                for word in ("device", "backend", "time"):
+                    if word not in r.stdout:
+                        failures += 1
+                        print("FAIL: no %s in the output:\n%s" % (word, r.stdout))
+                rows, cols, got = load(p("c.npy"))
+                want = [0.5 * x for x in matmul(a, b, m, n, k, ta, tb, ar, ac, br, bc)]
+                bad = [i for i in range(m * n) if abs(got[i] - want[i]) > 1e-4 * (1 + abs(want[i]))]
+                if (rows, cols) != (m, n) or bad:
+                    failures += 1
+                    print("FAIL: ta=%d tb=%d: shape %s, first bad %s" % (ta, tb, (rows, cols), bad[:3]))
+                else:
+                    print("ok: ta=%d tb=%d (%s)" % (ta, tb, r.stdout.split("\n")[1]))
+        # C0 and beta
+        save(p("a.npy"), m, k, a)
+        save(p("b.npy"), k, n, b)
+        c0 = [float(i % 3) for i in range(m * n)]
+        save(p("c0.npy"), m, n, c0)
+        run(p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--c", p("c0.npy"), "--beta", "-2")
+        _, _, got = load(p("c.npy"))
+        want = [x - 2 * y for x, y in zip(matmul(a, b, m, n, k, 0, 0, m, k, k, n), c0)]
+        if any(abs(g - w) > 1e-4 * (1 + abs(w)) for g, w in zip(got, want)):
+            failures += 1
+            print("FAIL: --c with --beta -2")
+        else:
+            print("ok: --c C0.npy --beta -2")
+        # errors: one line on stderr, non-zero exit, no output file
+        os.remove(p("c.npy"))
+        save(p("bad.npy"), k + 1, n, [0.0] * ((k + 1) * n))
+        for args, words in [
+            ((p("a.npy"), p("bad.npy"), "-o", p("c.npy")), "expected op(B) to have"),
+            ((p("a.npy"), p("nope.npy"), "-o", p("c.npy")), "nope.npy"),
+            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--dtype", "int8"), "--dtype 'int8'"),
+            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "x"), "--alpha takes"),
+            ((p("a.npy"), p("b.npy")), "usage"),
+        ]:
+            r = run(*args, expect=1)
+            if words not in r.stderr or os.path.exists(p("c.npy")):
+                failures += 1
+                print("FAIL: %s: %r" % (" ".join(args[2:]), r.stderr))
+            else:
+                print("ok: refused %s" % words)
+    print("%d failed" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
