@@ -443,7 +443,25 @@ static void test_gemm_errors(void **state)
 #if !HAVE_CLBLAST
   d.backend = KILN_BACKEND_CLBLAST;
   assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "built without CLBlast", kiln_gemm(rt, &d, a, b, c));
+#else
+  /* A type the device lacks for that backend: Hgemm needs cl_khr_fp16. */
+  if (!kiln_runtime_device(rt)->has_fp16) {
+    kiln_buffer *h[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+      assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F16, 64, 0, &h[i]));
+    kiln_gemm_desc hd = desc(KILN_F16, 4, 4, 4);
+    hd.backend = KILN_BACKEND_CLBLAST;
+    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "cl_khr_fp16", kiln_gemm(rt, &hd, h[0], h[1], h[2]));
+    hd.backend = KILN_BACKEND_AUTO; /* AUTO goes to kiln's kernel instead */
+    assert_int_equal(kiln_gemm_backend_for(rt, &hd), KILN_BACKEND_KILN);
+    for (int i = 0; i < 3; i++)
+      kiln_buffer_destroy(h[i]);
+  }
 #endif
+  if (!kiln_runtime_device(rt)->has_fp64) {
+    d = desc(KILN_F64, 6, 7, 5);
+    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "has no fp64", kiln_gemm(rt, &d, a, b, c));
+  }
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer B is NULL",
                     kiln_gemm(rt, &(kiln_gemm_desc){.dtype = KILN_F32, .m = 6, .n = 7, .k = 5,
                                                     .alpha = 1}, a, NULL, c));
