@@ -412,3 +412,37 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
   out->device_free_bytes = kiln__device_free_memory(dev);
   return KILN_OK;
 }
+
+/* Copies a rows x cols block between host memory (row pitch ld elements,
+ * the block starting at element `at`) and the packed start of buf; blocking.
+ * For the ops that feed the device in panels (gemm_host.c, reduce_host.c). */
+static kiln_status rect(kiln_buffer *buf, int write, const void *host, size_t at,
+                        size_t ld, size_t rows, size_t cols)
+{
+  kiln_runtime *rt = buf->rt;
+  size_t es = kiln_dtype_size(buf->dtype);
+  size_t zero[3] = {0, 0, 0}, region[3] = {cols * es, rows, 1};
+  size_t host_origin[3] = {at % ld * es, at / ld, 0};
+  cl_int err = write ? clEnqueueWriteBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
+                                                host_origin, region, cols * es, 0,
+                                                ld * es, 0, host, 0, NULL, NULL)
+                     : clEnqueueReadBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
+                                               host_origin, region, cols * es, 0,
+                                               ld * es, 0, (void *)host, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK
+                           : kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
+                                                          : "clEnqueueReadBufferRect",
+                                           "moving a %zu x %zu block", rows, cols);
+}
+
+kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
+                                    size_t ld, size_t rows, size_t cols)
+{
+  return rect(buf, 1, host, at, ld, rows, cols);
+}
+
+kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
+                                   size_t rows, size_t cols)
+{
+  return rect(buf, 0, host, at, ld, rows, cols);
+}

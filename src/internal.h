@@ -42,6 +42,9 @@ void kiln__str_free(kiln__str *s);
 int kiln__mul_overflow(size_t a, size_t b, size_t *out);
 int kiln__add_overflow(size_t a, size_t b, size_t *out);
 
+/* The value of an IEEE half (util.c). */
+double kiln__half_to_double(uint16_t h);
+
 /* "1.5 GiB"-style rendering of a byte count into buf (at least 32 bytes). */
 const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
 
@@ -256,6 +259,15 @@ typedef struct kiln__gemm_tuning {
 
 void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t);
 
+/* The parameters of cl/reduce.cl: chunks per whole reduction on a CPU
+ * device; on GPUs, the work-group size (a power of two) and groups. */
+typedef struct kiln__reduce_tuning {
+  int gpu_shape;
+  unsigned chunks, wg, groups;
+} kiln__reduce_tuning;
+
+void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t);
+
 /* A test seam: when set, every device gets these parameters (runtimes
  * created afterwards build their kernels with them). Tests link the static
  * library to set it; nothing else does. */
@@ -322,6 +334,44 @@ int kiln__npy_shape_count(unsigned ndim, const size_t *shape, size_t *count);
 kiln_status kiln__npy_load_memory(const void *bytes, size_t size, const char *name,
                                   kiln_array *out);
 
+/* ---- reduction backends (src/ops/reduce*.c, src/backends/) ------------- */
+
+/* A checked kiln_reduce() request: the view as (outer, len, inner), reduced
+ * along len; every element (KILN_AXIS_ALL) is outer = inner = 1. The result
+ * for (o, i) goes to out[out_offset + o * inner + i]. len >= 1. */
+typedef struct kiln__reduce {
+  kiln_reduce_op op;
+  kiln_dtype in_type, out_type;
+  size_t outer, len, inner;
+  size_t offset, out_offset;
+  cl_mem in, out;
+} kiln__reduce;
+
+typedef struct kiln__reduce_backend {
+  kiln_backend id;
+  /* NULL when the backend can run r; else why not (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__reduce *r);
+  kiln_status (*run)(kiln_runtime *rt, const kiln__reduce *r);
+} kiln__reduce_backend;
+
+/* Checks a request, buffers aside: fills r's view and types, and the
+ * elements it reads (*count) and writes (*outputs) (reduce.c). */
+kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
+                              kiln__reduce *r, size_t *count, size_t *outputs);
+
+/* An empty axis: writes the identity of sum, mean (NaN) and norm into the
+ * outputs of out; an error for the others (reduce.c). */
+kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r,
+                               kiln_buffer *out, size_t outputs);
+
+/* The backend for r: the one asked for (AUTO: kiln's), or why not. */
+kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
+                                const kiln__reduce *r, const kiln__reduce_backend **out);
+
+extern const kiln__reduce_backend kiln__reduce_kiln;    /* src/ops/reduce_kiln.c */
+extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
+                                                            when HAVE_CLBLAST */
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
@@ -363,6 +413,14 @@ struct kiln_buffer {
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
+
+/* Blocking copies of a rows x cols block between host memory (row pitch ld
+ * elements, the block at element `at`) and the packed start of buf
+ * (buffer.c). */
+kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
+                                    size_t ld, size_t rows, size_t cols);
+kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
+                                   size_t rows, size_t cols);
 
 /* Takes ownership of an event of a command enqueued without waiting; its
  * status is checked by kiln_finish(). Returns a failure status only when the

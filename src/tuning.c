@@ -36,6 +36,26 @@ void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
   t->vwd = t->vw / 2;
 }
 
+/*
+ * Reductions are memory-bound. On a CPU device each of 4 chunks per compute
+ * unit is one work-item reading a contiguous run with 16-wide vector loads
+ * (a grid-stride loop there reads 0.4 GB/s, a chunk 20 GB/s: PoCL runs a
+ * group's work-items in turn). On GPUs, groups of up to 256 work-items
+ * stride over the input, 8 groups per compute unit.
+ */
+void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t)
+{
+  unsigned cu = dev->compute_units ? dev->compute_units : 1, wg = 1;
+  while (wg * 2 <= 256 && wg * 2 <= dev->max_work_group_size)
+    wg *= 2;
+  *t = (kiln__reduce_tuning){
+    .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
+    .chunks = 4 * cu,
+    .wg = wg,
+    .groups = 8 * cu,
+  };
+}
+
 void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
 {
   /* kiln's kernels are OpenCL C 1.2; a 1.1 device gets 1.1 and a 1.0 device
@@ -59,4 +79,7 @@ void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
                     " -DKILN_GEMM_TM=%u -DKILN_GEMM_VW=%u -DKILN_GEMM_VWD=%u"
                     " -DKILN_GEMM_TSM=%u -DKILN_GEMM_TSK=%u -DKILN_GEMM_WPT=%u",
                     g.tm, g.vw, g.vwd, g.tsm, g.tsk, g.wpt);
+  kiln__reduce_tuning r;
+  kiln__reduce_tuning_for(dev, &r);
+  kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", r.wg);
 }

@@ -2,6 +2,7 @@
  * util.c — small helpers: growable strings, overflow-checked sizes, byte
  * counts for messages.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,4 +84,12 @@ const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size)
   }
   snprintf(buf, size, "%.1f %s", v, units[u]);
   return buf;
+}
+
+double kiln__half_to_double(uint16_t h)
+{
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                              : ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
 }

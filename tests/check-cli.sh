@@ -57,6 +57,18 @@ check "bench gemm json" 0 '"shape": ?"33x33x33"' bench gemm --sizes 33 --repeat 
 check "bench gemm json fields" 0 '"gbps": ?null' bench gemm --sizes 8 --repeat 1 --backend kiln --json
 check "bench refuses bad sizes" 2 "--sizes takes" bench gemm --sizes 0
 check "bench refuses bad backends" 2 "--backend takes" bench gemm --backend gpu
+for field in '"op": ?"reduce"' '"backend": ?"kiln"' '"backend": ?"c-loop"' \
+             '"dtype": ?"float32"' '"shape": ?"262144"' '"median_ms": ?[0-9]' \
+             '"gflops": ?null' '"gbps": ?[0-9]'; do
+  check "bench reduce json has $field" 0 "$field" bench reduce --sizes 1M --backend kiln --json
+done
+check "bench reduce table" 0 "kiln/c-loop" bench reduce --sizes 64K --backend kiln --repeat 1
+check "bench reduce refuses bad sizes" 2 "--sizes takes" bench reduce --sizes 0
+check "bench reduce refuses part of a float" 2 "--sizes takes" bench reduce --sizes 1026
+check "bench reduce refuses unknown units" 2 "--sizes takes" bench reduce --sizes 1T
+check "bench reduce refuses openblas" 2 "--backend takes kiln or clblast" bench reduce --backend openblas
+check "bench reduce refuses unknown options" 2 "usage: kiln bench reduce" bench reduce --dtype float64
+check "bench names its operations" 2 "kiln bench reduce" bench
 KILN_GEMM_BACKEND=fast check "KILN_GEMM_BACKEND is checked" 1 "KILN_GEMM_BACKEND='fast'" devices
 
 [ "$failures" -eq 0 ]

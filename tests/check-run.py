@@ -1,41 +1,15 @@
 #!/usr/bin/env python3
 """check-run.py KILN — `kiln run gemm` on .npy files against a reference
-computed here in double precision, with the files written and read by this
-script (standard library only: the .npy format is small), and its errors."""
-import ast
+computed here in double precision, with the files written and read by
+npyfile.py (standard library only: the .npy format is small), and its errors."""
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
+from npyfile import load, save
+
 KILN = sys.argv[1]
-CODES = {"<f4": ("f", 4), "<f8": ("d", 8), "<f2": ("e", 2), "<i4": ("i", 4)}
-
-
-def save(path, rows, cols, values, descr="<f4", fortran=False):
-    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d, %d), }" % (
-        descr, "True" if fortran else "False", rows, cols)
-    pad = 64 - (10 + len(header) + 1) % 64
-    header += " " * pad + "\n"
-    code, _ = CODES[descr]
-    if fortran:
-        values = [values[i * cols + j] for j in range(cols) for i in range(rows)]
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%d%s" % (len(values), code), *values))
-
-
-def load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    assert data[:6] == b"\x93NUMPY", "bad magic"
-    hlen = struct.unpack("<H", data[8:10])[0]
-    head = ast.literal_eval(data[10:10 + hlen].decode())
-    code, size = CODES[head["descr"]]
-    rows, cols = head["shape"]
-    vals = struct.unpack("<%d%s" % (rows * cols, code), data[10 + hlen:])
-    return rows, cols, list(vals)
 
 
 def matmul(a, b, m, n, k, ta, tb, ar, ac, br, bc):
@@ -65,8 +39,8 @@ def main():
                 # file in Fortran order, to go through kiln's reordering
                 ar, ac = (k, m) if ta else (m, k)
                 br, bc = (n, k) if tb else (k, n)
-                save(p("a.npy"), ar, ac, a, fortran=bool(ta and tb))
-                save(p("b.npy"), br, bc, b, descr="<f8")
+                save(p("a.npy"), (ar, ac), a, fortran=bool(ta and tb))
+                save(p("b.npy"), (br, bc), b, descr="<f8")
                 flags = (["--ta"] if ta else []) + (["--tb"] if tb else [])
                 r = run(p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "0.5",
                         "--dtype", "float32", *flags)
@@ -74,7 +48,7 @@ def main():
                     if word not in r.stdout:
                         failures += 1
                         print("FAIL: no %s in the output:\n%s" % (word, r.stdout))
-                rows, cols, got = load(p("c.npy"))
+                _, (rows, cols), got = load(p("c.npy"))
                 want = [0.5 * x for x in matmul(a, b, m, n, k, ta, tb, ar, ac, br, bc)]
                 bad = [i for i in range(m * n) if abs(got[i] - want[i]) > 1e-4 * (1 + abs(want[i]))]
                 if (rows, cols) != (m, n) or bad:
@@ -83,10 +57,10 @@ def main():
                 else:
                     print("ok: ta=%d tb=%d (%s)" % (ta, tb, r.stdout.split("\n")[1]))
         # C0 and beta
-        save(p("a.npy"), m, k, a)
-        save(p("b.npy"), k, n, b)
+        save(p("a.npy"), (m, k), a)
+        save(p("b.npy"), (k, n), b)
         c0 = [float(i % 3) for i in range(m * n)]
-        save(p("c0.npy"), m, n, c0)
+        save(p("c0.npy"), (m, n), c0)
         run(p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--c", p("c0.npy"), "--beta", "-2")
         _, _, got = load(p("c.npy"))
         want = [x - 2 * y for x, y in zip(matmul(a, b, m, n, k, 0, 0, m, k, k, n), c0)]
@@ -97,7 +71,7 @@ def main():
             print("ok: --c C0.npy --beta -2")
         # errors: one line on stderr, non-zero exit, no output file
         os.remove(p("c.npy"))
-        save(p("bad.npy"), k + 1, n, [0.0] * ((k + 1) * n))
+        save(p("bad.npy"), (k + 1, n), [0.0] * ((k + 1) * n))
         for args, words in [
             ((p("a.npy"), p("bad.npy"), "-o", p("c.npy")), "expected op(B) to have"),
             ((p("a.npy"), p("nope.npy"), "-o", p("c.npy")), "nope.npy"),

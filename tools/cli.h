@@ -15,11 +15,12 @@ int kiln_cmd_cache(int argc, char **argv);
 int kiln_cmd_kernels(int argc, char **argv);
 int kiln_cmd_build(int argc, char **argv);
 
-/* `kiln bench gemm [--sizes ...] [--backend ...] [--repeat R] [--json]`
- * (bench.c). */
+/* `kiln bench gemm|reduce [--sizes ...] [--backend ...] [--repeat R]
+ * [--json]` (bench.c, bench_reduce.c). */
 int kiln_cmd_bench(int argc, char **argv);
 
-/* `kiln run gemm A.npy B.npy -o C.npy [options]` (run.c). */
+/* `kiln run gemm A.npy B.npy -o C.npy [options]` and
+ * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` (run.c). */
 int kiln_cmd_run(int argc, char **argv);
 
 #endif /* KILN_TOOLS_CLI_H */

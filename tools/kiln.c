@@ -22,8 +22,9 @@ static int usage(FILE *out)
           "  devices    rank the devices, and say which one kiln picks and why\n"
           "  kernels    build kiln's kernels on the picked device (--time)\n"
           "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
-          "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy\n"
-          "  bench      benchmarks: bench gemm [--sizes] [--backend] [--json]\n"
+          "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy,\n"
+          "             run reduce --op sum [--axis N] X.npy -o Y.npy\n"
+          "  bench      benchmarks: bench gemm|reduce [--sizes] [--backend] [--json]\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");

@@ -1,10 +1,16 @@
 /*
- * run.c — `kiln run gemm A.npy B.npy -o C.npy [options]`: one operation on
- * .npy files, with the device, the backend and the time on stdout.
+ * run.c — `kiln run gemm A.npy B.npy -o C.npy [options]` and
+ * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy`: one operation on .npy
+ * files, with the device, the backend and the time on stdout. A failure is
+ * one line on stderr, a non-zero exit, and no output file.
  *
- * Arrays already in the compute type go straight to kiln_gemm_host(), which
- * cuts problems larger than the device into panels. Others are converted on
- * the device (kiln_convert) and multiplied there.
+ * gemm: arrays already in the compute type go straight to kiln_gemm_host(),
+ * which cuts problems larger than the device into panels. Others are
+ * converted on the device (kiln_convert) and multiplied there.
+ *
+ * reduce: the array goes to kiln_reduce_host() as it is (it reduces arrays
+ * larger than the device in chunks); the result has the input's shape
+ * without the reduced axis, a 0-d array when every element is reduced.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -29,6 +35,9 @@ static double now_ms(void)
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The command running, for messages: "kiln run gemm", "kiln run reduce". */
+static const char *who = "kiln run";
+
 static int say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One line on stderr: what was wrong with the command. */
@@ -36,7 +45,7 @@ static int say(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "kiln run gemm: ");
+  fprintf(stderr, "%s: ", who);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
@@ -63,11 +72,45 @@ static int parse_enum(const char *s, const char *const *names, int n)
   return -1;
 }
 
+/* --backend's value into *be; 0, or -1 after saying why. */
+static int parse_backend(const char *v, kiln_backend *be)
+{
+  static const char *const backends[] = {"auto", "kiln", "clblast"};
+  int k = parse_enum(v, backends, 3);
+  if (k < 0)
+    return say("--backend '%s': expected auto, kiln or clblast", v), -1;
+  *be = (kiln_backend)k;
+  return 0;
+}
+
+/* Loads a .npy file in C order; -1 after saying why. */
+static int load_c_order(const char *path, kiln_array *x)
+{
+  if (kiln_npy_load(path, x) != KILN_OK || kiln_array_to_c_order(x) != KILN_OK)
+    return say("%s", kiln_last_error(NULL)), -1;
+  return 0;
+}
+
+/* Writes the result; -1 after saying why. */
+static int save(const char *path, const kiln_array *y)
+{
+  if (kiln_npy_save(path, y) != KILN_OK)
+    return say("%s", kiln_last_error(NULL)), -1;
+  return 0;
+}
+
+/* The runtime on the best device (or KILN_DEVICE's); -1 after saying why. */
+static int start(kiln_runtime **rt)
+{
+  if (kiln_runtime_create(NULL, rt) != KILN_OK)
+    return say("%s", kiln_last_error(NULL)), -1;
+  return 0;
+}
+
 /* One option; returns the arguments it used (1 or 2), or -1. */
 static int option(gemm_args *g, int argc, char **argv, int i)
 {
   static const char *const dtypes[] = {NULL, "float16", "float32", "float64"};
-  static const char *const backends[] = {"auto", "kiln", "clblast"};
   const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
   int k;
   if (strcmp(o, "--ta") == 0 || strcmp(o, "--tb") == 0) {
@@ -90,9 +133,8 @@ static int option(gemm_args *g, int argc, char **argv, int i)
     g->d.dtype = (kiln_dtype)k;
     g->dtype_given = 1;
   } else if (strcmp(o, "--backend") == 0) {
-    if ((k = parse_enum(v, backends, 3)) < 0)
-      return say("--backend '%s': expected auto, kiln or clblast", v), -1;
-    g->d.backend = (kiln_backend)k;
+    if (parse_backend(v, &g->d.backend) != 0)
+      return -1;
   } else
     return say("unknown option '%s'", o), -1;
   return 2;
@@ -124,15 +166,11 @@ static int parse(gemm_args *g, int argc, char **argv)
 /* Loads a 2-D .npy file in C order. */
 static int load(const char *path, const char *name, kiln_array *x)
 {
-  if (kiln_npy_load(path, x) != KILN_OK || kiln_array_to_c_order(x) != KILN_OK) {
-    fprintf(stderr, "kiln run gemm: %s\n", kiln_last_error(NULL));
+  if (load_c_order(path, x) != 0)
     return -1;
-  }
-  if (x->ndim != 2) {
-    fprintf(stderr, "kiln run gemm: %s (%s) has %u dimensions; expected a matrix (2)\n",
-            name, path, x->ndim);
-    return -1;
-  }
+  if (x->ndim != 2)
+    return say("%s (%s) has %u dimensions; expected a matrix (2)", name, path,
+               x->ndim), -1;
   return 0;
 }
 
@@ -212,6 +250,7 @@ static int run_gemm(int argc, char **argv)
   kiln_array a = {0}, b = {0}, c = {0};
   kiln_runtime *rt = NULL;
   int rc = 1;
+  who = "kiln run gemm";
   if (parse(&g, argc, argv) != 0 || load(g.a, "A", &a) != 0 || load(g.b, "B", &b) != 0 ||
       (g.c0 && load(g.c0, "C0", &c) != 0) || shapes(&g, &a, &b, g.c0 ? &c : NULL) != 0)
     goto done;
@@ -223,22 +262,18 @@ static int run_gemm(int argc, char **argv)
     say("--c holds another dtype than the computation (%s)", kiln_dtype_name(g.d.dtype));
     goto done;
   }
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
-    fprintf(stderr, "kiln run gemm: %s\n", kiln_last_error(NULL));
+  if (start(&rt) != 0)
     goto done;
-  }
   kiln_backend be = kiln_gemm_backend_for(rt, &g.d);
   double t0 = now_ms();
   kiln_status st = compute(rt, &g.d, &a, &b, &c);
   double ms = now_ms() - t0;
   if (st != KILN_OK) {
-    fprintf(stderr, "kiln run gemm: %s\n", kiln_last_error(rt));
+    say("%s", kiln_last_error(rt));
     goto done;
   }
-  if (kiln_npy_save(g.out, &c) != KILN_OK) {
-    fprintf(stderr, "kiln run gemm: %s\n", kiln_last_error(NULL));
+  if (save(g.out, &c) != 0)
     goto done;
-  }
   printf("device   %s\nbackend  %s\nproduct  %zu x %zu x %zu %s\ntime     %.2f ms "
          "(%.1f GFLOP/s, transfers included)\nwrote    %s\n",
          kiln_runtime_device(rt)->name, kiln_backend_name(be), g.d.m, g.d.n, g.d.k,
@@ -250,10 +285,171 @@ done:
   return rc;
 }
 
+/* ---- kiln run reduce ------------------------------------------------------ */
+
+typedef struct reduce_args {
+  const char *x, *out;
+  kiln_reduce_op op;
+  int32_t axis; /* as given, or KILN_AXIS_ALL */
+  kiln_backend backend;
+} reduce_args;
+
+static const char reduce_usage[] =
+  "usage: kiln run reduce --op sum|mean|min|max|argmin|argmax|norm [--axis N]\n"
+  "                       [--backend auto|kiln|clblast] X.npy -o Y.npy";
+
+/* One option and its value; -1 after saying why. */
+static int reduce_option(reduce_args *r, const char *o, const char *v)
+{
+  if (!v)
+    return say("%s needs a value", o), -1;
+  if (strcmp(o, "-o") == 0) {
+    r->out = v;
+  } else if (strcmp(o, "--op") == 0) {
+    int k = KILN_REDUCE_SUM;
+    while (k <= KILN_REDUCE_NORM2 && strcmp(v, kiln_reduce_op_name((kiln_reduce_op)k)) != 0)
+      k++;
+    if (k > KILN_REDUCE_NORM2)
+      return say("--op '%s': expected sum, mean, min, max, argmin, argmax or norm", v), -1;
+    r->op = (kiln_reduce_op)k;
+  } else if (strcmp(o, "--axis") == 0) {
+    char *end;
+    long a = strtol(v, &end, 10);
+    if (!*v || *end || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
+      return say("--axis '%s': expected an integer from %d to %d", v,
+                 -KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS - 1), -1;
+    r->axis = (int32_t)a;
+  } else if (strcmp(o, "--backend") == 0) {
+    return parse_backend(v, &r->backend) == 0 ? 0 : -1;
+  } else {
+    return say("unknown option '%s'", o), -1;
+  }
+  return 0;
+}
+
+static int reduce_parse(reduce_args *r, int argc, char **argv)
+{
+  *r = (reduce_args){.axis = KILN_AXIS_ALL};
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-' && argv[i][1]) {
+      if (reduce_option(r, argv[i], i + 1 < argc ? argv[i + 1] : NULL) != 0)
+        return -1;
+      i++;
+    } else if (!r->x) {
+      r->x = argv[i];
+    } else {
+      return say("one array too many: '%s'", argv[i]), -1;
+    }
+  }
+  if (!r->x || !r->out || !r->op)
+    return fprintf(stderr, "%s\n", reduce_usage), -1;
+  return 0;
+}
+
+/* Writes "(2, 3)" into buf, as numpy prints a shape. */
+static void shape_text(char *buf, size_t size, unsigned ndim, const size_t *shape)
+{
+  size_t at = (size_t)snprintf(buf, size, "(");
+  for (unsigned i = 0; i < ndim && at < size; i++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%zu", i ? ", " : "", shape[i]);
+  if (at < size)
+    snprintf(buf + at, size - at, ndim == 1 ? ",)" : ")");
+}
+
+/* The request for x and the array that receives its result (x's shape
+ * without the axis), its data zeroed; -1 after saying why. */
+static int reduce_plan(const reduce_args *r, const kiln_array *x, kiln_reduce_desc *d,
+                       kiln_array *y)
+{
+  kiln_dtype out = kiln_reduce_out_dtype(r->op, x->dtype);
+  if (!out)
+    return say("X holds %s; kiln reduces float16, float32, float64 and int32",
+               kiln_dtype_name(x->dtype)), -1;
+  int all = r->axis == KILN_AXIS_ALL;
+  int32_t axis = !all && r->axis < 0 ? r->axis + (int32_t)x->ndim : r->axis;
+  if (!all && x->ndim == 0)
+    return say("X is a 0-d array, which has no axis; leave --axis out"), -1;
+  if (!all && (axis < 0 || axis >= (int32_t)x->ndim))
+    return say("--axis %d is out of range for an array of %u dimensions; expected "
+               "%d to %d", (int)r->axis, x->ndim, -(int)x->ndim, (int)x->ndim - 1), -1;
+  kiln_reduce_desc_init(d, r->op, x->dtype, x->count);
+  d->backend = r->backend;
+  if (x->ndim > 0) { /* a 0-d array stays the 1-D view of its one element */
+    d->ndim = x->ndim;
+    memcpy(d->shape, x->shape, sizeof d->shape);
+    d->axis = r->axis;
+  }
+  *y = (kiln_array){.dtype = out, .count = 1};
+  for (unsigned i = 0; i < x->ndim && !all; i++)
+    if ((int32_t)i != axis) {
+      y->shape[y->ndim++] = x->shape[i];
+      y->count *= x->shape[i];
+    }
+  y->data = calloc(y->count ? y->count : 1, kiln_dtype_size(out));
+  if (!y->data)
+    return say("out of host memory for the result"), -1;
+  if (!y->count) { /* kiln_npy_save() wants no data for no elements */
+    free(y->data);
+    y->data = NULL;
+  }
+  return 0;
+}
+
+static void reduce_report(kiln_runtime *rt, const reduce_args *r, const kiln_array *x,
+                          const kiln_array *y, double ms)
+{
+  char xs[160], ys[160];
+  shape_text(xs, sizeof xs, x->ndim, x->shape);
+  shape_text(ys, sizeof ys, y->ndim, y->shape);
+  double bytes = (double)x->count * (double)kiln_dtype_size(x->dtype);
+  printf("device   %s\nbackend  %s\nreduce   %s of %s %s ", kiln_runtime_device(rt)->name,
+         r->backend == KILN_BACKEND_AUTO ? "auto (kiln's rules)" : kiln_backend_name(r->backend),
+         kiln_reduce_op_name(r->op), kiln_dtype_name(x->dtype), xs);
+  if (r->axis == KILN_AXIS_ALL)
+    printf("over every element");
+  else
+    printf("along axis %d", (int)r->axis);
+  printf(" -> %s %s\ntime     %.2f ms (%.3g GB/s, transfers included)\nwrote    %s\n",
+         kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? bytes / ms / 1e6 : 0.0, r->out);
+}
+
+static int run_reduce(int argc, char **argv)
+{
+  reduce_args r;
+  kiln_array x = {0}, y = {0};
+  kiln_reduce_desc d;
+  kiln_runtime *rt = NULL;
+  int rc = 1;
+  who = "kiln run reduce";
+  if (reduce_parse(&r, argc, argv) != 0 || load_c_order(r.x, &x) != 0 ||
+      reduce_plan(&r, &x, &d, &y) != 0 || start(&rt) != 0)
+    goto done;
+  int64_t spare = 0; /* stands for the data of an array of no elements */
+  double t0 = now_ms();
+  kiln_status st = kiln_reduce_host(rt, &d, x.data ? x.data : &spare,
+                                    y.data ? y.data : &spare);
+  double ms = now_ms() - t0;
+  if (st != KILN_OK) {
+    say("%s", kiln_last_error(rt));
+    goto done;
+  }
+  if (save(r.out, &y) != 0)
+    goto done;
+  reduce_report(rt, &r, &x, &y, ms);
+  rc = 0;
+done:
+  kiln_array_free(&x), kiln_array_free(&y);
+  kiln_runtime_destroy(rt);
+  return rc;
+}
+
 int kiln_cmd_run(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "gemm") == 0)
     return run_gemm(argc - 1, argv + 1);
-  fprintf(stderr, "usage: kiln run gemm A.npy B.npy -o C.npy [options]\n");
+  if (argc >= 2 && strcmp(argv[1], "reduce") == 0)
+    return run_reduce(argc - 1, argv + 1);
+  fprintf(stderr, "usage: kiln run gemm A.npy B.npy -o C.npy [options]\n"
+                  "       kiln run reduce --op OP [--axis N] X.npy -o Y.npy [options]\n");
   return 2;
 }

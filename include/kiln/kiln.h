@@ -829,6 +829,87 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
 KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
                                             const kiln_gemm_desc *desc);
 
+/*! kiln_reduce_op : what kiln_reduce() computes. */
+typedef enum kiln_reduce_op {
+  KILN_REDUCE_SUM = 1,
+  KILN_REDUCE_MEAN,
+  KILN_REDUCE_MIN,
+  KILN_REDUCE_MAX,
+  KILN_REDUCE_ARGMIN,
+  KILN_REDUCE_ARGMAX,
+  KILN_REDUCE_NORM2  /* sqrt of the sum of squares */
+} kiln_reduce_op;
+
+/*! kiln_reduce_op_name() :
+ * @return : "sum", "mean", "min", "max", "argmin", "argmax", "norm", or
+ *           "invalid". Static. */
+KILN_API const char *kiln_reduce_op_name(kiln_reduce_op op);
+
+/* kiln_reduce_desc.axis for a reduction of every element. */
+#define KILN_AXIS_ALL INT32_MIN
+
+/*! kiln_reduce_desc :
+ * A reduction over a contiguous C-order view of the input buffer. Set by
+ * kiln_reduce_desc_init(), then change what differs. */
+typedef struct kiln_reduce_desc {
+  kiln_reduce_op op;
+  kiln_dtype dtype;     /* of the input: KILN_F32, KILN_F64 (with fp64),
+                           KILN_F16, KILN_I32 */
+  unsigned ndim;        /* 1 to 8 */
+  size_t shape[8];      /* the view; a 0 makes it empty */
+  int32_t axis;         /* the axis to reduce along, 0 .. ndim-1, or negative
+                           from the end as numpy counts (-1: the last);
+                           KILN_AXIS_ALL: every element, one result */
+  size_t offset;        /* elements before the view in the input buffer */
+  kiln_backend backend; /* AUTO (kiln's kernels), KILN_BACKEND_KILN, or
+                           KILN_BACKEND_CLBLAST where CLBlast applies: float
+                           sums and norms of every element */
+} kiln_reduce_desc;
+
+/*! kiln_reduce_desc_init() :
+ * A reduction of every one of `count` elements (a 1-D view), backend AUTO.
+ * NULL is ignored. */
+KILN_API void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
+                                    kiln_dtype dtype, size_t count);
+
+/*! kiln_reduce_out_dtype() :
+ * The type of the results, as numpy gives it:
+ *   sum:            float16, float32 -> float32 (accumulated in float64 where
+ *                   the device has it, else compensated float32); float64 ->
+ *                   float64; int32 -> int64 (exact)
+ *   mean, norm:     float16, float32 -> float32; float64, int32 -> float64
+ *   min, max:       the input's type
+ *   argmin, argmax: int64, the first index of the extreme
+ * @return : 0 (not a kiln_dtype) for a pair kiln_reduce() refuses. */
+KILN_API kiln_dtype kiln_reduce_out_dtype(kiln_reduce_op op, kiln_dtype in);
+
+/*! kiln_reduce() :
+ * Enqueues the reduction of `in` into `out`, which holds
+ * kiln_reduce_out_dtype() elements: one for KILN_AXIS_ALL, else one per
+ * position of the other axes, in C order (the view's shape without `axis`).
+ * NaN propagates through sum, mean, norm, min and max, as in numpy; argmin
+ * and argmax return the first NaN's index, then the first extreme's. An
+ * empty reduction gives the identity: sum and norm 0, mean NaN; min, max,
+ * argmin and argmax of nothing are KILN_ERR_INVALID_ARGUMENT, as numpy's
+ * ValueError. Inputs larger than the device's largest allocation are
+ * reduced by kiln_reduce_host() in chunks.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (op, axis, ndim, shape),
+ *           KILN_ERR_INVALID_DTYPE (in or out of another type),
+ *           KILN_ERR_OUT_OF_BOUNDS (a buffer too small: elements needed and
+ *           held), KILN_ERR_UNSUPPORTED (float64 without fp64; a backend that
+ *           cannot), KILN_ERR_WRONG_RUNTIME, KILN_ERR_BUILD. */
+KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
+                                 const kiln_buffer *in, kiln_buffer *out);
+
+/*! kiln_reduce_host() :
+ * The same on the caller's host arrays (offset counts from `in`): the input
+ * goes to the device in chunks that fit its largest allocation and the
+ * memory budget, and the chunks' results are combined exactly as one pass
+ * would (partial sums in float64 or compensated float32, first indices kept).
+ * Returns when `out` holds the result. */
+KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *desc,
+                                      const void *in, void *out);
+
 /*! kiln_convert() :
  * Enqueues dst[i] = src[i] converted to dst's type, for every element.
  * Types: KILN_F16, KILN_F32, KILN_F64 (on devices with fp64), KILN_I32 and

@@ -58,27 +58,6 @@ static kiln_status choose_panels(kiln_runtime *rt, const kiln__gemm *g, panels *
   return KILN_OK;
 }
 
-/* Copies a rows x cols block between host (row pitch ld elements, block at
- * element `at`) and a packed device buffer; blocking. */
-static kiln_status rect(kiln_runtime *rt, int write, kiln_buffer *buf, const void *host,
-                        size_t at, size_t ld, size_t rows, size_t cols, size_t es)
-{
-  size_t zero[3] = {0, 0, 0}, region[3] = {cols * es, rows, 1};
-  size_t host_origin[3] = {at % ld * es, at / ld, 0};
-  cl_mem mem = kiln_buffer_cl_mem(buf);
-  cl_int err = write ? clEnqueueWriteBufferRect(rt->queue, mem, CL_TRUE, zero, host_origin,
-                                                region, cols * es, 0, ld * es, 0, host, 0,
-                                                NULL, NULL)
-                     : clEnqueueReadBufferRect(rt->queue, mem, CL_TRUE, zero, host_origin,
-                                               region, cols * es, 0, ld * es, 0,
-                                               (void *)host, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK
-                           : kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
-                                                          : "clEnqueueReadBufferRect",
-                                           "kiln_gemm_host: moving a %zu x %zu block",
-                                           rows, cols);
-}
-
 typedef struct host_args {
   const unsigned char *a, *b;
   unsigned char *c;
@@ -95,14 +74,14 @@ static kiln_status block(kiln_runtime *rt, const kiln__gemm *g, const panels *p,
   int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
   kiln_status st = KILN_OK;
   if (g->beta != 0.0)
-    st = rect(rt, 1, h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw, p->es);
+    st = kiln__buffer_write_rect(h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw);
   for (size_t p0 = 0; p0 < g->k && st == KILN_OK; p0 += p->kb) {
     size_t kw = g->k - p0 < p->kb ? g->k - p0 : p->kb;
-    st = ta ? rect(rt, 1, h->da, h->a, p0 * g->lda + i0, g->lda, kw, mh, p->es)
-            : rect(rt, 1, h->da, h->a, i0 * g->lda + p0, g->lda, mh, kw, p->es);
+    st = ta ? kiln__buffer_write_rect(h->da, h->a, p0 * g->lda + i0, g->lda, kw, mh)
+            : kiln__buffer_write_rect(h->da, h->a, i0 * g->lda + p0, g->lda, mh, kw);
     if (st == KILN_OK)
-      st = tb ? rect(rt, 1, h->db, h->b, j0 * g->ldb + p0, g->ldb, nw, kw, p->es)
-              : rect(rt, 1, h->db, h->b, p0 * g->ldb + j0, g->ldb, kw, nw, p->es);
+      st = tb ? kiln__buffer_write_rect(h->db, h->b, j0 * g->ldb + p0, g->ldb, nw, kw)
+              : kiln__buffer_write_rect(h->db, h->b, p0 * g->ldb + j0, g->ldb, kw, nw);
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, g->dtype, mh, nw, kw);
     d.trans_a = g->trans_a;
@@ -114,7 +93,7 @@ static kiln_status block(kiln_runtime *rt, const kiln__gemm *g, const panels *p,
       st = kiln_gemm(rt, &d, h->da, h->db, h->dc);
   }
   if (st == KILN_OK)
-    st = rect(rt, 0, h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw, p->es);
+    st = kiln__buffer_read_rect(h->dc, h->c, i0 * g->ldc + j0, g->ldc, mh, nw);
   return st;
 }
 

@@ -1,0 +1,407 @@
+/*
+ * reduce.cl — sum, mean, norm, min, max, argmin and argmax.
+ *
+ * A whole-buffer reduction runs in two stages: stage 1 reduces the input to
+ * one partial per chunk (CPU shape: each work-item owns a contiguous chunk
+ * and reads it with vector loads, since PoCL runs a group's work-items one
+ * after another) or per work-group (GPU shape: coalesced grid-stride reads
+ * and a local-memory tree); stage 2, one work-item, combines the partials in
+ * order and writes the result. An axis reduction gives each output its own
+ * work-item, which walks the axis.
+ *
+ * Sums accumulate in double where the device has fp64, else in float with
+ * Kahan compensation; int32 sums in long, exactly. NaN propagates through
+ * sums, min and max; argmin/argmax take the first NaN, then the first
+ * extreme (ties go to the smaller index).
+ *
+ * Kernels are named kiln_reduce_<family>_<stage>_<type>, family sum (sum,
+ * mean, norm: `mode` 0, 1, 2), ext (min, max: `want_max`) or arg (argmin,
+ * argmax: `want_max`); stage chunks (CPU), groups (GPU), final, axis.
+ */
+#ifdef KILN_HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define ACC double
+#define ACC16 double16
+#define CONVERT_ACC16 convert_double16
+#else
+#define ACC float
+#define ACC16 float16
+#define CONVERT_ACC16(v) (v)
+#endif
+
+#ifndef KILN_REDUCE_WG
+#define KILN_REDUCE_WG 256
+#endif
+#define WG KILN_REDUCE_WG
+
+#define LD_f16(p, i) vload_half((i), (p))
+#define LD_f32(p, i) ((p)[i])
+#define LD_f64(p, i) ((p)[i])
+#define LD_i32(p, i) ((p)[i])
+
+/* ---- sums: Kahan where the accumulator is float -------------------------- */
+
+typedef struct {
+  ACC s, c;
+} ksum;
+
+inline ksum kadd(ksum a, ACC v)
+{
+#ifdef KILN_HAS_FP64
+  a.s += v;
+#else
+  ACC y = v - a.c, t = a.s + y;
+  a.c = (t - a.s) - y;
+  a.s = t;
+#endif
+  return a;
+}
+
+/* mode: 0 sum, 1 mean, 2 norm (sqrt of the sum of squares). */
+#define TERM(v, mode) ((mode) == 2 ? (ACC)(v) * (ACC)(v) : (ACC)(v))
+#define FINISH(s, n, mode) ((mode) == 1 ? (s) / (ACC)(n) : (mode) == 2 ? sqrt(s) : (s))
+
+/* Stage 1, CPU: work-item g sums x[g*chunk .. min(n, (g+1)*chunk)). The
+ * float32 body reads 16 lanes at a time into 16 accumulators. */
+#define SUM_CHUNKS(T, ST, VLOAD16)                                             \
+  kernel void kiln_reduce_sum_chunks_##T(global const ST *x, ulong off, ulong n, \
+                                         ulong chunk, int mode,                \
+                                         global ACC *partial)                  \
+  {                                                                            \
+    size_t g = get_global_id(0);                                               \
+    ulong lo = g * chunk, hi = min(n, lo + chunk), i = lo;                     \
+    x += off;                                                                  \
+    ksum k = {0, 0};                                                           \
+    VLOAD16(x, lo, hi, i, k, mode)                                             \
+    for (; i < hi; i++)                                                        \
+      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
+    partial[g] = lo < hi ? k.s : 0;                                            \
+  }
+
+/* The 16-lane body for float32: lanes sum separately, then fold. */
+#ifdef KILN_HAS_FP64
+#define VADD(s, c, v) ((s) += (v))
+#else
+#define VADD(s, c, v)                                                          \
+  {                                                                            \
+    ACC16 y_ = (v) - (c), t_ = (s) + y_;                                       \
+    (c) = (t_ - (s)) - y_;                                                     \
+    (s) = t_;                                                                  \
+  }
+#endif
+#define F32_BODY(x, lo, hi, i, k, mode)                                        \
+  {                                                                            \
+    ACC16 s = 0, c = 0;                                                        \
+    for (; i + 16 <= hi; i += 16) {                                            \
+      ACC16 v = CONVERT_ACC16(vload16(0, x + i));                              \
+      if (mode == 2)                                                           \
+        v *= v;                                                                \
+      VADD(s, c, v);                                                           \
+    }                                                                          \
+    (void)c;                                                                   \
+    ACC lane[16];                                                              \
+    vstore16(s, 0, lane);                                                      \
+    for (int l = 0; l < 16; l++)                                               \
+      k = kadd(k, lane[l]);                                                    \
+  }
+#define NO_BODY(x, lo, hi, i, k, mode)
+
+SUM_CHUNKS(f32, float, F32_BODY)
+SUM_CHUNKS(f16, half, NO_BODY)
+#ifdef KILN_HAS_FP64
+SUM_CHUNKS(f64, double, NO_BODY)
+#endif
+
+/* Stage 1, GPU: group g sums a grid-stride share, then a local tree. */
+#define SUM_GROUPS(T, ST)                                                      \
+  kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void                 \
+    kiln_reduce_sum_groups_##T(global const ST *x, ulong off, ulong n,          \
+                               ulong chunk, int mode, global ACC *partial)     \
+  {                                                                            \
+    local ACC part[WG];                                                        \
+    size_t l = get_local_id(0);                                                \
+    ksum k = {0, 0};                                                           \
+    (void)chunk;                                                               \
+    x += off;                                                                  \
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))           \
+      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
+    part[l] = k.s;                                                             \
+    for (size_t w = WG / 2; w > 0; w /= 2) {                                   \
+      barrier(CLK_LOCAL_MEM_FENCE);                                            \
+      if (l < w)                                                               \
+        part[l] += part[l + w];                                                \
+    }                                                                          \
+    if (l == 0)                                                                \
+      partial[get_group_id(0)] = part[0];                                      \
+  }
+
+SUM_GROUPS(f32, float)
+SUM_GROUPS(f16, half)
+#ifdef KILN_HAS_FP64
+SUM_GROUPS(f64, double)
+#endif
+
+/* Stage 2: partials in order, then mean or norm; OT is the output type. */
+#define SUM_FINAL(T, OT)                                                       \
+  kernel void kiln_reduce_sum_final_##T(global const ACC *partial, ulong np,    \
+                                        ulong n, int mode, global OT *out,     \
+                                        ulong out_off)                         \
+  {                                                                            \
+    ksum k = {0, 0};                                                           \
+    for (ulong i = 0; i < np; i++)                                             \
+      k = kadd(k, partial[i]);                                                 \
+    out[out_off] = (OT)FINISH(k.s, n, mode);                                   \
+  }
+
+SUM_FINAL(f32, float)
+SUM_FINAL(f16, float)
+#ifdef KILN_HAS_FP64
+SUM_FINAL(f64, double)
+#endif
+
+/* Along an axis: output (o, i) sums x[(o*len + j)*inner + i] over j. */
+#define SUM_AXIS(T, ST, OT)                                                    \
+  kernel void kiln_reduce_sum_axis_##T(global const ST *x, ulong off,          \
+                                       ulong len, ulong inner, int mode,       \
+                                       global OT *out, ulong out_off)          \
+  {                                                                            \
+    size_t o = get_global_id(1), i = get_global_id(0);                         \
+    if (i >= inner)                                                            \
+      return;                                                                  \
+    global const ST *p = x + off + o * len * inner + i;                        \
+    ksum k = {0, 0};                                                           \
+    for (ulong j = 0; j < len; j++)                                            \
+      k = kadd(k, TERM(LD_##T(p, j * inner), mode));                           \
+    out[out_off + o * inner + i] = (OT)FINISH(k.s, len, mode);                 \
+  }
+
+SUM_AXIS(f32, float, float)
+SUM_AXIS(f16, half, float)
+#ifdef KILN_HAS_FP64
+SUM_AXIS(f64, double, double)
+#endif
+
+/* int32: sums and means from an exact long sum; a norm from a double sum of
+ * squares (each square reaches 2^62, so long would wrap). A norm needs fp64,
+ * which the host checks: int32 norms come out as float64. */
+typedef union {
+  long l;
+#ifdef KILN_HAS_FP64
+  double d;
+#endif
+} isum;
+
+inline isum iadd(isum a, int v, int mode)
+{
+#ifdef KILN_HAS_FP64
+  if (mode == 2) {
+    a.d += (double)v * (double)v;
+    return a;
+  }
+#endif
+  a.l += v;
+  return a;
+}
+
+/* Writes one result: the sum as long, the mean and the norm as double. */
+inline void put_i32(global void *out, ulong at, isum s, ulong n, int mode)
+{
+  if (mode == 0)
+    ((global long *)out)[at] = s.l;
+#ifdef KILN_HAS_FP64
+  else
+    ((global double *)out)[at] = mode == 1 ? (double)s.l / (double)n : sqrt(s.d);
+#endif
+}
+
+/* Partials are longs, or doubles for a norm: 8 bytes either way. */
+kernel void kiln_reduce_sum_chunks_i32(global const int *x, ulong off, ulong n,
+                                       ulong chunk, int mode, global isum *partial)
+{
+  size_t g = get_global_id(0);
+  ulong lo = g * chunk, hi = min(n, lo + chunk);
+  isum s = {0};
+  x += off;
+  for (ulong i = lo; i < hi; i++)
+    s = iadd(s, x[i], mode);
+  partial[g] = s;
+}
+
+kernel void kiln_reduce_sum_final_i32(global const isum *partial, ulong np, ulong n,
+                                      int mode, global void *out, ulong out_off)
+{
+  isum s = {0};
+  for (ulong i = 0; i < np; i++) {
+#ifdef KILN_HAS_FP64
+    if (mode == 2) {
+      s.d += partial[i].d;
+      continue;
+    }
+#endif
+    s.l += partial[i].l;
+  }
+  put_i32(out, out_off, s, n, mode);
+}
+
+kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
+                                     ulong inner, int mode, global void *out,
+                                     ulong out_off)
+{
+  size_t o = get_global_id(1), i = get_global_id(0);
+  if (i >= inner)
+    return;
+  global const int *p = x + off + o * len * inner + i;
+  isum s = {0};
+  for (ulong j = 0; j < len; j++)
+    s = iadd(s, p[j * inner], mode);
+  put_i32(out, out_off + o * inner + i, s, len, mode);
+}
+
+/* ---- min and max: the first value, then NaN sticks ---------------------- */
+
+#define ISNAN_f32(v) isnan(v)
+#define ISNAN_f16(v) isnan(v)
+#define ISNAN_f64(v) isnan(v)
+#define ISNAN_i32(v) 0
+
+/* The better of the current extreme e and v. */
+#define PICK(T, e, v, want_max)                                                \
+  (ISNAN_##T(e) ? (e) : ISNAN_##T(v) ? (v) : (want_max) ? max(e, v) : min(e, v))
+
+#define ST_f16(v, p, i) vstore_half_rte((v), (i), (p))
+#define ST_f32(v, p, i) ((p)[i] = (v))
+#define ST_f64(v, p, i) ((p)[i] = (v))
+#define ST_i32(v, p, i) ((p)[i] = (v))
+
+/* Stage 1 for both shapes: work-item g takes a contiguous chunk (chunk > 0)
+ * or a grid-stride share (chunk == 0); VT is the compute type. */
+#define EXT_PART(T, ST, VT)                                                    \
+  kernel void kiln_reduce_ext_chunks_##T(global const ST *x, ulong off, ulong n, \
+                                         ulong chunk, int want_max,            \
+                                         global VT *partial, global int *some) \
+  {                                                                            \
+    size_t g = get_global_id(0);                                               \
+    ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);    \
+    ulong hi = chunk ? min(n, lo + chunk) : n;                                 \
+    x += off;                                                                  \
+    some[g] = lo < hi;                                                         \
+    if (lo >= hi)                                                              \
+      return;                                                                  \
+    VT e = LD_##T(x, lo);                                                      \
+    for (ulong i = lo + step; i < hi; i += step)                               \
+      e = PICK(T, e, (VT)LD_##T(x, i), want_max);                              \
+    partial[g] = e;                                                            \
+  }                                                                            \
+  kernel void kiln_reduce_ext_final_##T(global const VT *partial,               \
+                                        global const int *some, ulong np,      \
+                                        int want_max, global ST *out,          \
+                                        ulong out_off)                         \
+  {                                                                            \
+    ulong i = 0;                                                               \
+    while (!some[i])                                                           \
+      i++;                                                                     \
+    VT e = partial[i];                                                         \
+    for (i++; i < np; i++)                                                     \
+      if (some[i])                                                             \
+        e = PICK(T, e, partial[i], want_max);                                  \
+    ST_##T(e, out, out_off);                                                   \
+  }                                                                            \
+  kernel void kiln_reduce_ext_axis_##T(global const ST *x, ulong off, ulong len, \
+                                       ulong inner, int want_max, global ST *out, \
+                                       ulong out_off)                          \
+  {                                                                            \
+    size_t o = get_global_id(1), i = get_global_id(0);                         \
+    if (i >= inner)                                                            \
+      return;                                                                  \
+    global const ST *p = x + off + o * len * inner + i;                        \
+    VT e = LD_##T(p, 0);                                                       \
+    for (ulong j = 1; j < len; j++)                                            \
+      e = PICK(T, e, (VT)LD_##T(p, j * inner), want_max);                      \
+    ST_##T(e, out, out_off + o * inner + i);                                   \
+  }
+
+EXT_PART(f32, float, float)
+EXT_PART(f16, half, float)
+EXT_PART(i32, int, int)
+#ifdef KILN_HAS_FP64
+EXT_PART(f64, double, double)
+#endif
+
+/* ---- argmin and argmax ----------------------------------------------------- */
+
+/* Whether (v, i) beats the best (e, b): NaN first, then the extreme, ties and
+ * NaN against NaN to the smaller index. */
+#define BEATS(T, v, i, e, b, want_max)                                         \
+  (ISNAN_##T(e) ? (ISNAN_##T(v) && (i) < (b))                                 \
+   : ISNAN_##T(v) ? 1                                                          \
+   : (v) == (e)   ? (i) < (b)                                                  \
+   : (want_max)   ? (v) > (e)                                                  \
+                  : (v) < (e))
+
+#define ARG_PART(T, ST, VT)                                                    \
+  kernel void kiln_reduce_arg_chunks_##T(global const ST *x, ulong off, ulong n, \
+                                         ulong chunk, int want_max,            \
+                                         global VT *pv, global long *pi)       \
+  {                                                                            \
+    size_t g = get_global_id(0);                                               \
+    ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);    \
+    ulong hi = chunk ? min(n, lo + chunk) : n;                                 \
+    x += off;                                                                  \
+    pi[g] = -1; /* no element */                                               \
+    if (lo >= hi)                                                              \
+      return;                                                                  \
+    VT e = LD_##T(x, lo);                                                      \
+    long b = (long)lo;                                                         \
+    for (ulong i = lo + step; i < hi; i += step) {                             \
+      VT v = LD_##T(x, i);                                                     \
+      if (BEATS(T, v, (long)i, e, b, want_max)) {                              \
+        e = v;                                                                 \
+        b = (long)i;                                                           \
+      }                                                                        \
+    }                                                                          \
+    pv[g] = e;                                                                 \
+    pi[g] = b;                                                                 \
+  }                                                                            \
+  kernel void kiln_reduce_arg_final_##T(global const VT *pv,                    \
+                                        global const long *pi, ulong np,       \
+                                        int want_max, global long *out,        \
+                                        ulong out_off)                         \
+  {                                                                            \
+    ulong i = 0;                                                               \
+    while (pi[i] < 0)                                                          \
+      i++;                                                                     \
+    VT e = pv[i];                                                              \
+    long b = pi[i];                                                            \
+    for (i++; i < np; i++)                                                     \
+      if (pi[i] >= 0 && BEATS(T, pv[i], pi[i], e, b, want_max)) {              \
+        e = pv[i];                                                             \
+        b = pi[i];                                                             \
+      }                                                                        \
+    out[out_off] = b;                                                          \
+  }                                                                            \
+  kernel void kiln_reduce_arg_axis_##T(global const ST *x, ulong off, ulong len, \
+                                       ulong inner, int want_max,              \
+                                       global long *out, ulong out_off)        \
+  {                                                                            \
+    size_t o = get_global_id(1), i = get_global_id(0);                         \
+    if (i >= inner)                                                            \
+      return;                                                                  \
+    global const ST *p = x + off + o * len * inner + i;                        \
+    VT e = LD_##T(p, 0);                                                       \
+    long b = 0;                                                                \
+    for (ulong j = 1; j < len; j++) {                                          \
+      VT v = LD_##T(p, j * inner);                                             \
+      if (BEATS(T, v, (long)j, e, b, want_max)) {                              \
+        e = v;                                                                 \
+        b = (long)j;                                                           \
+      }                                                                        \
+    }                                                                          \
+    out[out_off + o * inner + i] = b;                                          \
+  }
+
+ARG_PART(f32, float, float)
+ARG_PART(f16, half, float)
+ARG_PART(i32, int, int)
+#ifdef KILN_HAS_FP64
+ARG_PART(f64, double, double)
+#endif

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""check-run-reduce.py KILN [clblast|no-clblast] — `kiln run reduce` on .npy
+files: every op along every axis of 1-D to 4-D arrays and over all of them,
+in each input type, against a reference computed here in double precision
+as numpy defines the ops (NaN propagates, first index on ties); empty and
+0-d arrays; the CLBlast backend where it applies and its refusals; and the
+command's errors: one line, a non-zero exit, no output file. Files are
+written and read by npyfile.py (standard library only)."""
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+from npyfile import as_stored, count, load, save
+
+KILN = sys.argv[1]
+HAVE_CLBLAST = len(sys.argv) > 2 and sys.argv[2] == "clblast"
+OPS = ("sum", "mean", "min", "max", "argmin", "argmax", "norm")
+NAN = float("nan")
+INF = float("inf")
+
+
+def out_descr(op, descr):
+    """numpy's result type, as kiln_reduce_out_dtype() documents it."""
+    small = descr in ("<f2", "<f4")
+    if op == "sum":
+        return "<f4" if small else "<i8" if descr == "<i4" else "<f8"
+    if op in ("mean", "norm"):
+        return "<f4" if small else "<f8"
+    return "<i8" if op.startswith("arg") else descr
+
+
+def fold(op, seq):
+    """One result of op over seq, in double precision."""
+    nans = [j for j, v in enumerate(seq) if v != v]
+    if op == "sum":
+        return float(sum(seq))
+    if op == "mean":
+        return float(sum(seq)) / len(seq) if seq else NAN
+    if op == "norm":
+        return math.sqrt(sum(v * v for v in seq))
+    if op in ("min", "max"):
+        return NAN if nans else (min(seq) if op == "min" else max(seq))
+    if nans:
+        return nans[0]
+    best = min(seq) if op == "argmin" else max(seq)
+    return seq.index(best)
+
+
+def reference(op, shape, values, axis):
+    """(shape, values) of op over the C-order array, along axis or all."""
+    if axis is None:
+        return (), [fold(op, values)]
+    axis %= len(shape)
+    outer, n, inner = count(shape[:axis]), shape[axis], count(shape[axis + 1:])
+    out = [fold(op, [values[(o * n + j) * inner + i] for j in range(n)])
+           for o in range(outer) for i in range(inner)]
+    return shape[:axis] + shape[axis + 1:], out
+
+
+def rounded(v, descr):
+    """v as the output type stores it: float32 overflows to inf beyond its
+    largest value (as numpy's float32 norm of 3e38 does)."""
+    if descr == "<f4" and v == v and not math.isinf(v):
+        try:
+            return struct.unpack("<f", struct.pack("<f", v))[0]
+        except OverflowError:
+            return math.copysign(INF, v)
+    return v
+
+
+def close(got, want, descr):
+    want = rounded(want, descr)
+    if want != want:
+        return got != got
+    if math.isinf(want) or descr.startswith("<i"):
+        return got == want
+    tol = 1e-12 if descr == "<f8" else 1e-6
+    return abs(got - want) <= tol * abs(want) + 1e-30
+
+
+class Checker:
+    def __init__(self, folder):
+        self.folder = folder
+        self.failures = 0
+        self.runs = 0
+
+    def path(self, name):
+        return os.path.join(self.folder, name)
+
+    def kiln(self, *args):
+        self.runs += 1
+        return subprocess.run([KILN, "run", "reduce", *args], capture_output=True, text=True)
+
+    def fail(self, what, detail):
+        self.failures += 1
+        print("FAIL: %s: %s" % (what, detail))
+
+    def check(self, op, shape, values, descr="<f4", axis=None, backend=None,
+              fortran=False, quiet=True):
+        """Runs op on an array and compares every result with reference()."""
+        x, y = self.path("x.npy"), self.path("y.npy")
+        save(x, shape, values, descr, fortran)
+        if os.path.exists(y):
+            os.remove(y)
+        args = ["--op", op, x, "-o", y]
+        if axis is not None:
+            args += ["--axis", str(axis)]
+        if backend:
+            args += ["--backend", backend]
+        what = "%s of %s %s axis %s%s" % (op, descr, shape, axis,
+                                          " on " + backend if backend else "")
+        r = self.kiln(*args)
+        if r.returncode != 0:
+            return self.fail(what, "exit %d: %s" % (r.returncode, r.stderr.strip()))
+        values = as_stored(values, descr)  # rounded to float32 or float16
+        got_descr, got_shape, got = load(y)
+        want_shape, want = reference(op, tuple(shape), values, axis)
+        want_descr = out_descr(op, descr)
+        bad = [i for i in range(len(want)) if not close(got[i], want[i], want_descr)]
+        if got_descr != want_descr or got_shape != want_shape or bad:
+            return self.fail(what, "got %s %s, expected %s %s; first wrong: %s" % (
+                got_descr, got_shape, want_descr, want_shape,
+                [(i, got[i], want[i]) for i in bad[:3]]))
+        if not quiet:
+            print("ok: %s" % what)
+        return r
+
+    def refuse(self, what, args, words, code=1):
+        """A command that must fail: exit `code`, `words` in one line on
+        stderr, and no output file."""
+        y = self.path("y.npy")
+        if os.path.exists(y):
+            os.remove(y)
+        r = self.kiln(*[a if a != "Y" else y for a in args])
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != code or words not in r.stderr or os.path.exists(y) or \
+                (len(lines) != 1 and words != "usage"):
+            return self.fail("refuses %s" % what, "exit %d, stderr %r" % (
+                r.returncode, r.stderr))
+        print("ok: refuses %s" % what)
+
+
+def data(n, descr="<f4"):
+    """Multiples of 1/8 (exact in float16) with ties; integers for int32."""
+    if descr == "<i4":
+        return [(i * 37) % 19 - 9 for i in range(n)]
+    return [((i * 37) % 19 - 9) / 8 for i in range(n)]
+
+
+def every_axis(c, shape, descr="<f4", fortran=False):
+    values = data(count(shape), descr)
+    for op in OPS:
+        for axis in [None, -1] + list(range(len(shape))):
+            c.check(op, shape, values, descr, axis, fortran=fortran)
+    print("ok: every op along every axis of %s %s%s" % (
+        descr, shape, " (Fortran order)" if fortran else ""))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as t:
+        c = Checker(t)
+        x = c.path("x.npy")
+        # the report
+        r = c.check("sum", (2, 3), data(6), axis=1)
+        for word in ("device", "backend", "reduce", "time", "GB/s", "wrote"):
+            if r and word not in r.stdout:
+                c.fail("the report", "no %s in:\n%s" % (word, r.stdout))
+        # float32 in 1 to 4 dimensions, one file in Fortran order
+        for shape in [(7,), (2, 3, 4), (2, 1, 3, 2)]:
+            every_axis(c, shape)
+        every_axis(c, (3, 4), fortran=True)
+        # the other input types
+        for descr in ("<f8", "<i4", "<f2"):
+            every_axis(c, (3, 5), descr)
+        # NaN, infinities, ties: first NaN, first extreme
+        for values in ([1.0, 2.0, NAN, 3.0, NAN, -1.0], [INF, 1.0, -INF, INF, 0.0],
+                       [-INF, -INF, -INF], [3.0, 1.0, 3.0, 1.0, 3.0],
+                       [-3e38, -1e38, 1e38, 3e38, 3e38, -3e38]):
+            for op in OPS:
+                c.check(op, (len(values),), values)
+        ties = [1.0, 2.0, 2.0, 1.0, 0.0, 2.0, 0.0, 1.0, 2.0, 2.0, 0.0, 0.0]
+        for op in ("argmin", "argmax"):
+            for axis in (None, 0, 1):
+                c.check(op, (3, 4), ties, axis=axis)
+        print("ok: NaN, infinities and ties")
+        # longer than one work-group's share, prime length
+        big = [((i * 7919) % 1000) / 1000 for i in range(100003)]
+        for op in OPS:
+            c.check(op, (len(big),), big, quiet=False)
+        # empty and 0-d arrays
+        for op in ("sum", "mean", "norm"):
+            c.check(op, (0,), [], quiet=False)
+            c.check(op, (3, 0), [], axis=1)
+        c.check("max", (3, 0), [], axis=0, quiet=False)  # no outputs: nothing to do
+        for op in OPS:
+            c.check(op, (), [2.5])
+        print("ok: empty and 0-d arrays")
+        # CLBlast: whole float32 and float64 sums and norms; refusals
+        if HAVE_CLBLAST:
+            for descr in ("<f4", "<f8"):
+                for op in ("sum", "norm"):
+                    c.check(op, (1000,), data(1000), descr, backend="clblast", quiet=False)
+            save(x, (3, 4), data(12))
+            c.refuse("clblast along an axis", ["--op", "sum", "--axis", "0", "--backend",
+                                               "clblast", x, "-o", "Y"], "along an axis")
+            c.refuse("clblast argmax", ["--op", "argmax", "--backend", "clblast", x,
+                                        "-o", "Y"], "first index on ties")
+        # errors
+        save(x, (3, 4), data(12))
+        save(c.path("e.npy"), (3, 0), [])
+        save(c.path("i8.npy"), (3,), [1, 2, 3], "<i8")
+        save(c.path("0d.npy"), (), [1.5])
+        for what, args, words in [
+            ("an unknown op", ["--op", "median", x, "-o", "Y"], "--op 'median'"),
+            ("an axis out of range", ["--op", "sum", "--axis", "2", x, "-o", "Y"],
+             "--axis 2 is out of range"),
+            ("a negative axis out of range", ["--op", "sum", "--axis", "-3", x, "-o", "Y"],
+             "--axis -3 is out of range"),
+            ("an axis that is not a number", ["--op", "sum", "--axis", "one", x, "-o", "Y"],
+             "--axis 'one'"),
+            ("a bad backend", ["--op", "sum", "--backend", "gpu", x, "-o", "Y"],
+             "--backend 'gpu'"),
+            ("a missing file", ["--op", "sum", c.path("nope.npy"), "-o", "Y"], "nope.npy"),
+            ("int64 input", ["--op", "sum", c.path("i8.npy"), "-o", "Y"], "X holds int64"),
+            ("the max of nothing", ["--op", "max", "--axis", "1", c.path("e.npy"), "-o", "Y"],
+             "max of an empty view"),
+            ("an axis of a 0-d array", ["--op", "sum", "--axis", "0", c.path("0d.npy"),
+                                        "-o", "Y"], "0-d array, which has no axis"),
+            ("a second array", ["--op", "sum", x, x, "-o", "Y"], "one array too many"),
+            ("an unknown option", ["--op", "sum", "--keepdims", "1", x, "-o", "Y"],
+             "unknown option '--keepdims'"),
+            ("no output", ["--op", "sum", x], "usage"),
+            ("no op", [x, "-o", "Y"], "usage"),
+        ]:
+            c.refuse(what, args, words)
+        print("%d runs, %d failed" % (c.runs, c.failures))
+        return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
