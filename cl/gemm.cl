@@ -89,7 +89,9 @@ PACK(f64, double, double)
 /*
  * The CPU shape. Work-item (jb, ib, b) computes rows ib*TM .. +TM and columns
  * jb*TN .. +TN of product b, TN = 2 * VW, from A's panel ib (TM rows, Kp
- * deep) and B's panel jb (TN columns). Global size (Np / TN, Mp / TM, batch).
+ * deep) and B's panel jb (TN columns). Global size (Mp / TM, Np / TN, batch):
+ * neighbouring work-items share B's panel, which stays in cache while the
+ * smaller A panels stream past it.
  */
 #define GEMM_CPU(NAME, RT, VW, CS)                                             \
   kernel void kiln_gemm_cpu_##NAME(                                            \
@@ -97,7 +99,7 @@ PACK(f64, double, double)
     global CS *c, ulong offc, ulong ldc, ulong sc, uint M, uint N, RT alpha,   \
     RT beta, int beta_zero)                                                    \
   {                                                                            \
-    size_t jb = get_global_id(0), ib = get_global_id(1), b = get_global_id(2); \
+    size_t ib = get_global_id(0), jb = get_global_id(1), b = get_global_id(2); \
     global const RT *pa = ap + b * da + ib * (size_t)Kp * TM;                  \
     global const RT *pb = bp + b * dbb + jb * (size_t)Kp * (2 * VW);           \
     CAT(RT, VW) acc[TM][2];                                                    \

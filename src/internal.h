@@ -303,6 +303,24 @@ typedef struct kiln__gemm_backend {
 kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g);
 
 extern const kiln__gemm_backend kiln__gemm_kiln;    /* src/ops/gemm_kiln.c */
+
+/* How kiln's GEMM packs its operands for g on rt's device: padded sizes,
+ * panel heights and the compute type (float for half). Element (r, p) of
+ * A (r < m) sits at ((r / pha) * kp + p) * pha + r % pha of a batch item's
+ * mp * kp elements; element (j, p) of op(B)' likewise with phb, np. */
+typedef struct kiln__gemm_packing {
+  size_t mp, np, kp, pha, phb;
+  kiln_dtype compute;
+} kiln__gemm_packing;
+
+void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
+                             kiln__gemm_packing *out);
+
+/* Runs g with A and/or op(B)' already packed that way (NULL: pack it from
+ * g's buffers), so a producer such as im2col can write the packed form
+ * itself and save a pass over memory. */
+kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
+                                       kiln_buffer *ap, kiln_buffer *bp);
 extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
                                                         when HAVE_CLBLAST */
 
@@ -371,6 +389,29 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
 extern const kiln__reduce_backend kiln__reduce_kiln;    /* src/ops/reduce_kiln.c */
 extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
                                                             when HAVE_CLBLAST */
+
+/* ---- convolution backends (src/ops/conv*.c, src/backends/) ------------- */
+
+/* A checked kiln_conv2d() request with defaults resolved (strides,
+ * dilations, groups >= 1) and the output size. */
+typedef struct kiln__conv {
+  kiln_conv2d_desc d;
+  size_t p, q;
+  cl_mem x, w, bias, y; /* bias may be NULL */
+  const kiln_buffer *wbuf; /* the same weights and output, for backends */
+  kiln_buffer *ybuf;       /* that call kiln_gemm() */
+} kiln__conv;
+
+typedef struct kiln__conv_backend {
+  kiln_backend id;
+  const char *(*cannot)(kiln_runtime *rt, const kiln__conv *c);
+  kiln_status (*run)(kiln_runtime *rt, const kiln__conv *c);
+} kiln__conv_backend;
+
+extern const kiln__conv_backend kiln__conv_direct;  /* src/ops/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
+                                                        when HAVE_CLBLAST */
 
 /* ---- the runtime -------------------------------------------------------- */
 

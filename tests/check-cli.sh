@@ -68,7 +68,33 @@ check "bench reduce refuses part of a float" 2 "--sizes takes" bench reduce --si
 check "bench reduce refuses unknown units" 2 "--sizes takes" bench reduce --sizes 1T
 check "bench reduce refuses openblas" 2 "--backend takes kiln or clblast" bench reduce --backend openblas
 check "bench reduce refuses unknown options" 2 "usage: kiln bench reduce" bench reduce --dtype float64
-check "bench names its operations" 2 "kiln bench reduce" bench
+check "bench conv refuses bad backends" 2 "--backend takes im2col, direct, clblast or openblas" \
+  bench conv --backend winograd --json
+check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 5
+check "bench conv json (the depthwise layer)" 0 '"shape": ?"n8c128h56w56k128r3s3g128"' \
+  bench conv --sizes 4 --backend direct --repeat 1 --json
+check "bench names its operations" 2 "kiln bench conv" bench
+
+# kiln run conv2d's errors: exactly one line on stderr, exit 1, no file.
+one_line() { # one_line <description> <args...>
+  local what=$1
+  shift
+  local err rc
+  err=$("$kiln" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 1 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || [ -e "$cache/y.npy" ] ||
+     ! grep -q "^kiln run conv2d: " <<<"$err"; then
+    echo "FAIL: $what: exit $rc (expected 1), stderr:"
+    sed 's/^/    /' <<<"$err"
+    failures=$((failures + 1))
+  else
+    echo "ok: $what"
+  fi
+}
+one_line "run conv2d of a missing file" run conv2d "$cache/nope.npy" "$cache/w.npy" -o "$cache/y.npy"
+one_line "run conv2d with a bad backend" run conv2d x.npy w.npy -o "$cache/y.npy" --backend kiln
+one_line "run conv2d with a bad pad" run conv2d x.npy w.npy -o "$cache/y.npy" --pad 1,2,3
+one_line "run conv2d with an unknown option" run conv2d x.npy w.npy -o "$cache/y.npy" --fast
 KILN_GEMM_BACKEND=fast check "KILN_GEMM_BACKEND is checked" 1 "KILN_GEMM_BACKEND='fast'" devices
 
 [ "$failures" -eq 0 ]

@@ -4,7 +4,7 @@
  * gemm`: GFLOP/s of each GEMM backend and of OpenBLAS on the CPU, as medians
  * over repeats after a warm-up, each result checked against OpenBLAS (or a
  * naive loop without it) before it is timed. `kiln bench reduce` is in
- * bench_reduce.c.
+ * bench_reduce.c, `kiln bench conv` in bench_conv.c.
  *
  * Records share one shape for every operation's bench: op, backend, dtype,
  * shape ("MxNxK"), median_ms, gflops, gbps (null where it does not apply).
@@ -154,6 +154,12 @@ void bench_add(bench_records *rs, const bench_record *r)
 static double find(const bench_spec *s, const bench_records *rs, size_t size,
                    const char *backend)
 {
+  if (s->best_of && strcmp(backend, "best") == 0) {
+    double best = 0;
+    for (int k = 0; k < s->best_of; k++)
+      best = fmax(best, find(s, rs, size, s->peers[k]));
+    return best;
+  }
   for (size_t i = 0; i < rs->n; i++)
     if (rs->r[i].size == size && strcmp(rs->r[i].backend, backend) == 0)
       return s->gbps ? rs->r[i].gbps : rs->r[i].gflops;
@@ -163,6 +169,10 @@ static double find(const bench_spec *s, const bench_records *rs, size_t size,
 void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size)
 {
   static const char units[] = "GMK";
+  if (s->labels) {
+    snprintf(buf, size, "%s", s->labels[v - 1]);
+    return;
+  }
   for (int u = 0; s->byte_sizes && u < 3; u++) {
     size_t one = (size_t)1 << (30 - 10 * u);
     if (v % one == 0) {
@@ -175,7 +185,7 @@ void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size)
 
 static void print_table(const bench_spec *s, const bench_args *a, const bench_records *rs)
 {
-  printf("%-6s", "size");
+  printf("%-6s", s->labels ? "layer" : "size");
   for (int k = 0; k < s->npeers; k++)
     if (a->use[k])
       printf("  %9s", s->peers[k]);
@@ -189,9 +199,13 @@ static void print_table(const bench_spec *s, const bench_args *a, const bench_re
     char label[32];
     bench_size_label(s, a->sizes[i], label, sizeof label);
     printf("%-6s", label);
-    for (int k = 0; k < s->npeers; k++)
-      if (a->use[k])
-        printf("  %9.*f", s->gbps ? 2 : 1, find(s, rs, a->sizes[i], s->peers[k]));
+    for (int k = 0; k < s->npeers; k++) {
+      double v = a->use[k] ? find(s, rs, a->sizes[i], s->peers[k]) : 0;
+      if (a->use[k] && v > 0)
+        printf("  %9.*f", s->gbps ? 2 : 1, v);
+      else if (a->use[k])
+        printf("  %9s", "-");
+    }
     for (size_t q = 0; q < s->nratios; q++) {
       double top = find(s, rs, a->sizes[i], s->ratios[q][0]);
       double bottom = find(s, rs, a->sizes[i], s->ratios[q][1]);
@@ -410,9 +424,13 @@ int kiln_cmd_bench(int argc, char **argv)
     return bench_gemm(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "reduce") == 0)
     return bench_reduce(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "conv") == 0)
+    return bench_conv(argc - 1, argv + 1);
   fprintf(stderr, "usage: kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,"
                   "openblas] [--repeat R] [--json]\n"
                   "       kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast] "
-                  "[--repeat R] [--json]\n");
+                  "[--repeat R] [--json]\n"
+                  "       kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,"
+                  "clblast,openblas] [--repeat R] [--json]\n");
   return 2;
 }

@@ -44,6 +44,10 @@ typedef struct bench_spec {
   int gbps;                      /* the table shows gbps, else gflops */
   const char *const (*ratios)[2]; /* columns "a/b" of the table */
   size_t nratios;
+  const char *const *labels;     /* set: sizes are rows 1, 2, ... named
+                                    labels[size - 1] */
+  int best_of;                   /* a ratio's "best": the best figure of the
+                                    first best_of peers */
 } bench_spec;
 
 typedef struct bench_args {
@@ -62,19 +66,24 @@ int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv);
  * milliseconds it returns. 0, or -1 when a run returned a negative time. */
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median);
 
-/* A size as the table shows it: "256M" for bytes that are a whole number of
- * K, M or G (when the spec's sizes are bytes); else the number. */
+/* A size as the table shows it: its label when the spec names rows; "256M"
+ * for bytes that are a whole number of K, M or G (when the spec's sizes are
+ * bytes); else the number. */
 void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size);
 
 /* Appends a record; the caller's spec bounds how many there are. */
 void bench_add(bench_records *rs, const bench_record *r);
 
 /* The table (sizes down, peers across, then the ratios) on stdout, or with
- * --json the records as a JSON array. Returns the exit status. */
+ * --json the records as a JSON array; a peer without a record at a size
+ * shows "-". Returns the exit status. */
 int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs);
 
 /* `kiln bench reduce` (bench_reduce.c). */
 int bench_reduce(int argc, char **argv);
+
+/* `kiln bench conv` (bench_conv.c). */
+int bench_conv(int argc, char **argv);
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

@@ -15,12 +15,13 @@ int kiln_cmd_cache(int argc, char **argv);
 int kiln_cmd_kernels(int argc, char **argv);
 int kiln_cmd_build(int argc, char **argv);
 
-/* `kiln bench gemm|reduce [--sizes ...] [--backend ...] [--repeat R]
- * [--json]` (bench.c, bench_reduce.c). */
+/* `kiln bench gemm|reduce|conv [--sizes ...] [--backend ...] [--repeat R]
+ * [--json]` (bench.c, bench_reduce.c, bench_conv.c). */
 int kiln_cmd_bench(int argc, char **argv);
 
-/* `kiln run gemm A.npy B.npy -o C.npy [options]` and
- * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` (run.c). */
+/* `kiln run gemm A.npy B.npy -o C.npy [options]`,
+ * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` and
+ * `kiln run conv2d X.npy W.npy -o Y.npy [options]` (run.c). */
 int kiln_cmd_run(int argc, char **argv);
 
 #endif /* KILN_TOOLS_CLI_H */

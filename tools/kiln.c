@@ -23,8 +23,9 @@ static int usage(FILE *out)
           "  kernels    build kiln's kernels on the picked device (--time)\n"
           "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
           "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy,\n"
-          "             run reduce --op sum [--axis N] X.npy -o Y.npy\n"
-          "  bench      benchmarks: bench gemm|reduce [--sizes] [--backend] [--json]\n"
+          "             run reduce --op sum [--axis N] X.npy -o Y.npy,\n"
+          "             run conv2d X.npy W.npy -o Y.npy [--stride] [--pad] [...]\n"
+          "  bench      benchmarks: bench gemm|reduce|conv [--sizes] [--backend] [--json]\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");

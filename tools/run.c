@@ -1,6 +1,7 @@
 /*
- * run.c — `kiln run gemm A.npy B.npy -o C.npy [options]` and
- * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy`: one operation on .npy
+ * run.c — `kiln run gemm A.npy B.npy -o C.npy [options]`,
+ * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` and
+ * `kiln run conv2d X.npy W.npy -o Y.npy [options]`: one operation on .npy
  * files, with the device, the backend and the time on stdout. A failure is
  * one line on stderr, a non-zero exit, and no output file.
  *
@@ -11,6 +12,10 @@
  * reduce: the array goes to kiln_reduce_host() as it is (it reduces arrays
  * larger than the device in chunks); the result has the input's shape
  * without the reduced axis, a 0-d array when every element is reduced.
+ *
+ * conv2d: X sets the compute type (float16, float32, float64); W and the
+ * bias are converted to it on the device. The time is one kiln_conv2d() and
+ * kiln_finish() on buffers already on the device.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -72,15 +77,31 @@ static int parse_enum(const char *s, const char *const *names, int n)
   return -1;
 }
 
-/* --backend's value into *be; 0, or -1 after saying why. */
+/* --backend's value, one of the n backends an operation takes, into *be;
+ * 0, or -1 after saying why ("expected auto, kiln or clblast"). */
+static int parse_backend_of(const char *v, kiln_backend *be, const kiln_backend *takes,
+                            int n)
+{
+  char names[96];
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(v, kiln_backend_name(takes[i])) == 0) {
+      *be = takes[i];
+      return 0;
+    }
+    at += (size_t)snprintf(names + at, sizeof names - at, "%s%s",
+                           i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                           kiln_backend_name(takes[i]));
+  }
+  return say("--backend '%s': expected %s", v, names), -1;
+}
+
+/* gemm's and reduce's --backend: auto, kiln or clblast. */
 static int parse_backend(const char *v, kiln_backend *be)
 {
-  static const char *const backends[] = {"auto", "kiln", "clblast"};
-  int k = parse_enum(v, backends, 3);
-  if (k < 0)
-    return say("--backend '%s': expected auto, kiln or clblast", v), -1;
-  *be = (kiln_backend)k;
-  return 0;
+  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
+                                       KILN_BACKEND_CLBLAST};
+  return parse_backend_of(v, be, takes, 3);
 }
 
 /* Loads a .npy file in C order; -1 after saying why. */
@@ -202,12 +223,17 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
   return 0;
 }
 
-/* Uploads x and converts it to dtype on the device. */
+/* Uploads x and converts it to dtype on the device (one write when x
+ * already holds dtype). */
 static kiln_status upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
                           kiln_buffer **out)
 {
   kiln_buffer *raw = NULL;
   size_t n = x->count ? x->count : 1;
+  if (x->dtype == dtype) {
+    kiln_status st = kiln_buffer_create(rt, dtype, n, 0, out);
+    return st == KILN_OK ? kiln_buffer_write(*out, 0, x->count, x->data) : st;
+  }
   kiln_status st = kiln_buffer_create(rt, x->dtype, n, 0, &raw);
   if (st == KILN_OK)
     st = kiln_buffer_write(raw, 0, x->count, x->data);
@@ -443,13 +469,246 @@ done:
   return rc;
 }
 
+/* ---- kiln run conv2d ------------------------------------------------------ */
+
+typedef struct conv_args {
+  const char *x, *w, *bias, *out;
+  kiln_conv2d_desc d; /* the options; sizes and dtype come from the files */
+} conv_args;
+
+static const char conv_usage[] =
+  "usage: kiln run conv2d X.npy W.npy -o Y.npy [--bias b.npy] [--stride S | SH,SW]\n"
+  "                       [--pad P | T,B,L,R] [--dilation D | DH,DW] [--groups G]\n"
+  "                       [--relu] [--layout nchw|nhwc]\n"
+  "                       [--backend auto|im2col|direct|clblast]";
+
+/* A comma-separated list of 1 or `most` whole numbers of at least `least`
+ * into v; the count, or -1 after saying what the option takes. */
+static int parse_counts(const char *o, const char *s, size_t least, int most,
+                        const char *takes, size_t *v)
+{
+  int n = 0;
+  const char *at = s;
+  while (n < most) {
+    char *end;
+    if (*at < '0' || *at > '9')
+      break;
+    unsigned long long x = strtoull(at, &end, 10);
+    if (x < least || x >= ((size_t)1 << 31))
+      break;
+    v[n++] = (size_t)x;
+    if (*end == '\0') {
+      if (n == 1 || n == most)
+        return n;
+      break;
+    }
+    if (*end != ',')
+      break;
+    at = end + 1;
+  }
+  return say("%s '%s': expected %s", o, s, takes), -1;
+}
+
+/* One option with its value into c->d; -1 after saying why. */
+static int conv_value(conv_args *c, const char *o, const char *v)
+{
+  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_IM2COL,
+                                       KILN_BACKEND_DIRECT, KILN_BACKEND_CLBLAST};
+  static const char *const layouts[] = {"nchw", "nhwc"};
+  kiln_conv2d_desc *d = &c->d;
+  size_t v4[4];
+  int n = 0;
+  if (strcmp(o, "-o") == 0 || strcmp(o, "--bias") == 0) {
+    *(o[1] == 'o' ? &c->out : &c->bias) = v;
+  } else if (strcmp(o, "--stride") == 0 || strcmp(o, "--dilation") == 0) {
+    int stride = o[2] == 's';
+    if ((n = parse_counts(o, v, 1, 2, "one number or two (height,width), each "
+                          "from 1 to 2^31-1", v4)) < 0)
+      return -1;
+    *(stride ? &d->stride_h : &d->dilation_h) = v4[0];
+    *(stride ? &d->stride_w : &d->dilation_w) = v4[n - 1];
+  } else if (strcmp(o, "--pad") == 0) {
+    if ((n = parse_counts(o, v, 0, 4, "one number, or four (top,bottom,left,"
+                          "right), each from 0 to 2^31-1", v4)) < 0)
+      return -1;
+    d->pad_top = v4[0], d->pad_bottom = v4[n == 4 ? 1 : 0];
+    d->pad_left = v4[n == 4 ? 2 : 0], d->pad_right = v4[n == 4 ? 3 : 0];
+  } else if (strcmp(o, "--groups") == 0) {
+    if (parse_counts(o, v, 1, 1, "a number from 1 to 2^31-1", v4) < 0)
+      return -1;
+    d->groups = v4[0];
+  } else if (strcmp(o, "--layout") == 0) {
+    if ((n = parse_enum(v, layouts, 2)) < 0)
+      return say("--layout '%s': expected nchw or nhwc", v), -1;
+    d->layout = (kiln_tensor_layout)n;
+  } else { /* --backend: conv_parse() let known options only through */
+    return parse_backend_of(v, &d->backend, takes, 4);
+  }
+  return 0;
+}
+
+static int conv_parse(conv_args *c, int argc, char **argv)
+{
+  memset(c, 0, sizeof *c);
+  kiln_conv2d_desc_init(&c->d, KILN_F32, 0, 0, 0, 0, 0, 0, 0);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--relu") == 0) {
+      c->d.relu = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      static const char *const known[] = {"-o", "--bias", "--stride", "--pad",
+                                          "--dilation", "--groups", "--layout",
+                                          "--backend"};
+      if (parse_enum(argv[i], known, sizeof known / sizeof known[0]) < 0)
+        return say("unknown option '%s'", argv[i]), -1;
+      if (i + 1 >= argc)
+        return say("%s needs a value", argv[i]), -1;
+      if (conv_value(c, argv[i], argv[i + 1]) != 0)
+        return -1;
+      i++;
+    } else if (!c->x || !c->w) {
+      *(c->x ? &c->w : &c->x) = argv[i];
+    } else {
+      return say("one array too many: '%s'", argv[i]), -1;
+    }
+  }
+  if (!c->x || !c->w || !c->out)
+    return fprintf(stderr, "%s\n", conv_usage), -1;
+  return 0;
+}
+
+/* The sizes of x and W into c->d, checked against each other and the
+ * options; the output's sides into *p and *q. -1 after saying why. */
+static int conv_shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
+                       const kiln_array *b, size_t *p, size_t *q)
+{
+  kiln_conv2d_desc *d = &c->d;
+  int nhwc = d->layout == KILN_NHWC;
+  const char *order = nhwc ? "(n, h, w, c)" : "(n, c, h, w)";
+  if (x->ndim != 4)
+    return say("X (%s) has %u dimensions; expected 4, %s", c->x, x->ndim, order), -1;
+  if (w->ndim != 4)
+    return say("W (%s) has %u dimensions; expected 4, %s", c->w, w->ndim,
+               nhwc ? "(k, r, s, c/groups)" : "(k, c/groups, r, s)"), -1;
+  if (x->dtype != KILN_F16 && x->dtype != KILN_F32 && x->dtype != KILN_F64)
+    return say("X holds %s; kiln convolves float16, float32 and float64",
+               kiln_dtype_name(x->dtype)), -1;
+  d->dtype = x->dtype;
+  d->n = x->shape[0], d->c = x->shape[nhwc ? 3 : 1];
+  d->h = x->shape[nhwc ? 1 : 2], d->w = x->shape[nhwc ? 2 : 3];
+  d->k = w->shape[0], d->r = w->shape[nhwc ? 1 : 2], d->s = w->shape[nhwc ? 2 : 3];
+  if (kiln_conv2d_output(d, p, q) != KILN_OK)
+    return say("%s", kiln_last_error(NULL)), -1;
+  size_t groups = d->groups ? d->groups : 1, wc = w->shape[nhwc ? 3 : 1];
+  if (wc != d->c / groups)
+    return say("W has %zu input channels per filter, but X has %zu channels in %zu "
+               "group%s; expected %zu", wc, d->c, groups, groups == 1 ? "" : "s",
+               d->c / groups), -1;
+  if (b && (b->ndim != 1 || b->shape[0] != d->k))
+    return say("--bias (%s) has %u dimensions of %zu values; expected one value "
+               "per output channel, shape (%zu,)", c->bias, b->ndim,
+               b->ndim ? b->shape[0] : 1, d->k), -1;
+  return 0;
+}
+
+/* Uploads the arrays in the compute type, runs the convolution (timed into
+ * *ms: kiln_conv2d() and kiln_finish()) and reads y back. */
+static kiln_status conv_compute(kiln_runtime *rt, const kiln_conv2d_desc *d,
+                                const kiln_array *x, const kiln_array *w,
+                                const kiln_array *b, kiln_array *y, double *ms)
+{
+  kiln_buffer *dx = NULL, *dw = NULL, *db = NULL, *dy = NULL;
+  kiln_status st = upload(rt, x, d->dtype, &dx);
+  if (st == KILN_OK)
+    st = upload(rt, w, d->dtype, &dw);
+  if (st == KILN_OK && b)
+    st = upload(rt, b, d->dtype, &db);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, d->dtype, y->count, 0, &dy);
+  if (st == KILN_OK)
+    st = kiln_finish(rt); /* the conversions, outside the time */
+  double t0 = now_ms();
+  if (st == KILN_OK)
+    st = kiln_conv2d(rt, d, dx, dw, db, dy);
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  *ms = now_ms() - t0;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(dy, 0, y->count, y->data);
+  kiln_buffer_destroy(dx), kiln_buffer_destroy(dw);
+  kiln_buffer_destroy(db), kiln_buffer_destroy(dy);
+  return st;
+}
+
+static void conv_report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
+                        const kiln_array *w, const kiln_array *y, double ms)
+{
+  const kiln_conv2d_desc *d = &c->d;
+  char xs[160], ws[160], ys[160];
+  shape_text(xs, sizeof xs, x->ndim, x->shape);
+  shape_text(ws, sizeof ws, w->ndim, w->shape);
+  shape_text(ys, sizeof ys, y->ndim, y->shape);
+  size_t groups = d->groups ? d->groups : 1;
+  double flops = 2.0 * (double)y->count * (double)(d->c / groups) * (double)d->r *
+                 (double)d->s;
+  printf("device   %s\nbackend  %s\nconv2d   %s X %s * W %s, %s, stride %zu,%zu, "
+         "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s -> %s\n"
+         "time     %.2f ms (%.1f GFLOP/s; one call, transfers excluded)\n"
+         "wrote    %s\n", kiln_runtime_device(rt)->name,
+         d->backend == KILN_BACKEND_AUTO ? "auto (kiln's rules)" : kiln_backend_name(d->backend),
+         kiln_dtype_name(d->dtype), xs, ws, d->layout == KILN_NHWC ? "NHWC" : "NCHW",
+         d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1,
+         d->pad_top, d->pad_bottom, d->pad_left, d->pad_right,
+         d->dilation_h ? d->dilation_h : 1, d->dilation_w ? d->dilation_w : 1, groups,
+         c->bias ? ", bias" : "", d->relu ? ", relu" : "", ys, ms,
+         ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
+}
+
+static int run_conv2d(int argc, char **argv)
+{
+  conv_args c;
+  kiln_array x = {0}, w = {0}, b = {0}, y = {0};
+  kiln_runtime *rt = NULL;
+  size_t p = 0, q = 0;
+  double ms = 0;
+  int rc = 1;
+  who = "kiln run conv2d";
+  if (conv_parse(&c, argc, argv) != 0 || load_c_order(c.x, &x) != 0 ||
+      load_c_order(c.w, &w) != 0 || (c.bias && load_c_order(c.bias, &b) != 0) ||
+      conv_shapes(&c, &x, &w, c.bias ? &b : NULL, &p, &q) != 0)
+    goto done;
+  int nhwc = c.d.layout == KILN_NHWC;
+  y = (kiln_array){.dtype = c.d.dtype, .ndim = 4, .count = c.d.n * c.d.k * p * q,
+                   .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
+  if (!(y.data = malloc(y.count * kiln_dtype_size(y.dtype)))) {
+    say("out of host memory for the result (%zu elements)", y.count);
+    goto done;
+  }
+  if (start(&rt) != 0)
+    goto done;
+  if (conv_compute(rt, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms) != KILN_OK) {
+    say("%s", kiln_last_error(rt));
+    goto done;
+  }
+  if (save(c.out, &y) != 0)
+    goto done;
+  conv_report(rt, &c, &x, &w, &y, ms);
+  rc = 0;
+done:
+  kiln_array_free(&x), kiln_array_free(&w), kiln_array_free(&b), kiln_array_free(&y);
+  kiln_runtime_destroy(rt);
+  return rc;
+}
+
 int kiln_cmd_run(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "gemm") == 0)
     return run_gemm(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "reduce") == 0)
     return run_reduce(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "conv2d") == 0)
+    return run_conv2d(argc - 1, argv + 1);
   fprintf(stderr, "usage: kiln run gemm A.npy B.npy -o C.npy [options]\n"
-                  "       kiln run reduce --op OP [--axis N] X.npy -o Y.npy [options]\n");
+                  "       kiln run reduce --op OP [--axis N] X.npy -o Y.npy [options]\n"
+                  "       kiln run conv2d X.npy W.npy -o Y.npy [options]\n");
   return 2;
 }

@@ -167,11 +167,14 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 typedef enum kiln_backend {
   KILN_BACKEND_AUTO = 0,
   KILN_BACKEND_KILN,    /* kiln's own kernels in cl/ */
-  KILN_BACKEND_CLBLAST  /* CLBlast, when kiln is built with it */
+  KILN_BACKEND_CLBLAST, /* CLBlast, when kiln is built with it */
+  KILN_BACKEND_IM2COL,  /* convolution: kiln's im2col, then kiln_gemm() */
+  KILN_BACKEND_DIRECT   /* convolution: kiln's direct kernel */
 } kiln_backend;
 
 /*! kiln_backend_name() :
- * @return : "auto", "kiln", "clblast", or "invalid". Static. */
+ * @return : "auto", "kiln", "clblast", "im2col", "direct", or "invalid".
+ *           Static. */
 KILN_API const char *kiln_backend_name(kiln_backend backend);
 
 /*====================================================================
@@ -909,6 +912,63 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
  * Returns when `out` holds the result. */
 KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                       const void *in, void *out);
+
+/*! kiln_tensor_layout : how a batch of images is stored. */
+typedef enum kiln_tensor_layout {
+  KILN_NCHW = 0, /* x[n][c][h][w]; weights [k][c/groups][r][s] */
+  KILN_NHWC = 1  /* x[n][h][w][c]; weights [k][r][s][c/groups] */
+} kiln_tensor_layout;
+
+/*! kiln_conv2d_desc :
+ * y = relu?(conv(x, weights) + bias), conv being the cross-correlation of
+ * deep-learning frameworks (the filter is not flipped): n images of c
+ * channels, h x w, into
+ * k channels of p x q, where p = (h + pad_top + pad_bottom - dilation_h *
+ * (r - 1) - 1) / stride_h + 1 and q likewise. Set by kiln_conv2d_desc_init(),
+ * then change what differs. Zero means the default where one is given. */
+typedef struct kiln_conv2d_desc {
+  kiln_dtype dtype;         /* KILN_F32; KILN_F64 with fp64; KILN_F16 storage
+                               with float32 accumulation */
+  kiln_tensor_layout layout; /* of x, weights and y */
+  size_t n, c, h, w;        /* the input */
+  size_t k, r, s;           /* output channels; the filter's height, width */
+  size_t stride_h, stride_w; /* 0: 1 */
+  size_t pad_top, pad_bottom, pad_left, pad_right; /* zeros around x */
+  size_t dilation_h, dilation_w; /* 0: 1 */
+  size_t groups;            /* 0: 1; c and k must divide by it; c: depthwise */
+  int relu;                 /* non-zero: y = max(y, 0) after the bias */
+  kiln_backend backend;     /* AUTO, IM2COL, DIRECT, or CLBLAST (convgemm,
+                               where it applies) */
+} kiln_conv2d_desc;
+
+/*! kiln_conv2d_desc_init() :
+ * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO. NULL is
+ * ignored. */
+KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
+                                    size_t c, size_t h, size_t w, size_t k, size_t r,
+                                    size_t s);
+
+/*! kiln_conv2d_output() :
+ * The output's height and width for the descriptor.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT when the filter, dilated, is
+ *           larger than the padded input (an output of zero or fewer rows or
+ *           columns: the message gives the sizes), or a stride or size is
+ *           out of range. For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p,
+                                        size_t *q);
+
+/*! kiln_conv2d() :
+ * Enqueues the convolution. x holds n*c*h*w elements, weights k*(c/groups)*
+ * r*s, bias (NULL for none) k, y n*k*p*q, all of desc->dtype.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (sizes, channels or groups
+ *           that do not divide, an empty output); KILN_ERR_INVALID_DTYPE;
+ *           KILN_ERR_OUT_OF_BOUNDS (a buffer too small: elements needed and
+ *           held); KILN_ERR_UNSUPPORTED (float64 without fp64, a backend that
+ *           cannot); KILN_ERR_OUT_OF_MEMORY (im2col's workspace, even per
+ *           image); KILN_ERR_WRONG_RUNTIME; KILN_ERR_BUILD. */
+KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                                 const kiln_buffer *x, const kiln_buffer *weights,
+                                 const kiln_buffer *bias, kiln_buffer *y);
 
 /*! kiln_convert() :
  * Enqueues dst[i] = src[i] converted to dst's type, for every element.

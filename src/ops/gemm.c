@@ -14,6 +14,8 @@ KILN_API const char *kiln_backend_name(kiln_backend backend)
   case KILN_BACKEND_AUTO: return "auto";
   case KILN_BACKEND_KILN: return "kiln";
   case KILN_BACKEND_CLBLAST: return "clblast";
+  case KILN_BACKEND_IM2COL: return "im2col";
+  case KILN_BACKEND_DIRECT: return "direct";
   }
   return "invalid";
 }

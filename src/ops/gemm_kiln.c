@@ -88,7 +88,7 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
   }
   snprintf(name, sizeof name, "kiln_gemm_cpu_%s", p->tag);
   snprintf(args, sizeof args, "mmLLumLLLuu%si", fmt);
-  size_t global[3] = {p->np / p->phb, p->mp / p->pha, g->batch};
+  size_t global[3] = {p->mp / p->pha, p->np / p->phb, g->batch};
   return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, NULL, args,
                       kiln_buffer_cl_mem(ap), kiln_buffer_cl_mem(bp), da, db,
                       (cl_uint)p->kp, g->c, (cl_ulong)g->offset_c, (cl_ulong)g->ldc,
@@ -96,36 +96,52 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                       g->beta, beta_zero);
 }
 
-static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
+void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
+                             kiln__gemm_packing *out)
 {
   plan p;
   make_plan(rt, g, &p);
-  kiln_buffer *ap = NULL, *bp = NULL;
+  *out = (kiln__gemm_packing){.mp = p.mp, .np = p.np, .kp = p.kp, .pha = p.pha,
+                              .phb = p.phb, .compute = p.compute};
+}
+
+kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
+                                       kiln_buffer *ap, kiln_buffer *bp)
+{
+  plan p;
+  make_plan(rt, g, &p);
+  kiln_buffer *own_a = NULL, *own_b = NULL;
   size_t na, nb;
-  kiln_status st = KILN_OK;
   if (kiln__mul_overflow(p.mp * p.kp, g->batch, &na) ||
       kiln__mul_overflow(p.np * p.kp, g->batch, &nb))
     return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_gemm: the packed operands overflow");
   /* The workspace counts against the memory budget like any buffer; it is
    * released once the enqueued kernels are done with it. */
-  st = kiln_buffer_create(rt, p.compute, na, 0, &ap);
-  if (st == KILN_OK)
-    st = kiln_buffer_create(rt, p.compute, nb, 0, &bp);
+  kiln_status st = KILN_OK;
+  if (!ap && (st = kiln_buffer_create(rt, p.compute, na, 0, &own_a)) == KILN_OK)
+    ap = own_a;
+  if (st == KILN_OK && !bp && (st = kiln_buffer_create(rt, p.compute, nb, 0, &own_b)) == KILN_OK)
+    bp = own_b;
   /* A is m x k; op(B)' is n x k, so both pack along k. Row-major storage:
    * A(i, p) = a[i * lda + p], or a[p * lda + i] when transposed; op(B)(p, j)
    * = b[p * ldb + j], or b[j * ldb + p] when transposed. */
   int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
-  if (st == KILN_OK)
+  if (st == KILN_OK && own_a)
     st = pack(rt, &p, g->a, g->offset_a, ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a,
               g->m, g->k, p.mp, p.pha, g->batch, ap);
-  if (st == KILN_OK)
+  if (st == KILN_OK && own_b)
     st = pack(rt, &p, g->b, g->offset_b, tb ? g->ldb : 1, tb ? 1 : g->ldb, g->stride_b,
               g->n, g->k, p.np, p.phb, g->batch, bp);
   if (st == KILN_OK)
     st = product(rt, g, &p, ap, bp);
-  kiln_buffer_destroy(ap);
-  kiln_buffer_destroy(bp);
+  kiln_buffer_destroy(own_a);
+  kiln_buffer_destroy(own_b);
   return st;
+}
+
+static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
+{
+  return kiln__gemm_kiln_run_packed(rt, g, NULL, NULL);
 }
 
 const kiln__gemm_backend kiln__gemm_kiln = {KILN_BACKEND_KILN, cannot, run};

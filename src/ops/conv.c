@@ -1,0 +1,195 @@
+/*
+ * conv.c — kiln_conv2d(): checks the request against the buffers and the
+ * device, resolves its defaults, chooses a backend and dispatches.
+ */
+#include <string.h>
+
+#include "kiln_config.h"
+#include "internal.h"
+
+KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
+                                    size_t c, size_t h, size_t w, size_t k, size_t r,
+                                    size_t s)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  *desc = (kiln_conv2d_desc){.dtype = dtype, .n = n, .c = c, .h = h, .w = w,
+                             .k = k, .r = r, .s = s};
+}
+
+/* Fills the defaults (1 for strides, dilations, groups). */
+static kiln_conv2d_desc resolved(const kiln_conv2d_desc *d)
+{
+  kiln_conv2d_desc r = *d;
+  r.stride_h = r.stride_h ? r.stride_h : 1;
+  r.stride_w = r.stride_w ? r.stride_w : 1;
+  r.dilation_h = r.dilation_h ? r.dilation_h : 1;
+  r.dilation_w = r.dilation_w ? r.dilation_w : 1;
+  r.groups = r.groups ? r.groups : 1;
+  return r;
+}
+
+/* One output side: (in + pads - dilation * (f - 1) - 1) / stride + 1. */
+static int side(size_t in, size_t pad_a, size_t pad_b, size_t f, size_t dil, size_t stride,
+                size_t *out)
+{
+  size_t span = dil * (f - 1) + 1, padded = in + pad_a + pad_b;
+  if (f == 0 || span > padded)
+    return -1;
+  *out = (padded - span) / stride + 1;
+  return 0;
+}
+
+static kiln_status check_sizes(kiln_runtime *rt, const kiln_conv2d_desc *d, size_t *p,
+                               size_t *q)
+{
+  const size_t limit = (size_t)1 << 31; /* kernels index with 32-bit sizes */
+  if (!d->n || !d->c || !d->h || !d->w || !d->k || !d->r || !d->s)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: n, c, h, w, k, r, s are %zu, %zu, %zu, %zu, %zu, "
+                      "%zu, %zu; expected all above 0", d->n, d->c, d->h, d->w, d->k,
+                      d->r, d->s);
+  if (d->c % d->groups || d->k % d->groups)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: %zu groups do not divide %s = %zu; expected c "
+                      "(%zu) and k (%zu) to be multiples of groups", d->groups,
+                      d->c % d->groups ? "c" : "k", d->c % d->groups ? d->c : d->k,
+                      d->c, d->k);
+  if (side(d->h, d->pad_top, d->pad_bottom, d->r, d->dilation_h, d->stride_h, p) ||
+      side(d->w, d->pad_left, d->pad_right, d->s, d->dilation_w, d->stride_w, q))
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: a %zu x %zu filter (dilation %zu x %zu) does not "
+                      "fit the %zu x %zu input padded by %zu, %zu, %zu, %zu: the output "
+                      "would have no rows or columns", d->r, d->s, d->dilation_h,
+                      d->dilation_w, d->h, d->w, d->pad_top, d->pad_bottom,
+                      d->pad_left, d->pad_right);
+  size_t dims[] = {d->n, d->c, d->h, d->w, d->k, d->r, d->s, *p, *q};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+    if (dims[i] >= limit)
+      return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                        "kiln_conv2d: a size of %zu; expected each below 2^31", dims[i]);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p, size_t *q)
+{
+  if (!desc || !p || !q)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d_output: %s is NULL", !desc ? "desc" : !p ? "p" : "q");
+  kiln_conv2d_desc d = resolved(desc);
+  return check_sizes(NULL, &d, p, q);
+}
+
+/* Checks a buffer holds `count` elements of dtype (the count overflow-safe). */
+static kiln_status holds(kiln_runtime *rt, const kiln_buffer *b, const char *name,
+                         kiln_dtype dtype, const size_t *dims, size_t ndims)
+{
+  size_t need = 1;
+  for (size_t i = 0; i < ndims; i++)
+    if (kiln__mul_overflow(need, dims[i], &need))
+      return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_conv2d: %s's size overflows", name);
+  if (!b)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL", name);
+  if (kiln_buffer_runtime(b) != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
+                      "kiln_conv2d: %s belongs to another runtime", name);
+  if (kiln_buffer_dtype(b) != dtype)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_conv2d: %s holds %s; expected %s",
+                      name, kiln_dtype_name(kiln_buffer_dtype(b)), kiln_dtype_name(dtype));
+  if (kiln_buffer_count(b) < need)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
+                      "kiln_conv2d: %s needs %zu elements but holds %zu", name, need,
+                      kiln_buffer_count(b));
+  return KILN_OK;
+}
+
+static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                         const kiln_buffer *x, const kiln_buffer *wt,
+                         const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv)
+{
+  kiln_conv2d_desc d = resolved(desc);
+  if (d.dtype != KILN_F32 && d.dtype != KILN_F64 && d.dtype != KILN_F16)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "kiln_conv2d: dtype %s; expected float16, float32 or float64",
+                      kiln_dtype_name(d.dtype));
+  if (d.dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_conv2d: float64 on '%s', which has no fp64",
+                      kiln_runtime_device(rt)->name);
+  if ((unsigned)d.layout > KILN_NHWC)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: layout %d; expected KILN_NCHW or KILN_NHWC",
+                      (int)d.layout);
+  size_t p, q;
+  kiln_status st = check_sizes(rt, &d, &p, &q);
+  size_t xd[] = {d.n, d.c, d.h, d.w}, wd[] = {d.k, d.c / d.groups, d.r, d.s},
+         bd[] = {d.k}, yd[] = {d.n, d.k, p, q};
+  if (st == KILN_OK)
+    st = holds(rt, x, "x", d.dtype, xd, 4);
+  if (st == KILN_OK)
+    st = holds(rt, wt, "weights", d.dtype, wd, 4);
+  if (st == KILN_OK && bias)
+    st = holds(rt, bias, "bias", d.dtype, bd, 1);
+  if (st == KILN_OK)
+    st = holds(rt, y, "y", d.dtype, yd, 4);
+  if (st != KILN_OK)
+    return st;
+  *cv = (kiln__conv){.d = d, .p = p, .q = q, .x = kiln_buffer_cl_mem(x),
+                     .w = kiln_buffer_cl_mem(wt), .y = kiln_buffer_cl_mem(y),
+                     .bias = bias ? kiln_buffer_cl_mem(bias) : NULL,
+                     .wbuf = wt, .ybuf = y};
+  return KILN_OK;
+}
+
+/*
+ * AUTO's rules, from `kiln bench conv` on PoCL (README): im2col + kiln's GEMM
+ * wins wherever a group's reduction (c/g * r * s) is long enough to feed the
+ * GEMM's tiles; the direct kernel wins for depthwise layers and a few input
+ * channels, where im2col's matrix is too thin to pay for itself.
+ */
+static kiln_backend auto_choice(const kiln__conv *cv)
+{
+  size_t depth = cv->d.c / cv->d.groups * cv->d.r * cv->d.s;
+  return depth < 64 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
+}
+
+static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
+                          const kiln__conv_backend **out)
+{
+  kiln_backend id = cv->d.backend == KILN_BACKEND_AUTO ? auto_choice(cv) : cv->d.backend;
+  *out = id == KILN_BACKEND_DIRECT ? &kiln__conv_direct
+         : id == KILN_BACKEND_IM2COL ? &kiln__conv_im2col
+                                      : NULL;
+#if HAVE_CLBLAST
+  if (id == KILN_BACKEND_CLBLAST)
+    *out = &kiln__conv_clblast;
+#endif
+  if (!*out)
+    return id == KILN_BACKEND_CLBLAST
+             ? kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_conv2d: backend clblast was "
+                          "asked for, but this kiln was built without CLBlast")
+             : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                          "kiln_conv2d: backend %d is not one kiln_conv2d() runs; "
+                          "expected AUTO, IM2COL, DIRECT or CLBLAST", (int)id);
+  const char *why = (*out)->cannot(rt, cv);
+  return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                          "kiln_conv2d: backend %s cannot run this convolution: %s",
+                          kiln_backend_name(id), why)
+             : KILN_OK;
+}
+
+KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                                 const kiln_buffer *x, const kiln_buffer *weights,
+                                 const kiln_buffer *bias, kiln_buffer *y)
+{
+  if (!rt || !desc)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL",
+                      !rt ? "rt" : "desc");
+  kiln__conv cv;
+  const kiln__conv_backend *be = NULL;
+  kiln_status st = check(rt, desc, x, weights, bias, y, &cv);
+  if (st == KILN_OK)
+    st = choose(rt, &cv, &be);
+  return st == KILN_OK ? be->run(rt, &cv) : st;
+}

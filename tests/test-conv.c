@@ -1,0 +1,675 @@
+/*
+ * test-conv.c — kiln_conv2d() against a naive double precision reference,
+ * on every backend (IM2COL and DIRECT must run every case; CLBLAST may
+ * refuse one with KILN_ERR_UNSUPPORTED and a reason; AUTO must run it),
+ * in NCHW and NHWC, for float32, float64 (with fp64) and float16 storage.
+ *
+ * Tolerance: each output is a dot product of m = c/groups * r * s terms
+ * plus the bias, accumulated in precision u (2^-24 for float32 and float16
+ * storage, 2^-53 for float64), so it is within gamma_m = m u / (1 - m u) of
+ * the exact value, relative to sum |x w| + |bias| (Higham, Accuracy and
+ * Stability, 3.1). ReLU is 1-Lipschitz and adds nothing. Half storage adds
+ * one rounding of the result to half (2^-11 relative, 2^-24 absolute below
+ * half's normal range).
+ *
+ * Inputs lie in [-2, 2), exact in their dtype: multiples of 2^-8 for half
+ * storage; multiples of 2^-18 for float32 and float64, whose 40-bit
+ * products make float32 round at every step (so the bound is exercised, and
+ * float64 computed in float32 shows). Every sum of fewer than 2^15 such
+ * products is exact in double, so the reference is exact.
+ */
+#include "common.h"
+
+#include <math.h>
+
+#include "kiln_config.h"
+
+/* ---- half <-> double on the host, for half storage -------------------- */
+
+static double half_to_double(uint16_t h)
+{
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                              : ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* Only for values the test makes: multiples of 2^-8 below 8 in magnitude. */
+static uint16_t exact_half(double v)
+{
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  double a = fabs(v);
+  if (a == 0)
+    return sign;
+  int e;
+  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((f * 2048 - 1024)));
+}
+
+static void *to_bytes(const double *x, size_t n, kiln_dtype t)
+{
+  unsigned char *out = malloc(n * kiln_dtype_size(t) + 1);
+  for (size_t i = 0; i < n; i++) {
+    if (t == KILN_F64)
+      ((double *)out)[i] = x[i];
+    else if (t == KILN_F32)
+      ((float *)out)[i] = (float)x[i];
+    else
+      ((uint16_t *)out)[i] = isnan(x[i]) ? 0x7e00 : exact_half(x[i]);
+  }
+  return out;
+}
+
+static double from_bytes(const void *p, size_t i, kiln_dtype t)
+{
+  return t == KILN_F64   ? ((const double *)p)[i]
+         : t == KILN_F32 ? ((const float *)p)[i]
+                         : half_to_double(((const uint16_t *)p)[i]);
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 33;
+}
+
+static double *values(size_t n, kiln_dtype t, uint64_t *seed)
+{
+  int bits = t == KILN_F16 ? 10 : 20;
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = ldexp((double)(lcg(seed) % (1u << bits)) - ldexp(1, bits - 1), 2 - bits);
+  return v;
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+/* Zero strides, dilations and groups are the header's defaults (1). */
+typedef struct conv_case {
+  size_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, groups;
+  int bias, relu;
+} conv_case;
+
+static const conv_case cases[] = {
+  /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  r */
+  {1, 4, 7, 9, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 1x1 */
+  {3, 8, 5, 5, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2, 1, 0},   /* 1x1 s2 g2 */
+  {1, 6, 13, 11, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1, 1}, /* 1x1 pad dw */
+  {1, 3, 7, 9, 4, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1},   /* bias-only rim */
+  {1, 3, 13, 11, 4, 1, 1, 3, 3, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* stride 3 */
+  {1, 3, 7, 9, 5, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 3x3 */
+  {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+  {3, 4, 13, 11, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+  {1, 4, 13, 11, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+  {3, 4, 13, 11, 6, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2, 0, 1},
+  {1, 8, 7, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, 1, 0},   /* depthwise */
+  {3, 5, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, 0, 1},   /* dw s2 */
+  {1, 4, 13, 11, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0}, /* dw x2 */
+  {1, 4, 13, 11, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 0}, /* dilation 2 */
+  {3, 3, 13, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1, 0, 0},
+  {1, 3, 7, 9, 4, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1, 1, 1, 0},   /* asymmetric */
+  {3, 4, 13, 11, 4, 3, 3, 2, 2, 1, 0, 2, 1, 1, 1, 2, 1, 1},
+  {1, 3, 13, 11, 5, 3, 3, 2, 1, 0, 1, 1, 0, 1, 2, 1, 0, 1}, /* mixed */
+  {1, 6, 7, 9, 6, 3, 3, 1, 1, 1, 0, 2, 1, 2, 2, 6, 1, 1},
+  {1, 2, 7, 9, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},   /* defaults */
+  {1, 32, 9, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* m = 289 */
+  {3, 16, 13, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+  {1, 3, 7, 9, 4, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 5x5 */
+  {3, 4, 13, 11, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 1},
+  {1, 4, 13, 11, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4, 1, 0},
+  {1, 3, 13, 11, 5, 5, 5, 2, 2, 1, 0, 2, 1, 1, 1, 1, 0, 1},
+  {1, 2, 13, 11, 4, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 0},
+  {3, 6, 7, 9, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, 1, 1},
+  {1, 16, 7, 9, 8, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 0},
+  {1, 3, 13, 11, 4, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 1}, /* 7x7 stem */
+  {3, 3, 13, 11, 6, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0, 0},
+  {1, 4, 7, 9, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0},
+  {1, 2, 7, 9, 4, 7, 7, 2, 2, 1, 0, 2, 1, 1, 1, 2, 1, 1},
+  {1, 4, 13, 11, 4, 7, 7, 1, 1, 2, 2, 2, 2, 2, 2, 1, 0, 1},
+  {1, 3, 5, 5, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},   /* filter = input */
+  {1, 3, 7, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0},   /* 1x3 */
+  {1, 4, 9, 7, 4, 5, 3, 2, 1, 2, 2, 1, 1, 1, 1, 2, 1, 0},   /* 5x3 */
+  {3, 5, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},   /* 1 pixel */
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+static size_t or1(size_t v) { return v ? v : 1; }
+
+static kiln_conv2d_desc desc_of(const conv_case *cc, kiln_dtype t, kiln_tensor_layout l)
+{
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, t, cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s);
+  d.layout = l;
+  d.stride_h = cc->sh, d.stride_w = cc->sw;
+  d.pad_top = cc->pt, d.pad_bottom = cc->pb, d.pad_left = cc->pl, d.pad_right = cc->pr;
+  d.dilation_h = cc->dh, d.dilation_w = cc->dw;
+  d.groups = cc->groups, d.relu = cc->relu;
+  return d;
+}
+
+/* ---- the reference --------------------------------------------------------- */
+
+typedef struct problem {
+  kiln_conv2d_desc d;
+  size_t p, q, nx, nw, ny;
+  double *x, *w, *b; /* b is NULL without bias */
+} problem;
+
+/* Offsets of image element (b, ch, i, j) of a tensor of `chans` channels
+ * of hh x ww, and of filter element (kk, cc, a, e), by the layout. */
+static size_t img(const kiln_conv2d_desc *d, size_t chans, size_t hh, size_t ww,
+                  size_t b, size_t ch, size_t i, size_t j)
+{
+  return d->layout == KILN_NCHW ? ((b * chans + ch) * hh + i) * ww + j
+                                : ((b * hh + i) * ww + j) * chans + ch;
+}
+
+static size_t flt(const kiln_conv2d_desc *d, size_t cg, size_t kk, size_t cc, size_t a,
+                  size_t e)
+{
+  return d->layout == KILN_NCHW ? ((kk * cg + cc) * d->r + a) * d->s + e
+                                : ((kk * d->r + a) * d->s + e) * cg + cc;
+}
+
+static void make(problem *p, const conv_case *cc, kiln_dtype t, kiln_tensor_layout l,
+                 uint64_t seed)
+{
+  p->d = desc_of(cc, t, l);
+  const kiln_conv2d_desc *d = &p->d;
+  p->p = (d->h + d->pad_top + d->pad_bottom - or1(d->dilation_h) * (d->r - 1) - 1) /
+             or1(d->stride_h) + 1;
+  p->q = (d->w + d->pad_left + d->pad_right - or1(d->dilation_w) * (d->s - 1) - 1) /
+             or1(d->stride_w) + 1;
+  p->nx = d->n * d->c * d->h * d->w;
+  p->nw = d->k * (d->c / or1(d->groups)) * d->r * d->s;
+  p->ny = d->n * d->k * p->p * p->q;
+  p->x = values(p->nx, t, &seed);
+  p->w = values(p->nw, t, &seed);
+  p->b = cc->bias ? values(d->k, t, &seed) : NULL;
+}
+
+static void unmake(problem *p)
+{
+  free(p->x);
+  free(p->w);
+  free(p->b);
+}
+
+/* Cross-correlation, as every deep-learning framework computes it: output
+ * (i, j) reads input (i*stride - pad + a*dilation, ...), the filter not
+ * flipped. want and bound are in y's layout. */
+static void reference(const problem *p, double *want, double *bound)
+{
+  const kiln_conv2d_desc *d = &p->d;
+  size_t g = or1(d->groups), cg = d->c / g, kg = d->k / g;
+  size_t sh = or1(d->stride_h), sw = or1(d->stride_w);
+  size_t dh = or1(d->dilation_h), dw = or1(d->dilation_w);
+  double u = ldexp(1, d->dtype == KILN_F64 ? -53 : -24), m = (double)(cg * d->r * d->s + 1);
+  double gamma = m * u / (1 - m * u);
+  for (size_t b = 0; b < d->n; b++)
+    for (size_t kk = 0; kk < d->k; kk++)
+      for (size_t i = 0; i < p->p; i++)
+        for (size_t j = 0; j < p->q; j++) {
+          double sum = p->b ? p->b[kk] : 0, mag = fabs(sum);
+          for (size_t cc = 0; cc < cg; cc++)
+            for (size_t a = 0; a < d->r; a++)
+              for (size_t e = 0; e < d->s; e++) {
+                long long yi = (long long)(i * sh + a * dh) - (long long)d->pad_top;
+                long long xj = (long long)(j * sw + e * dw) - (long long)d->pad_left;
+                if (yi < 0 || xj < 0 || yi >= (long long)d->h || xj >= (long long)d->w)
+                  continue;
+                double v = p->x[img(d, d->c, d->h, d->w, b, kk / kg * cg + cc, (size_t)yi,
+                                    (size_t)xj)] *
+                           p->w[flt(d, cg, kk, cc, a, e)];
+                sum += v;
+                mag += fabs(v);
+              }
+          size_t o = img(d, d->k, p->p, p->q, b, kk, i, j);
+          want[o] = d->relu && sum < 0 ? 0 : sum;
+          bound[o] = gamma * mag;
+          if (d->dtype == KILN_F16)
+            bound[o] += ldexp(1, -11) * (fabs(sum) + gamma * mag) + ldexp(1, -24);
+        }
+}
+
+/* ---- running --------------------------------------------------------------- */
+
+static kiln_buffer *upload(kiln_runtime *rt, kiln_dtype t, const double *v, size_t n)
+{
+  kiln_buffer *buf = NULL;
+  void *bytes = to_bytes(v, n, t);
+  assert_kiln_ok(rt, kiln_buffer_create(rt, t, n, 0, &buf));
+  assert_kiln_ok(rt, kiln_buffer_write(buf, 0, n, bytes));
+  free(bytes);
+  return buf;
+}
+
+/* Runs the problem; on KILN_OK, got holds y. y starts as NaN, so an
+ * element never written shows. The message of a failure goes to msg. */
+static kiln_status run_conv(kiln_runtime *rt, const problem *p, double *got, char *msg,
+                            size_t msg_size)
+{
+  kiln_dtype t = p->d.dtype;
+  kiln_buffer *x = upload(rt, t, p->x, p->nx), *w = upload(rt, t, p->w, p->nw);
+  kiln_buffer *b = p->b ? upload(rt, t, p->b, p->d.k) : NULL, *y = NULL;
+  double nan = NAN;
+  void *nan_bytes = to_bytes(&nan, 1, t);
+  assert_kiln_ok(rt, kiln_buffer_create(rt, t, p->ny, 0, &y));
+  assert_kiln_ok(rt, kiln_buffer_fill(y, 0, p->ny, nan_bytes));
+  free(nan_bytes);
+  kiln_status st = kiln_conv2d(rt, &p->d, x, w, b, y);
+  snprintf(msg, msg_size, "%s", st == KILN_OK ? "" : kiln_last_error(rt));
+  if (st == KILN_OK) {
+    void *bytes = malloc(p->ny * kiln_dtype_size(t));
+    assert_kiln_ok(rt, kiln_buffer_read(y, 0, p->ny, bytes));
+    assert_kiln_ok(rt, kiln_finish(rt));
+    for (size_t i = 0; i < p->ny; i++)
+      got[i] = from_bytes(bytes, i, t);
+    free(bytes);
+  }
+  kiln_buffer_destroy(x);
+  kiln_buffer_destroy(w);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(y);
+  return st;
+}
+
+static const kiln_backend all_backends[] = {KILN_BACKEND_AUTO, KILN_BACKEND_IM2COL,
+                                            KILN_BACKEND_DIRECT, KILN_BACKEND_CLBLAST};
+static unsigned ran[5], refused[5]; /* by backend, for the summary */
+
+static void describe(const problem *p, const char *what, char *out, size_t size)
+{
+  const kiln_conv2d_desc *d = &p->d;
+  snprintf(out, size,
+           "%s %s %s n=%zu c=%zu %zux%zu k=%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
+           "dilation %zu,%zu groups %zu bias %d relu %d",
+           what, kiln_dtype_name(d->dtype), d->layout == KILN_NCHW ? "NCHW" : "NHWC", d->n,
+           d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top,
+           d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
+           d->groups, p->b != NULL, d->relu);
+}
+
+/* Checks y against the reference; the first bad element names the case. */
+static void check_y(const problem *p, const double *got, const double *want,
+                    const double *bound, const char *backend)
+{
+  for (size_t i = 0; i < p->ny; i++)
+    if (!(fabs(got[i] - want[i]) <= bound[i])) {
+      char what[400];
+      describe(p, backend, what, sizeof what);
+      fail_msg("%s: y[%zu] = %.9g, expected %.9g (bound %.3g)", what, i, got[i], want[i],
+               bound[i]);
+    }
+}
+
+/* One case in both layouts on every backend. */
+static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64_t seed)
+{
+  for (int l = 0; l < 2; l++) {
+    problem p;
+    make(&p, cc, t, (kiln_tensor_layout)l, seed);
+    size_t pp = 0, qq = 0;
+    assert_kiln_ok(NULL, kiln_conv2d_output(&p.d, &pp, &qq));
+    assert_int_equal(pp, p.p);
+    assert_int_equal(qq, p.q);
+    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny, *got = bound + p.ny;
+    reference(&p, want, bound);
+    for (size_t bi = 0; bi < sizeof all_backends / sizeof all_backends[0]; bi++) {
+      kiln_backend be = all_backends[bi];
+      char msg[1024], what[400];
+      p.d.backend = be;
+      kiln_status st = run_conv(rt, &p, got, msg, sizeof msg);
+      if (st == KILN_ERR_UNSUPPORTED && be == KILN_BACKEND_CLBLAST) {
+        if (strlen(msg) < 20)
+          fail_msg("clblast refused without a reason: '%s'", msg);
+        refused[be]++;
+        continue;
+      }
+      if (st != KILN_OK) {
+        describe(&p, kiln_backend_name(be), what, sizeof what);
+        fail_msg("%s: kiln_conv2d returned %s: %s", what, kiln_status_name(st), msg);
+      }
+      ran[be]++;
+      check_y(&p, got, want, bound, kiln_backend_name(be));
+    }
+    free(want);
+    unmake(&p);
+  }
+}
+
+static void run_table(kiln_runtime *rt, kiln_dtype t)
+{
+  if (t == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+    skip();
+  for (size_t i = 0; i < NCASES; i++)
+    run_case(rt, &cases[i], t, 100 * (uint64_t)t + i);
+}
+
+static void test_conv_float32(void **state) { run_table(*state, KILN_F32); }
+static void test_conv_float64(void **state) { run_table(*state, KILN_F64); }
+static void test_conv_float16(void **state) { run_table(*state, KILN_F16); }
+
+/* When im2col's workspace for the whole batch exceeds the memory budget, it
+ * works image by image; when not even one image's fits, OUT_OF_MEMORY. */
+static void test_conv_im2col_chunks_over_the_batch(void **state)
+{
+  (void)state;
+  /* x 18.3 KB, w 1.2 KB, y 9.2 KB; the workspace 41 KB an image, 165 KB
+   * for all four. */
+  static const conv_case cc = {4, 8, 13, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  static const uint64_t limits[] = {128 * 1024, 48 * 1024};
+  for (size_t li = 0; li < 2; li++) {
+    kiln_options opts;
+    kiln_options_init(&opts);
+    opts.memory_limit = limits[li];
+    kiln_runtime *rt = NULL;
+    assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+    problem p;
+    make(&p, &cc, KILN_F32, KILN_NCHW, 7);
+    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny, *got = bound + p.ny;
+    reference(&p, want, bound);
+    char msg[1024];
+    for (int be = KILN_BACKEND_IM2COL; be <= KILN_BACKEND_DIRECT; be++) {
+      p.d.backend = (kiln_backend)be; /* direct has no workspace: runs under both */
+      kiln_status st = run_conv(rt, &p, got, msg, sizeof msg), want_st = KILN_OK;
+      if (li == 1 && be == KILN_BACKEND_IM2COL)
+        want_st = KILN_ERR_OUT_OF_MEMORY;
+      if (st != want_st)
+        fail_msg("%s under a %zu KiB budget returned %s, expected %s: %s",
+                 kiln_backend_name(p.d.backend), (size_t)limits[li] / 1024,
+                 kiln_status_name(st), kiln_status_name(want_st), msg);
+      if (st == KILN_OK)
+        check_y(&p, got, want, bound, kiln_backend_name(p.d.backend));
+    }
+    kiln_memory_usage mu;
+    assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
+    assert_true(mu.peak_bytes <= limits[li]);
+    assert_int_equal(mu.live_buffers, 0);
+    free(want);
+    unmake(&p);
+    assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  }
+}
+
+/* ---- the descriptor and the output size ------------------------------------ */
+
+static void test_conv_desc_init(void **state)
+{
+  (void)state;
+  kiln_conv2d_desc d;
+  memset(&d, 0x5a, sizeof d);
+  kiln_conv2d_desc_init(&d, KILN_F16, 2, 3, 4, 5, 6, 7, 8);
+  assert_int_equal(d.dtype, KILN_F16);
+  assert_int_equal(d.layout, KILN_NCHW);
+  assert_true(d.n == 2 && d.c == 3 && d.h == 4 && d.w == 5);
+  assert_true(d.k == 6 && d.r == 7 && d.s == 8);
+  assert_true(d.stride_h <= 1 && d.stride_w <= 1); /* 1, or 0 meaning 1 */
+  assert_true(d.pad_top == 0 && d.pad_bottom == 0 && d.pad_left == 0 && d.pad_right == 0);
+  assert_true(d.dilation_h <= 1 && d.dilation_w <= 1 && d.groups <= 1);
+  assert_int_equal(d.relu, 0);
+  assert_int_equal(d.backend, KILN_BACKEND_AUTO);
+  kiln_conv2d_desc_init(NULL, KILN_F32, 1, 1, 1, 1, 1, 1, 1);
+}
+
+static void test_conv_output_sizes(void **state)
+{
+  (void)state;
+  static const struct {
+    conv_case cc;
+    size_t p, q;
+  } t[] = {
+    {{1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 0, 0}, 112, 112},
+    {{8, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, 56, 56},
+    {{1, 3, 7, 9, 4, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1, 1, 0, 0}, 6, 10},
+    {{1, 3, 13, 11, 4, 3, 3, 2, 2, 0, 0, 0, 0, 2, 2, 1, 0, 0}, 5, 4},
+    {{1, 3, 13, 11, 4, 5, 3, 2, 3, 2, 1, 0, 2, 1, 2, 1, 0, 0}, 6, 3},
+    {{1, 3, 5, 5, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, 1, 1},
+    {{1, 3, 7, 9, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 5, 7},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    kiln_conv2d_desc d = desc_of(&t[i].cc, KILN_F32, (kiln_tensor_layout)(i & 1));
+    size_t p = 0, q = 0;
+    assert_kiln_ok(NULL, kiln_conv2d_output(&d, &p, &q));
+    if (p != t[i].p || q != t[i].q)
+      fail_msg("case %zu: output %zu x %zu, expected %zu x %zu", i, p, q, t[i].p, t[i].q);
+  }
+}
+
+/* A dilated filter larger than the padded input: kiln_conv2d_output() and
+ * kiln_conv2d() both refuse it, also where C's truncating division would
+ * make (padded - extent) / stride + 1 come out as 1. */
+static void test_conv_output_too_small(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const conv_case bad[] = {
+    {1, 3, 4, 9, 4, 3, 3, 1, 1, 1, 0, 0, 0, 3, 1, 1, 0, 0}, /* extent 7 > 5 rows */
+    {1, 3, 9, 4, 4, 3, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* 5 > 4 columns */
+    {1, 3, 5, 9, 4, 6, 3, 2, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* 6 > 5, stride 2 */
+    {1, 3, 9, 3, 4, 3, 5, 1, 3, 0, 0, 1, 0, 1, 1, 1, 0, 0}, /* 5 > 4, stride 3 */
+    {1, 3, 2, 2, 4, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* 3 > 2 */
+  };
+  kiln_buffer *buf = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 4096, KILN_BUFFER_ZERO, &buf));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    kiln_conv2d_desc d = desc_of(&bad[i], KILN_F32, KILN_NCHW);
+    size_t p = 99, q = 99;
+    kiln_status st = kiln_conv2d_output(&d, &p, &q);
+    if (st != KILN_ERR_INVALID_ARGUMENT)
+      fail_msg("bad[%zu]: kiln_conv2d_output returned %s with %zu x %zu", i,
+               kiln_status_name(st), p, q);
+    if (!*kiln_last_error(NULL))
+      fail_msg("bad[%zu]: no message for kiln_last_error(NULL)", i);
+    if (i == 0)
+      fprintf(stderr, "# output too small: %s\n", kiln_last_error(NULL));
+    for (int l = 0; l < 2; l++) {
+      d.layout = (kiln_tensor_layout)l;
+      assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d",
+                        kiln_conv2d(rt, &d, buf, buf, NULL, buf));
+    }
+  }
+  kiln_buffer_destroy(buf);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+/* x, weights, bias, y: four buffers of one type and runtime. */
+enum { X, W, B, Y };
+
+static void make_bufs(kiln_runtime *rt, kiln_dtype t, const size_t n[4], kiln_buffer *v[4])
+{
+  for (int i = 0; i < 4; i++)
+    assert_kiln_ok(rt, kiln_buffer_create(rt, t, n[i], KILN_BUFFER_ZERO, &v[i]));
+}
+
+static void free_bufs(kiln_buffer *v[4])
+{
+  for (int i = 0; i < 4; i++)
+    kiln_buffer_destroy(v[i]);
+}
+
+static const size_t roomy[4] = {4096, 4096, 64, 4096};
+
+#define CONV(rt, d, v) kiln_conv2d(rt, &(d), (v)[X], (v)[W], (v)[B], (v)[Y])
+
+static void test_conv_errors_groups(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_buffer *v[4];
+  make_bufs(rt, KILN_F32, roomy, v);
+  static const size_t ckg[][3] = {{6, 8, 4}, {8, 6, 4}, {2, 4, 4}, {6, 9, 3}};
+  for (size_t i = 0; i < 4; i++) { /* c, then k, then both not divisible */
+    kiln_conv2d_desc d;
+    kiln_conv2d_desc_init(&d, KILN_F32, 1, ckg[i][0], 5, 5, ckg[i][1], 3, 3);
+    d.groups = ckg[i][2];
+    d.layout = (kiln_tensor_layout)(i & 1);
+    if (i == 3) /* 6 and 9 both divide by 3 */
+      assert_kiln_ok(rt, CONV(rt, d, v));
+    else
+      assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "group", CONV(rt, d, v));
+  }
+  free_bufs(v);
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+/* Each buffer one element short: OUT_OF_BOUNDS naming needed and held. */
+static void test_conv_errors_buffers_too_small(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_conv2d_desc d; /* x 3*6*7*9 = 1134; w 12*3*3*3 = 324; y 3*12*7*9 = 2268 */
+  kiln_conv2d_desc_init(&d, KILN_F32, 3, 6, 7, 9, 12, 3, 3);
+  d.layout = KILN_NHWC;
+  d.groups = 2;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  static const size_t need[4] = {1134, 324, 12, 2268};
+  static const kiln_backend be[3] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
+                                     KILN_BACKEND_AUTO};
+  kiln_buffer *v[4];
+  for (int which = 0; which < 4; which++) {
+    size_t n[4] = {need[0], need[1], need[2], need[3]};
+    n[which]--;
+    make_bufs(rt, KILN_F32, n, v);
+    char want_need[32], want_held[32];
+    snprintf(want_need, sizeof want_need, "%zu", need[which]);
+    snprintf(want_held, sizeof want_held, "%zu", n[which]);
+    for (size_t bi = 0; bi < 3; bi++) {
+      d.backend = be[bi];
+      assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, want_need, CONV(rt, d, v));
+      assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, want_held, CONV(rt, d, v));
+    }
+    free_bufs(v);
+  }
+  make_bufs(rt, KILN_F32, need, v);
+  assert_kiln_ok(rt, CONV(rt, d, v));
+  assert_kiln_ok(rt, kiln_conv2d(rt, &d, v[X], v[W], NULL, v[Y]));
+  free_bufs(v);
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+/* One buffer of another type, or a descriptor type conv does not take. */
+static void test_conv_errors_dtype(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_buffer *f[4], *h[4], *i32[4];
+  make_bufs(rt, KILN_F32, roomy, f);
+  make_bufs(rt, KILN_F16, roomy, h);
+  make_bufs(rt, KILN_I32, roomy, i32);
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, 1, 3, 5, 5, 4, 3, 3);
+  for (int which = 0; which < 4; which++) {
+    kiln_buffer *v[4] = {f[X], f[W], f[B], f[Y]};
+    v[which] = h[which];
+    assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "float16", CONV(rt, d, v));
+  }
+  d.dtype = KILN_F16;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "float32", CONV(rt, d, f));
+  assert_kiln_ok(rt, CONV(rt, d, h));
+  d.dtype = KILN_I32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "int32", CONV(rt, d, i32));
+  d.dtype = KILN_C32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "complex64", CONV(rt, d, f));
+  d.dtype = (kiln_dtype)0;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "kiln_conv2d", CONV(rt, d, f));
+  if (!kiln_runtime_device(rt)->has_fp64) {
+    d.dtype = KILN_F64;
+    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "fp64", CONV(rt, d, f));
+  }
+  free_bufs(f);
+  free_bufs(h);
+  free_bufs(i32);
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+static void test_conv_errors_null_zero_backend(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_buffer *v[4];
+  make_bufs(rt, KILN_F32, roomy, v);
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, 1, 3, 5, 5, 4, 3, 3);
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "NULL", CONV(NULL, d, v));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "NULL",
+                    kiln_conv2d(rt, NULL, v[X], v[W], v[B], v[Y]));
+  for (int which = 0; which < 4; which++) {
+    if (which == B)
+      continue; /* NULL bias: no bias */
+    kiln_buffer *n[4] = {v[X], v[W], v[B], v[Y]};
+    n[which] = NULL;
+    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "NULL", CONV(rt, d, n));
+  }
+  size_t p, q;
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "NULL", kiln_conv2d_output(NULL, &p, &q));
+  for (int f = 0; f < 7; f++) { /* each size zero in turn */
+    kiln_conv2d_desc z = d;
+    size_t *field[7] = {&z.n, &z.c, &z.k, &z.h, &z.w, &z.r, &z.s};
+    *field[f] = 0;
+    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d", CONV(rt, z, v));
+    if (f >= 3) /* n, c and k do not enter the output size */
+      assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d",
+                        kiln_conv2d_output(&z, &p, &q));
+  }
+  d.backend = (kiln_backend)42;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "42", CONV(rt, d, v));
+  d.backend = KILN_BACKEND_AUTO;
+  d.layout = (kiln_tensor_layout)2;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d", CONV(rt, d, v));
+#if !HAVE_CLBLAST
+  d.layout = KILN_NCHW;
+  d.backend = KILN_BACKEND_CLBLAST;
+  assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "CLBlast", CONV(rt, d, v));
+#endif
+  free_bufs(v);
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+/* Any one buffer from another runtime, on every kiln backend. */
+static void test_conv_errors_wrong_runtime(void **state)
+{
+  kiln_runtime *rt = *state, *other = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &other));
+  kiln_buffer *mine[4], *theirs[4];
+  make_bufs(rt, KILN_F32, roomy, mine);
+  make_bufs(other, KILN_F32, roomy, theirs);
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, 1, 3, 5, 5, 4, 3, 3);
+  for (int be = 0; be < 3; be++)
+    for (int which = 0; which < 4; which++) {
+      kiln_buffer *v[4] = {mine[X], mine[W], mine[B], mine[Y]};
+      v[which] = theirs[which];
+      d.backend = all_backends[be];
+      assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "kiln_conv2d", CONV(rt, d, v));
+    }
+  free_bufs(mine);
+  free_bufs(theirs);
+  assert_kiln_ok(rt, kiln_finish(rt));
+  assert_kiln_ok(other, kiln_runtime_destroy(other));
+}
+
+static int teardown(void **state)
+{
+  for (size_t i = 0; i < sizeof all_backends / sizeof all_backends[0]; i++)
+    fprintf(stderr, "# %s: %u runs checked, %u refused as unsupported\n",
+            kiln_backend_name(all_backends[i]), ran[all_backends[i]],
+            refused[all_backends[i]]);
+  return kiln_test_runtime_teardown(state);
+}
+
+int main(void)
+{
+  kiln_test_require_device();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_conv_desc_init),
+    cmocka_unit_test(test_conv_output_sizes),
+    cmocka_unit_test(test_conv_output_too_small),
+    cmocka_unit_test(test_conv_errors_groups),
+    cmocka_unit_test(test_conv_errors_buffers_too_small),
+    cmocka_unit_test(test_conv_errors_dtype),
+    cmocka_unit_test(test_conv_errors_null_zero_backend),
+    cmocka_unit_test(test_conv_errors_wrong_runtime),
+    cmocka_unit_test(test_conv_float32),
+    cmocka_unit_test(test_conv_float64),
+    cmocka_unit_test(test_conv_float16),
+    cmocka_unit_test(test_conv_im2col_chunks_over_the_batch),
+  };
+  return cmocka_run_group_tests(tests, kiln_test_runtime_setup, teardown);
+}
