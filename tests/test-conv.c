@@ -23,49 +23,16 @@
 #include <math.h>
 
 #include "kiln_config.h"
-
-/* ---- half <-> double on the host, for half storage -------------------- */
-
-static double half_to_double(uint16_t h)
-{
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                              : ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-/* Only for values the test makes: multiples of 2^-8 below 8 in magnitude. */
-static uint16_t exact_half(double v)
-{
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  double a = fabs(v);
-  if (a == 0)
-    return sign;
-  int e;
-  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
-  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((f * 2048 - 1024)));
-}
+#include "values.h"
 
 static void *to_bytes(const double *x, size_t n, kiln_dtype t)
 {
   unsigned char *out = malloc(n * kiln_dtype_size(t) + 1);
-  for (size_t i = 0; i < n; i++) {
-    if (t == KILN_F64)
-      ((double *)out)[i] = x[i];
-    else if (t == KILN_F32)
-      ((float *)out)[i] = (float)x[i];
-    else
-      ((uint16_t *)out)[i] = isnan(x[i]) ? 0x7e00 : exact_half(x[i]);
-  }
+  for (size_t i = 0; i < n; i++)
+    kiln_test_put(t, out, i, x[i]);
   return out;
 }
 
-static double from_bytes(const void *p, size_t i, kiln_dtype t)
-{
-  return t == KILN_F64   ? ((const double *)p)[i]
-         : t == KILN_F32 ? ((const float *)p)[i]
-                         : half_to_double(((const uint16_t *)p)[i]);
-}
 
 static uint64_t lcg(uint64_t *s)
 {
@@ -264,7 +231,7 @@ static kiln_status run_conv(kiln_runtime *rt, const problem *p, double *got, cha
     assert_kiln_ok(rt, kiln_buffer_read(y, 0, p->ny, bytes));
     assert_kiln_ok(rt, kiln_finish(rt));
     for (size_t i = 0; i < p->ny; i++)
-      got[i] = from_bytes(bytes, i, t);
+      got[i] = kiln_test_get(t, bytes, i);
     free(bytes);
   }
   kiln_buffer_destroy(x);

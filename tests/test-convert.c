@@ -10,46 +10,10 @@
 
 #include <math.h>
 
+#include "values.h"
+
 static const kiln_dtype types[] = {KILN_F16, KILN_F32, KILN_F64, KILN_I32, KILN_I64};
 #define NTYPES (sizeof types / sizeof types[0])
-
-/* ---- float16 on the host, by search ---------------------------------- */
-
-static double half_value(uint16_t h)
-{
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                              : ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-/* The half nearest to v, ties to the even pattern; past the largest finite
- * half, the next step (65536) stands for infinity, as in IEEE rounding. */
-static uint16_t half_of(double v)
-{
-  if (isnan(v))
-    return 0x7e00;
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  double a = fabs(v);
-  unsigned lo = 0, hi = 0x7c00; /* positive halves grow with their patterns */
-  while (lo < hi) {             /* the largest pattern whose value is <= a */
-    unsigned mid = (lo + hi + 1) / 2;
-    double mv = mid == 0x7c00 ? 65536.0 : half_value((uint16_t)mid);
-    if (mv <= a)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  if (lo == 0x7c00)
-    return sign | 0x7c00;
-  double below = half_value((uint16_t)lo);
-  double above = lo + 1 == 0x7c00 ? 65536.0 : half_value((uint16_t)(lo + 1));
-  unsigned pick = a - below < above - a   ? lo
-                  : a - below > above - a ? lo + 1
-                  : (lo & 1)              ? lo + 1
-                                          : lo;
-  return (uint16_t)(sign | pick);
-}
 
 /* ---- the reference ----------------------------------------------------- */
 
@@ -77,7 +41,7 @@ static void reference(value x, kiln_dtype to, void *out)
 {
   switch (to) {
   case KILN_F16:
-    *(uint16_t *)out = half_of(x.is_int ? (double)(float)x.i : x.d);
+    *(uint16_t *)out = kiln_test_half_of(x.is_int ? (double)(float)x.i : x.d);
     break;
   case KILN_F32: *(float *)out = x.is_int ? (float)x.i : (float)x.d; break;
   case KILN_F64: *(double *)out = x.is_int ? (double)x.i : x.d; break;
@@ -100,7 +64,7 @@ static void reference(value x, kiln_dtype to, void *out)
 static void store(value x, kiln_dtype from, void *out)
 {
   switch (from) {
-  case KILN_F16: *(uint16_t *)out = half_of(x.d); break;
+  case KILN_F16: *(uint16_t *)out = kiln_test_half_of(x.d); break;
   case KILN_F32: *(float *)out = (float)x.d; break;
   case KILN_F64: *(double *)out = x.d; break;
   case KILN_I32: *(int32_t *)out = (int32_t)x.i; break;
@@ -113,7 +77,7 @@ static void store(value x, kiln_dtype from, void *out)
 static value load(kiln_dtype t, const void *p)
 {
   switch (t) {
-  case KILN_F16: return (value){.d = half_value(*(const uint16_t *)p)};
+  case KILN_F16: return (value){.d = kiln_test_half_value(*(const uint16_t *)p)};
   case KILN_F32: return (value){.d = *(const float *)p};
   case KILN_F64: return (value){.d = *(const double *)p};
   case KILN_I32: return (value){.i = *(const int32_t *)p, .is_int = 1};
@@ -172,8 +136,8 @@ static void check_pair(kiln_runtime *rt, kiln_dtype from, kiln_dtype to, size_t 
   for (size_t i = 0; i < n; i++) {
     value x = load(from, src + i * fs);
     reference(x, to, want);
-    int nan_ok = (to == KILN_F16 && isnan(half_value(*(uint16_t *)want)) &&
-                  isnan(half_value(*(uint16_t *)(got + i * ts)))) ||
+    int nan_ok = (to == KILN_F16 && isnan(kiln_test_half_value(*(uint16_t *)want)) &&
+                  isnan(kiln_test_half_value(*(uint16_t *)(got + i * ts)))) ||
                  (to == KILN_F32 && isnan(*(float *)want) && isnan(*(float *)(got + i * ts))) ||
                  (to == KILN_F64 && isnan(*(double *)want) && isnan(*(double *)(got + i * ts)));
     if (!nan_ok && memcmp(want, got + i * ts, ts) != 0) {

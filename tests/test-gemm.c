@@ -15,29 +15,7 @@
 
 #include "internal.h" /* kiln__gemm_tuning_override */
 #include "kiln_config.h"
-
-/* ---- half <-> double on the host, for half storage -------------------- */
-
-static double half_to_double(uint16_t h)
-{
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                              : ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-/* Only for values the test makes: multiples of 2^-8 below 8 in magnitude,
- * which half holds exactly. */
-static uint16_t exact_half(double v)
-{
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  double a = fabs(v);
-  if (a == 0)
-    return sign;
-  int e;
-  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
-  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((f * 2048 - 1024)));
-}
+#include "values.h"
 
 /* ---- matrices ------------------------------------------------------------ */
 
@@ -140,23 +118,11 @@ static void reference(const problem *p, double *want, double *bound)
 static void *to_bytes(const double *x, size_t n, kiln_dtype t)
 {
   unsigned char *out = malloc(n * kiln_dtype_size(t) + 1);
-  for (size_t i = 0; i < n; i++) {
-    if (t == KILN_F64)
-      ((double *)out)[i] = x[i];
-    else if (t == KILN_F32)
-      ((float *)out)[i] = (float)x[i];
-    else
-      ((uint16_t *)out)[i] = isnan(x[i]) ? 0x7e00 : exact_half(x[i]);
-  }
+  for (size_t i = 0; i < n; i++)
+    kiln_test_put(t, out, i, x[i]);
   return out;
 }
 
-static double from_bytes(const void *p, size_t i, kiln_dtype t)
-{
-  return t == KILN_F64   ? ((const double *)p)[i]
-         : t == KILN_F32 ? ((const float *)p)[i]
-                         : half_to_double(((const uint16_t *)p)[i]);
-}
 
 /* Makes the problem's data; C holds NaN when beta is 0, which must not show. */
 static void make(problem *p, uint64_t seed)
@@ -187,7 +153,7 @@ static void check_c(const problem *p, const void *got, const char *how)
   reference(p, want, bound);
   const kiln_gemm_desc *d = &p->d;
   for (size_t i = 0; i < p->nc; i++) {
-    double g = from_bytes(got, i, d->dtype);
+    double g = kiln_test_get(d->dtype, got, i);
     int same_nan = isnan(want[i]) && isnan(g);
     if (!same_nan && !(fabs(g - want[i]) <= bound[i]))
       fail_msg("%s: %s m=%zu n=%zu k=%zu %s ta=%d tb=%d alpha=%g beta=%g batch=%zu "

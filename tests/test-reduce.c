@@ -24,6 +24,7 @@
  * and says nothing once n u >= 1.
  */
 #include "common.h"
+#include "values.h"
 
 #include <math.h>
 
@@ -43,52 +44,6 @@ static size_t nbackends;
 static unsigned clblast_ran[NOPS + 1][8];
 
 /* ---- values on the host ----------------------------------------------- */
-
-static double half_to_double(uint16_t h)
-{
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                              : ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-/* Only for values half holds exactly (the test makes no others), inf, NaN. */
-static uint16_t exact_half(double v)
-{
-  if (isnan(v))
-    return 0x7e00;
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  double a = fabs(v);
-  if (isinf(a))
-    return sign | 0x7c00;
-  if (a < 0x1p-14) /* zero or subnormal: multiples of 2^-24 */
-    return (uint16_t)(sign | (uint16_t)(a * 0x1p24));
-  int e;
-  double f = frexp(a, &e); /* a = f 2^e, f in [0.5, 1): (1024 + m) 2^(e - 11) */
-  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(f * 2048 - 1024));
-}
-
-static void store(kiln_dtype t, void *p, size_t i, double v)
-{
-  switch (t) {
-  case KILN_F16: ((uint16_t *)p)[i] = exact_half(v); break;
-  case KILN_F32: ((float *)p)[i] = (float)v; break;
-  case KILN_F64: ((double *)p)[i] = v; break;
-  case KILN_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-  default: fail_msg("no store for %s", kiln_dtype_name(t));
-  }
-}
-
-static double load(kiln_dtype t, const void *p, size_t i)
-{
-  switch (t) {
-  case KILN_F16: return half_to_double(((const uint16_t *)p)[i]);
-  case KILN_F32: return ((const float *)p)[i];
-  case KILN_F64: return ((const double *)p)[i];
-  case KILN_I32: return ((const int32_t *)p)[i];
-  default: return (double)((const int64_t *)p)[i];
-  }
-}
 
 static uint64_t lcg(uint64_t *s) /* 53 random bits */
 {
@@ -166,8 +121,8 @@ static problem make(kiln_dtype t, unsigned ndim, const size_t *shape, int32_t ax
              : t != KILN_I32 ? NAN
              : i < offset    ? (double)INT32_MIN
                              : (double)INT32_MAX;
-    store(t, p.bytes, i, p.x[i]);
-    double back = load(t, p.bytes, i); /* the reference sees what is stored */
+    kiln_test_put(t, p.bytes, i, p.x[i]);
+    double back = kiln_test_get(t, p.bytes, i); /* the reference sees what is stored */
     if (t != KILN_F32 && !(back == p.x[i] || isnan(back)))
       fail_msg("the test stored %.17g as %s %.17g", p.x[i], kiln_dtype_name(t), back);
     p.x[i] = back;
@@ -183,8 +138,8 @@ static problem make_1d(kiln_dtype t, size_t n, const double *vals, uint64_t seed
 /* Sets view element i to v. */
 static void plant(problem *p, size_t i, double v)
 {
-  store(p->t, p->bytes, p->offset + i, v);
-  p->x[p->offset + i] = load(p->t, p->bytes, p->offset + i);
+  kiln_test_put(p->t, p->bytes, p->offset + i, v);
+  p->x[p->offset + i] = kiln_test_get(p->t, p->bytes, p->offset + i);
 }
 
 static void unmake(problem *p)
@@ -315,7 +270,7 @@ static void compare(const char *what, kiln_dtype ot, const void *out, size_t j, 
                (long long)w.i);
     return;
   }
-  double g = load(ot, out, j);
+  double g = kiln_test_get(ot, out, j);
   double wo = ot == KILN_F32 ? (double)(float)w.v : w.v; /* overflow to inf */
   int ok = isnan(w.v) ? isnan(g) : isinf(wo) ? g == wo : fabs(g - w.v) <= w.bound;
   if (!ok)
