@@ -374,7 +374,22 @@ static void link_platforms(kiln__device_list *list)
       }
 }
 
+/* Discovery runs one thread at a time: drivers start up on their first
+ * queries, and PoCL crashes in clGetDeviceInfo when two threads start it at
+ * once. Later queries are cheap, so the lock costs nothing that matters. */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static kiln_status discover(kiln__device_list *list);
+
 kiln_status kiln__devices_discover(kiln__device_list *list)
+{
+  pthread_mutex_lock(&discovery_lock);
+  kiln_status st = discover(list);
+  pthread_mutex_unlock(&discovery_lock);
+  return st;
+}
+
+static kiln_status discover(kiln__device_list *list)
 {
   memset(list, 0, sizeof *list);
   cl_uint n = 0;
