@@ -10,7 +10,7 @@ packages=(
   # OpenCL: the ICD loader, headers, and the two real platforms of CPU-only machines
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
   # optional backends and the benchmark's CPU peer (meson features, auto)
-  libclblast-dev libclfft-dev libopenblas-dev
+  libclblast-dev libclfft-dev libvkfft-dev libopenblas-dev libfftw3-dev
   # kiln info --json (meson feature json, auto)
   libjson-c-dev
   # the kernel cache's key and checksums (XXH3)

@@ -413,6 +413,35 @@ extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
                                                         when HAVE_CLBLAST */
 
+/* ---- FFT backends (src/ops/fft.c, src/backends/) ----------------------- */
+
+/* A checked kiln_fft() request: batch >= 1, and the element counts; d.inverse
+ * is 1 for C2R and an inverse C2C, else 0; shape[i] is 0 for i >= ndim. */
+typedef struct kiln__fft {
+  kiln_fft_desc d;
+  size_t in_count, out_count; /* elements of in's and out's types */
+  cl_mem in, out;
+} kiln__fft;
+
+/* A backend's plan, opaque to fft.c: built once per key and cached by the
+ * runtime (fft.c), released when the runtime is destroyed. */
+typedef struct kiln__fft_backend {
+  kiln_backend id;
+  /* NULL when the backend can run f; else why not (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__fft *f);
+  /* Builds a plan for f's shape, kind, batch, precision and direction. */
+  kiln_status (*plan)(kiln_runtime *rt, const kiln__fft *f, void **plan);
+  /* Enqueues f with a plan from plan(); events go to kiln__runtime_track. */
+  kiln_status (*run)(kiln_runtime *rt, void *plan, const kiln__fft *f);
+  void (*release)(void *plan);
+} kiln__fft_backend;
+
+extern const kiln__fft_backend kiln__fft_clfft; /* src/backends/clfft.c, HAVE_CLFFT */
+extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
+
+/* Releases the runtime's cached FFT plans (fft.c). */
+void kiln__fft_release_plans(kiln_runtime *rt);
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
@@ -432,6 +461,7 @@ struct kiln_runtime {
   uint64_t compiles;        /* programs built from source: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   kiln_backend gemm_backend; /* forced for AUTO requests, or AUTO */
+  struct kiln__fft_plan *fft_plans; /* cached FFT plans, a list (fft.c) */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   const char *mem_limit_source;

@@ -98,6 +98,7 @@ static kiln_status open_device(kiln_runtime *rt)
 /* Releases what a runtime holds; safe on a partly created one. */
 static void runtime_free(kiln_runtime *rt)
 {
+  kiln__fft_release_plans(rt); /* before the queue and context they use */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);

@@ -4,7 +4,8 @@
  * gemm`: GFLOP/s of each GEMM backend and of OpenBLAS on the CPU, as medians
  * over repeats after a warm-up, each result checked against OpenBLAS (or a
  * naive loop without it) before it is timed. `kiln bench reduce` is in
- * bench_reduce.c, `kiln bench conv` in bench_conv.c.
+ * bench_reduce.c, `kiln bench conv` in bench_conv.c, `kiln bench fft` in
+ * bench_fft.c.
  *
  * Records share one shape for every operation's bench: op, backend, dtype,
  * shape ("MxNxK"), median_ms, gflops, gbps (null where it does not apply).
@@ -236,6 +237,8 @@ static int print_json(const bench_records *rs)
     json_object_object_add(o, "median_ms", json_object_new_double(r->median_ms));
     json_object_object_add(o, "gflops", json_figure(r->gflops));
     json_object_object_add(o, "gbps", json_figure(r->gbps));
+    if (r->has_plan)
+      json_object_object_add(o, "plan_ms", json_object_new_double(r->plan_ms));
     json_object_array_add(all, o);
   }
   puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY));
@@ -356,7 +359,7 @@ static int measure_peer(const bench_args *args, gemm_run *g, const float *ref,
     return -1;
   }
   bench_record r = {"gemm", gemm_peers[g->k], "float32", n, "", med,
-                    2.0 * (double)n * n * n / med / 1e6, NAN};
+                    2.0 * (double)n * n * n / med / 1e6, NAN, 0, 0};
   snprintf(r.shape, sizeof r.shape, "%zux%zux%zu", n, n, n);
   bench_add(out, &r);
   fprintf(stderr, " %.1f GFLOP/s\n", r.gflops);
@@ -426,11 +429,15 @@ int kiln_cmd_bench(int argc, char **argv)
     return bench_reduce(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "conv") == 0)
     return bench_conv(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "fft") == 0)
+    return bench_fft(argc - 1, argv + 1);
   fprintf(stderr, "usage: kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,"
                   "openblas] [--repeat R] [--json]\n"
                   "       kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast] "
                   "[--repeat R] [--json]\n"
                   "       kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,"
-                  "clblast,openblas] [--repeat R] [--json]\n");
+                  "clblast,openblas] [--repeat R] [--json]\n"
+                  "       kiln bench fft [--sizes CASE,...] [--backend clfft,vkfft,fftw] "
+                  "[--repeat R] [--json]\n");
   return 2;
 }

@@ -19,6 +19,8 @@ typedef struct bench_record {
   size_t size;    /* the table's row: n for gemm, bytes for reduce */
   char shape[48]; /* "MxNxK", or the element count */
   double median_ms, gflops, gbps;
+  int has_plan;   /* plan_ms measured: JSON adds "plan_ms" */
+  double plan_ms; /* the first call minus the median (kiln bench fft) */
 } bench_record;
 
 typedef struct bench_records {
@@ -84,6 +86,9 @@ int bench_reduce(int argc, char **argv);
 
 /* `kiln bench conv` (bench_conv.c). */
 int bench_conv(int argc, char **argv);
+
+/* `kiln bench fft` (bench_fft.c). */
+int bench_fft(int argc, char **argv);
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

@@ -201,7 +201,7 @@ static int measure_peer(const bench_args *args, conv_run *g, const float *ref,
   }
   const conv_layer *l = g->l;
   bench_record r = {"conv2d", conv_peers[g->k], "float32", (size_t)(l - layers) + 1, "",
-                    med, conv_flops(g) / med / 1e6, NAN};
+                    med, conv_flops(g) / med / 1e6, NAN, 0, 0};
   snprintf(r.shape, sizeof r.shape, "n%zuc%zuh%zuw%zuk%zur%zus%zu", l->n, l->c, l->h,
            l->w, l->k, l->r, l->s);
   if (l->stride > 1)

@@ -99,7 +99,7 @@ static int measure_peer(const bench_args *args, reduce_run *g, double ref,
     return -1;
   }
   bench_record r = {"reduce", reduce_peers[g->k], "float32", g->n * 4, "", med, NAN,
-                    (double)g->n * 4 / med / 1e6};
+                    (double)g->n * 4 / med / 1e6, 0, 0};
   snprintf(r.shape, sizeof r.shape, "%zu", g->n);
   bench_add(out, &r);
   fprintf(stderr, " %.2f GB/s (%.3g relative error)\n", r.gbps, err);

@@ -24,8 +24,9 @@ static int usage(FILE *out)
           "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
           "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy,\n"
           "             run reduce --op sum [--axis N] X.npy -o Y.npy,\n"
-          "             run conv2d X.npy W.npy -o Y.npy [--stride] [--pad] [...]\n"
-          "  bench      benchmarks: bench gemm|reduce|conv [--sizes] [--backend] [--json]\n"
+          "             run conv2d X.npy W.npy -o Y.npy [--stride] [--pad] [...],\n"
+          "             run fft X.npy -o Y.npy [--inverse] [--real] [--axes -2,-1]\n"
+          "  bench      benchmarks: bench gemm|reduce|conv|fft [--sizes] [--backend] [--json]\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");

@@ -1,7 +1,8 @@
 /*
  * run.c — `kiln run gemm A.npy B.npy -o C.npy [options]`,
  * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` and
- * `kiln run conv2d X.npy W.npy -o Y.npy [options]`: one operation on .npy
+ * `kiln run conv2d X.npy W.npy -o Y.npy [options]` and
+ * `kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...]`: one operation on .npy
  * files, with the device, the backend and the time on stdout. A failure is
  * one line on stderr, a non-zero exit, and no output file.
  *
@@ -16,6 +17,11 @@
  * conv2d: X sets the compute type (float16, float32, float64); W and the
  * bias are converted to it on the device. The time is one kiln_conv2d() and
  * kiln_finish() on buffers already on the device.
+ *
+ * fft: complex64/complex128 (C2C), float32/float64 with --real (R2C), or
+ * complex with --real --inverse (C2R, to --n or 2 (m - 1) values); over the
+ * last one to three axes, the leading ones the batch, as kiln_fft() takes C
+ * order. The time is one kiln_fft() and kiln_finish(), plan included.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -699,6 +705,218 @@ done:
   return rc;
 }
 
+/* ---- kiln run fft --------------------------------------------------------- */
+
+typedef struct fft_args {
+  const char *x, *out;
+  int inverse, real;
+  int axes[3], naxes; /* as given; default the last axis */
+  size_t n_out;       /* C2R: --n, the output's last length (0: 2 (m - 1)) */
+  kiln_backend backend;
+} fft_args;
+
+static const char fft_usage[] =
+  "usage: kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...] [--n N]\n"
+  "                    [--backend auto|clfft|vkfft]";
+
+/* --axes: one to three comma-separated axes; -1 after saying why. */
+static int fft_parse_axes(fft_args *f, const char *v)
+{
+  const char *at = v;
+  f->naxes = 0;
+  while (f->naxes < 3) {
+    char *end;
+    long a = strtol(at, &end, 10);
+    if (end == at || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
+      break;
+    f->axes[f->naxes++] = (int)a;
+    if (*end == '\0')
+      return 0;
+    if (*end != ',')
+      break;
+    at = end + 1;
+  }
+  return say("--axes '%s': expected one to three comma-separated axes such as -1 or "
+             "-2,-1", v), -1;
+}
+
+static int fft_option(fft_args *f, const char *o, const char *v)
+{
+  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_CLFFT,
+                                       KILN_BACKEND_VKFFT};
+  size_t n;
+  if (!v)
+    return say("%s needs a value", o), -1;
+  if (strcmp(o, "-o") == 0)
+    f->out = v;
+  else if (strcmp(o, "--axes") == 0)
+    return fft_parse_axes(f, v);
+  else if (strcmp(o, "--n") == 0) {
+    if (parse_counts(o, v, 1, 1, "a length from 1 to 2^31-1", &n) < 0)
+      return -1;
+    f->n_out = n;
+  } else if (strcmp(o, "--backend") == 0)
+    return parse_backend_of(v, &f->backend, takes, 3);
+  else
+    return say("unknown option '%s'", o), -1;
+  return 0;
+}
+
+static int fft_parse(fft_args *f, int argc, char **argv)
+{
+  *f = (fft_args){.axes = {-1}, .naxes = 1};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--inverse") == 0 || strcmp(argv[i], "--real") == 0) {
+      *(argv[i][2] == 'i' ? &f->inverse : &f->real) = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      if (fft_option(f, argv[i], i + 1 < argc ? argv[i + 1] : NULL) != 0)
+        return -1;
+      i++;
+    } else if (!f->x) {
+      f->x = argv[i];
+    } else {
+      return say("one array too many: '%s'", argv[i]), -1;
+    }
+  }
+  if (!f->x || !f->out)
+    return fprintf(stderr, "%s\n", fft_usage), -1;
+  if (f->n_out && !(f->real && f->inverse))
+    return say("--n sets the output length of --real --inverse only"), -1;
+  return 0;
+}
+
+/* The axes must be the last naxes of x, each once: kiln_fft() transforms
+ * the trailing axes of C-order data, the leading ones being the batch. */
+static int fft_check_axes(const fft_args *f, const kiln_array *x)
+{
+  int nd = (int)x->ndim, seen[KILN_ARRAY_MAX_DIMS] = {0};
+  if (nd < f->naxes)
+    return say("X has %d dimension%s; --axes names %d", nd, nd == 1 ? "" : "s",
+               f->naxes), -1;
+  for (int i = 0; i < f->naxes; i++) {
+    int a = f->axes[i] < 0 ? f->axes[i] + nd : f->axes[i];
+    if (a < 0 || a >= nd)
+      return say("--axes: axis %d is out of range for an array of %d dimensions", f->axes[i],
+                 nd), -1;
+    if (seen[a]++)
+      return say("--axes: axis %d is named twice", f->axes[i]), -1;
+    if (a < nd - f->naxes)
+      return say("--axes: kiln transforms the last %d axes of the array only (the "
+                 "leading axes are the batch, in C order); axis %d is not among them. "
+                 "Expected -1, -2,-1 or -3,-2,-1; move the axes last first (e.g. "
+                 "numpy.moveaxis)", f->naxes, f->axes[i]), -1;
+  }
+  return 0;
+}
+
+/* The request for x and the array that receives the result, its data
+ * allocated; -1 after saying why. */
+static int fft_plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_array *y)
+{
+  int cplx = x->dtype == KILN_C32 || x->dtype == KILN_C64;
+  int wide = x->dtype == KILN_C64 || x->dtype == KILN_F64;
+  kiln_fft_kind kind = !f->real ? KILN_FFT_C2C : f->inverse ? KILN_FFT_C2R : KILN_FFT_R2C;
+  if (kind == KILN_FFT_R2C ? (x->dtype != KILN_F32 && x->dtype != KILN_F64) : !cplx)
+    return say("X holds %s; expected %s", kiln_dtype_name(x->dtype),
+               kind == KILN_FFT_R2C ? "float32 or float64 for --real"
+                                    : "complex64 or complex128 (or --real for a real X)"), -1;
+  if (fft_check_axes(f, x) != 0)
+    return -1;
+  if (x->count == 0)
+    return say("X has no elements"), -1;
+  unsigned nd = x->ndim, k = (unsigned)f->naxes, first = nd - k;
+  size_t m = x->shape[nd - 1], n = kind != KILN_FFT_C2R ? m : f->n_out ? f->n_out : 2 * (m - 1);
+  if (kind == KILN_FFT_C2R && (n == 0 || n / 2 + 1 != m))
+    return say("--real --inverse: the last axis holds %zu bins, which is the half-spectrum "
+               "of %zu or %zu real values, not %zu", m, 2 * m - 2, 2 * m - 1, n), -1;
+  kiln_fft_desc_init(d, wide ? KILN_F64 : KILN_F32, n);
+  d->kind = kind, d->ndim = k, d->inverse = f->inverse && kind == KILN_FFT_C2C;
+  d->backend = f->backend;
+  d->batch = 1;
+  for (unsigned i = 0; i < first; i++)
+    d->batch *= x->shape[i];
+  memcpy(d->shape, x->shape + first, k * sizeof *d->shape);
+  d->shape[k - 1] = n;
+  *y = (kiln_array){.dtype = kind == KILN_FFT_C2R ? d->dtype : kind == KILN_FFT_R2C
+                    ? (wide ? KILN_C64 : KILN_C32) : x->dtype, .ndim = nd};
+  memcpy(y->shape, x->shape, sizeof y->shape);
+  y->shape[nd - 1] = kind == KILN_FFT_R2C ? n / 2 + 1 : n;
+  y->count = x->count / m * y->shape[nd - 1];
+  if (!(y->data = malloc(y->count * kiln_dtype_size(y->dtype))))
+    return say("out of host memory for the result (%zu elements)", y->count), -1;
+  return 0;
+}
+
+/* Uploads x, runs the transform (timed into *ms: kiln_fft() and
+ * kiln_finish(), the plan included) and reads y back. */
+static kiln_status fft_compute(kiln_runtime *rt, const kiln_fft_desc *d,
+                               const kiln_array *x, kiln_array *y, double *ms)
+{
+  kiln_buffer *dx = NULL, *dy = NULL;
+  kiln_status st = kiln_buffer_create(rt, x->dtype, x->count, 0, &dx);
+  if (st == KILN_OK)
+    st = kiln_buffer_write(dx, 0, x->count, x->data);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, y->dtype, y->count, 0, &dy);
+  double t0 = now_ms();
+  if (st == KILN_OK)
+    st = kiln_fft(rt, d, dx, dy);
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  *ms = now_ms() - t0;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(dy, 0, y->count, y->data);
+  kiln_buffer_destroy(dx), kiln_buffer_destroy(dy);
+  return st;
+}
+
+static void fft_report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
+                       const kiln_array *x, const kiln_array *y, double ms)
+{
+  static const char *const kinds[] = {"C2C", "R2C", "C2R"};
+  char xs[160], ys[160];
+  shape_text(xs, sizeof xs, x->ndim, x->shape);
+  shape_text(ys, sizeof ys, y->ndim, y->shape);
+  double n = 1;
+  for (unsigned i = 0; i < d->ndim; i++)
+    n *= (double)d->shape[i];
+  double flops = 5 * n * log2(n) * (double)d->batch * (d->kind == KILN_FFT_C2C ? 1 : 0.5);
+  printf("device   %s\nbackend  %s\nfft      %s%s %s %s%s over the last %u ax%s, batch "
+         "%zu -> %s %s\ntime     %.2f ms (%.2f GFLOP/s at 5 N log2 N; one call with its "
+         "plan, transfers excluded)\nwrote    %s\n", kiln_runtime_device(rt)->name,
+         f->backend == KILN_BACKEND_AUTO ? "auto (kiln's rules)" : kiln_backend_name(f->backend),
+         d->inverse ? "inverse " : "", kinds[d->kind], kiln_dtype_name(x->dtype), xs,
+         d->kind == KILN_FFT_C2C ? "" : " (real)", d->ndim, d->ndim == 1 ? "is" : "es",
+         d->batch, kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0,
+         f->out);
+}
+
+static int run_fft(int argc, char **argv)
+{
+  fft_args f;
+  kiln_array x = {0}, y = {0};
+  kiln_fft_desc d;
+  kiln_runtime *rt = NULL;
+  double ms = 0;
+  int rc = 1;
+  who = "kiln run fft";
+  if (fft_parse(&f, argc, argv) != 0 || load_c_order(f.x, &x) != 0 ||
+      fft_plan(&f, &x, &d, &y) != 0 || start(&rt) != 0)
+    goto done;
+  if (fft_compute(rt, &d, &x, &y, &ms) != KILN_OK) {
+    say("%s", kiln_last_error(rt));
+    goto done;
+  }
+  if (save(f.out, &y) != 0)
+    goto done;
+  fft_report(rt, &f, &d, &x, &y, ms);
+  rc = 0;
+done:
+  kiln_array_free(&x), kiln_array_free(&y);
+  kiln_runtime_destroy(rt);
+  return rc;
+}
+
 int kiln_cmd_run(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "gemm") == 0)
@@ -707,8 +925,11 @@ int kiln_cmd_run(int argc, char **argv)
     return run_reduce(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "conv2d") == 0)
     return run_conv2d(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "fft") == 0)
+    return run_fft(argc - 1, argv + 1);
   fprintf(stderr, "usage: kiln run gemm A.npy B.npy -o C.npy [options]\n"
                   "       kiln run reduce --op OP [--axis N] X.npy -o Y.npy [options]\n"
-                  "       kiln run conv2d X.npy W.npy -o Y.npy [options]\n");
+                  "       kiln run conv2d X.npy W.npy -o Y.npy [options]\n"
+                  "       kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...]\n");
   return 2;
 }

@@ -169,12 +169,14 @@ typedef enum kiln_backend {
   KILN_BACKEND_KILN,    /* kiln's own kernels in cl/ */
   KILN_BACKEND_CLBLAST, /* CLBlast, when kiln is built with it */
   KILN_BACKEND_IM2COL,  /* convolution: kiln's im2col, then kiln_gemm() */
-  KILN_BACKEND_DIRECT   /* convolution: kiln's direct kernel */
+  KILN_BACKEND_DIRECT,  /* convolution: kiln's direct kernel */
+  KILN_BACKEND_CLFFT,   /* FFT: clFFT, when kiln is built with it */
+  KILN_BACKEND_VKFFT    /* FFT: VkFFT's OpenCL backend, when built with it */
 } kiln_backend;
 
 /*! kiln_backend_name() :
- * @return : "auto", "kiln", "clblast", "im2col", "direct", or "invalid".
- *           Static. */
+ * @return : "auto", "kiln", "clblast", "im2col", "direct", "clfft", "vkfft",
+ *           or "invalid". Static. */
 KILN_API const char *kiln_backend_name(kiln_backend backend);
 
 /*====================================================================
@@ -969,6 +971,57 @@ KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p,
 KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *x, const kiln_buffer *weights,
                                  const kiln_buffer *bias, kiln_buffer *y);
+
+/*! kiln_fft_kind : what the transform takes and gives. */
+typedef enum kiln_fft_kind {
+  KILN_FFT_C2C = 0, /* complex to complex */
+  KILN_FFT_R2C,     /* real to the half-spectrum: the last axis n -> n/2 + 1 */
+  KILN_FFT_C2R      /* the half-spectrum back to real: n/2 + 1 -> n */
+} kiln_fft_kind;
+
+/*! kiln_fft_norm : the scaling, as numpy.fft's `norm`. */
+typedef enum kiln_fft_norm {
+  KILN_FFT_NORM_BACKWARD = 0, /* forward unscaled, inverse 1/n (the default) */
+  KILN_FFT_NORM_ORTHO,        /* both 1/sqrt(n) */
+  KILN_FFT_NORM_FORWARD       /* forward 1/n, inverse unscaled */
+} kiln_fft_norm;
+
+/*! kiln_fft_desc :
+ * batch transforms of a 1-D, 2-D or 3-D C-order shape, one after another in
+ * memory. Set by kiln_fft_desc_init(), then change what differs. */
+typedef struct kiln_fft_desc {
+  kiln_fft_kind kind;
+  kiln_dtype dtype;     /* the real type: KILN_F32, or KILN_F64 with fp64;
+                           complex data is KILN_C32 / KILN_C64 */
+  unsigned ndim;        /* 1 to 3 */
+  size_t shape[3];      /* the real-space lengths (for C2R, the output's) */
+  size_t batch;         /* 0 counts as 1 */
+  int inverse;          /* C2C only: non-zero for the inverse transform */
+  kiln_fft_norm norm;
+  kiln_backend backend; /* AUTO, KILN_BACKEND_CLFFT or KILN_BACKEND_VKFFT */
+} kiln_fft_desc;
+
+/*! kiln_fft_desc_init() :
+ * A forward C2C of one 1-D length-n transform of dtype, numpy's scaling.
+ * NULL is ignored. */
+KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n);
+
+/*! kiln_fft() :
+ * Enqueues the transforms of `in` into `out` (they may not be the same
+ * buffer). C2C: both complex, batch * prod(shape) elements. R2C: in real,
+ * out complex with the last axis n/2 + 1. C2R: the reverse. Plans are built
+ * once per shape, kind, batch, precision and backend, and kept by the
+ * runtime; building one can take long on some drivers, so the first call
+ * of a shape is slower. AUTO picks the backend by kiln's measured rules,
+ * and a length clFFT refuses (a prime factor above 13) goes to VkFFT.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (shape, ndim, kind);
+ *           KILN_ERR_INVALID_DTYPE; KILN_ERR_OUT_OF_BOUNDS (buffers too
+ *           small: elements needed and held); KILN_ERR_UNSUPPORTED (float64
+ *           without fp64; no FFT library built in: the message names the
+ *           Debian packages; a backend that cannot do the length);
+ *           KILN_ERR_WRONG_RUNTIME; KILN_ERR_OPENCL. */
+KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
+                              const kiln_buffer *in, kiln_buffer *out);
 
 /*! kiln_convert() :
  * Enqueues dst[i] = src[i] converted to dst's type, for every element.

@@ -16,6 +16,8 @@ KILN_API const char *kiln_backend_name(kiln_backend backend)
   case KILN_BACKEND_CLBLAST: return "clblast";
   case KILN_BACKEND_IM2COL: return "im2col";
   case KILN_BACKEND_DIRECT: return "direct";
+  case KILN_BACKEND_CLFFT: return "clfft";
+  case KILN_BACKEND_VKFFT: return "vkfft";
   }
   return "invalid";
 }

@@ -1,0 +1,310 @@
+/*
+ * vkfft.c — the VkFFT backend of kiln_fft(): a checked kiln__fft becomes a
+ * VkFFTApplication (VkFFT's OpenCL backend, VKFFT_BACKEND=3, unscaled in both
+ * directions) and one VkFFTAppend on the runtime's queue. Built only when
+ * meson finds vkFFT.h (Debian's libvkfft-dev, a header-only library).
+ *
+ * Data flow. VkFFT works in one main buffer (`buffer`), and with
+ * isInputFormatted also reads a separate `inputBuffer`:
+ *   forward (C2C, R2C): inputBuffer = in  ->  buffer = out. VkFFT's passes
+ *     after the first work in `out`, so `in` is left as it was.
+ *   inverse (C2C, C2R), with inverseReturnToInputBuffer: buffer -> inputBuffer.
+ *     Its passes before the last work in place in `buffer`, so kiln copies
+ *     `in` into a scratch buffer the plan owns and runs from there:
+ *     scratch -> out, and `in` is left as it was.
+ * Each kiln plan is one direction (the cache's key holds it), so VkFFT
+ * generates kernels for that direction only.
+ *
+ * What VkFFT does that kiln does not see: its plan generates and compiles
+ * OpenCL kernels; the scratch buffer and VkFFT's own buffers (Bluestein's
+ * chirp, lookup tables, a temporary for the four-step algorithm) sit outside
+ * kiln's memory accounting. VkFFT enqueues kernels without events, so run()
+ * enqueues a marker after them and tracks the marker.
+ *
+ * VkFFT switches the process's locale to "C" while it generates code and
+ * switches it back afterwards (setlocale is process-wide). kiln builds one
+ * VkFFT plan at a time in the process, so two kiln threads never interleave
+ * those switches; other threads of the program are not covered.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
+ * that vkFFT.h includes. */
+#include "internal.h"
+
+#define VKFFT_BACKEND 3 /* OpenCL */
+#include <vkFFT.h>
+
+/* ---- status codes ------------------------------------------------------- */
+
+/* VkFFT 1.2 has no function that names its codes: the ones kiln can meet
+ * with the OpenCL backend, and what they mean for a kiln caller. */
+typedef struct vkfft_status {
+  int code;
+  const char *name;
+  kiln_status status;
+} vkfft_status;
+
+#define ROW(name, status) {name, #name, status}
+static const vkfft_status statuses[] = {
+  ROW(VKFFT_ERROR_MALLOC_FAILED, KILN_ERR_OUT_OF_MEMORY),
+  ROW(VKFFT_ERROR_INSUFFICIENT_CODE_BUFFER, KILN_ERR_UNSUPPORTED),
+  ROW(VKFFT_ERROR_INSUFFICIENT_TEMP_BUFFER, KILN_ERR_UNSUPPORTED),
+  ROW(VKFFT_ERROR_PLAN_NOT_INITIALIZED, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_NULL_TEMP_PASSED, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_INVALID_PLATFORM, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_INVALID_DEVICE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_INVALID_CONTEXT, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_INVALID_QUEUE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_ONLY_FORWARD_FFT_INITIALIZED, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_ONLY_INVERSE_FFT_INITIALIZED, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_FFTdim, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_size, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_buffer, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_inputBuffer, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_bufferSize, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_inputBufferSize, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_EMPTY_tempBuffer, KILN_ERR_INVALID_ARGUMENT),
+  ROW(VKFFT_ERROR_UNSUPPORTED_RADIX, KILN_ERR_UNSUPPORTED),
+  ROW(VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH, KILN_ERR_UNSUPPORTED),
+  ROW(VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C, KILN_ERR_UNSUPPORTED),
+  ROW(VKFFT_ERROR_FAILED_TO_ALLOCATE, KILN_ERR_OUT_OF_MEMORY),
+  ROW(VKFFT_ERROR_FAILED_TO_COPY, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_SYNCHRONIZE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM, KILN_ERR_BUILD),
+  ROW(VKFFT_ERROR_FAILED_TO_COMPILE_PROGRAM, KILN_ERR_BUILD),
+  ROW(VKFFT_ERROR_FAILED_TO_GET_CODE_SIZE, KILN_ERR_BUILD),
+  ROW(VKFFT_ERROR_FAILED_TO_GET_CODE, KILN_ERR_BUILD),
+  ROW(VKFFT_ERROR_FAILED_TO_DESTROY_PROGRAM, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_CREATE_PIPELINE, KILN_ERR_BUILD),
+  ROW(VKFFT_ERROR_FAILED_TO_SET_KERNEL_ARG, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_GET_ATTRIBUTE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_CREATE_COMMAND_QUEUE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_RELEASE_COMMAND_QUEUE, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_CREATE_EVENT, KILN_ERR_OPENCL),
+  ROW(VKFFT_ERROR_FAILED_TO_SUBMIT_BARRIER, KILN_ERR_OPENCL),
+};
+#undef ROW
+
+/* Records a failed VkFFT call: "<what>: <call> failed with <NAME> (<code>)". */
+static kiln_status fail_vkfft(kiln_runtime *rt, VkFFTResult code, const char *call,
+                              const char *what)
+{
+  for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+    if (statuses[i].code == (int)code)
+      return kiln__fail(rt, statuses[i].status, "%s: %s failed with %s (%d)", what, call,
+                        statuses[i].name, (int)code);
+  return kiln__fail(rt, KILN_ERR_OPENCL, "%s: %s failed with VkFFT result %d (see "
+                    "VkFFTResult in vkFFT.h)", what, call, (int)code);
+}
+
+/* ---- the backend --------------------------------------------------------- */
+
+/* One VkFFT build at a time in the process: see the locale note above. */
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct vkfft_plan {
+  VkFFTApplication app;
+  /* VkFFT keeps pointers to these, so they live in the plan. */
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context context;
+  cl_command_queue queue;
+  uint64_t buffer_bytes, input_bytes;
+  int inverse;     /* C2C inverse or C2R */
+  int copy_only;   /* every axis has length 1: the transform is a copy */
+  cl_mem scratch;  /* inverse: a copy of `in`, which VkFFT overwrites */
+  size_t in_bytes; /* what run() copies into scratch, or copies to out */
+} vkfft_plan;
+
+/* VkFFT has no length-1 axis (VKFFT_ERROR_UNSUPPORTED_RADIX), but such an
+ * axis transforms nothing: drop it. R2C/C2R keep their last axis. Returns
+ * the axes left, fastest-varying first (VkFFT's order); 0 when none. */
+static unsigned vkfft_axes(const kiln__fft *f, uint64_t size[3])
+{
+  const kiln_fft_desc *d = &f->d;
+  unsigned n = 0;
+  for (unsigned i = 0; i < d->ndim; i++) {
+    size_t len = d->shape[d->ndim - 1 - i];
+    if (len > 1 || (i == 0 && d->kind != KILN_FFT_C2C))
+      size[n++] = len;
+  }
+  for (unsigned i = n; i < 3; i++)
+    size[i] = 1;
+  return n;
+}
+
+static size_t real_bytes(const kiln__fft *f)
+{
+  return f->d.dtype == KILN_F64 ? 8 : 4;
+}
+
+static int is_inverse(const kiln__fft *f)
+{
+  return f->d.kind == KILN_FFT_C2R || (f->d.kind == KILN_FFT_C2C && f->d.inverse);
+}
+
+static const char *vkfft_cannot(kiln_runtime *rt, const kiln__fft *f)
+{
+  if (f->d.dtype == KILN_F64 && !kiln__runtime_device(rt)->info.has_fp64)
+    return "the device has no double precision (cl_khr_fp64)";
+  if (f->d.kind != KILN_FFT_C2C && f->d.shape[f->d.ndim - 1] == 1)
+    return "VkFFT has no real transform of a last axis of length 1";
+  /* VkFFT's multi-pass R2C needs an even last axis; lengths that fit one
+   * pass are fine odd. Which lengths need several passes depends on the
+   * device's local memory, so an odd one that does is refused by plan()
+   * with VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C. */
+  return NULL;
+}
+
+static void vkfft_release(void *p)
+{
+  vkfft_plan *plan = p;
+  if (!plan)
+    return;
+  if (!plan->copy_only)
+    deleteVkFFT(&plan->app);
+  if (plan->scratch)
+    clReleaseMemObject(plan->scratch);
+  free(plan);
+}
+
+static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void **out)
+{
+  static const char what[] = "kiln_fft(vkfft): building a plan";
+  const kiln_fft_desc *d = &f->d;
+  const kiln__device *dev = kiln__runtime_device(rt);
+  vkfft_plan *plan = calloc(1, sizeof *plan);
+  if (!plan)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "%s: no host memory", what);
+  plan->platform = dev->platform;
+  plan->device = dev->id;
+  plan->context = rt->context;
+  plan->queue = rt->queue;
+  plan->inverse = is_inverse(f);
+  uint64_t size[3];
+  unsigned ndim = vkfft_axes(f, size);
+  size_t elem = real_bytes(f);
+  if (ndim == 0) {
+    plan->copy_only = 1;
+    plan->in_bytes = f->in_count * elem * 2;
+    *out = plan;
+    return KILN_OK;
+  }
+
+  int real = d->kind != KILN_FFT_C2C;
+  VkFFTConfiguration c;
+  memset(&c, 0, sizeof c);
+  c.FFTdim = ndim;
+  /* VkFFT's size[0] is the fastest-varying axis: the C-order shape reversed.
+   * `buffer` holds the complex side (the last axis n/2 + 1 for R2C/C2R),
+   * `inputBuffer` the other side (real, unpadded, for R2C/C2R). */
+  uint64_t complex_len[3], other_len[3];
+  for (unsigned i = 0; i < 3; i++) {
+    c.size[i] = size[i];
+    complex_len[i] = other_len[i] = c.size[i];
+  }
+  if (real)
+    complex_len[0] = c.size[0] / 2 + 1;
+  for (unsigned i = 0; i < 3; i++) {
+    c.bufferStride[i] = i == 0 ? complex_len[0] : c.bufferStride[i - 1] * complex_len[i];
+    c.inputBufferStride[i] = i == 0 ? other_len[0]
+                                    : c.inputBufferStride[i - 1] * other_len[i];
+  }
+  c.numberBatches = d->batch;
+  c.doublePrecision = d->dtype == KILN_F64;
+  c.performR2C = real;
+  c.normalize = 0;
+  c.isInputFormatted = 1;
+  c.inverseReturnToInputBuffer = 1;
+  c.makeForwardPlanOnly = !plan->inverse;
+  c.makeInversePlanOnly = plan->inverse;
+  plan->buffer_bytes = c.bufferStride[2] * d->batch * 2 * elem;
+  plan->input_bytes = c.inputBufferStride[2] * d->batch * (real ? 1 : 2) * elem;
+  c.bufferSize = &plan->buffer_bytes;
+  c.inputBufferSize = &plan->input_bytes;
+  /* VkFFT indexes with 32 bits unless told otherwise. */
+  if (plan->buffer_bytes / elem >= (uint64_t)1 << 31 ||
+      plan->input_bytes / elem >= (uint64_t)1 << 31)
+    c.useUint64 = 1;
+  c.platform = &plan->platform;
+  c.device = &plan->device;
+  c.context = &plan->context;
+  c.commandQueue = &plan->queue; /* Bluestein's and the LUT's uploads */
+
+  pthread_mutex_lock(&build_lock);
+  VkFFTResult res = initializeVkFFT(&plan->app, c);
+  pthread_mutex_unlock(&build_lock);
+  if (res != VKFFT_SUCCESS) {
+    /* initializeVkFFT() cleans up after itself on failure. */
+    free(plan);
+    return fail_vkfft(rt, res, "initializeVkFFT", what);
+  }
+  if (plan->inverse) {
+    plan->in_bytes = f->in_count * elem * 2; /* the complex side */
+    cl_int err;
+    plan->scratch = clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->in_bytes, NULL,
+                                   &err);
+    if (err != CL_SUCCESS) {
+      size_t bytes = plan->in_bytes;
+      plan->scratch = NULL;
+      vkfft_release(plan);
+      return kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-byte scratch buffer",
+                           what, bytes);
+    }
+  }
+  *out = plan;
+  return KILN_OK;
+}
+
+static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
+{
+  static const char what[] = "kiln_fft(vkfft): enqueueing";
+  vkfft_plan *plan = p;
+  cl_mem buffer = f->out, input = f->in;
+  if (plan->copy_only) {
+    cl_event ev = NULL;
+    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->in_bytes, 0,
+                                     NULL, &ev);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: a transform of length "
+                           "1", what);
+    return kiln__runtime_track(rt, ev, "kiln_fft(vkfft)");
+  }
+  if (plan->inverse) {
+    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, plan->scratch, 0, 0, plan->in_bytes,
+                                     0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying the input",
+                           what);
+    buffer = plan->scratch;
+    input = f->out;
+  }
+  cl_command_queue queue = rt->queue;
+  VkFFTLaunchParams lp;
+  memset(&lp, 0, sizeof lp);
+  lp.commandQueue = &queue;
+  lp.buffer = &buffer;
+  lp.inputBuffer = &input;
+  /* VkFFT: -1 forward, 1 inverse. */
+  VkFFTResult res = VkFFTAppend(&plan->app, plan->inverse ? 1 : -1, &lp);
+  if (res != VKFFT_SUCCESS)
+    return fail_vkfft(rt, res, "VkFFTAppend", what);
+  cl_event ev = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(rt->queue, 0, NULL, &ev);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clEnqueueMarkerWithWaitList", "%s: its marker", what);
+  return kiln__runtime_track(rt, ev, "kiln_fft(vkfft)");
+}
+
+const kiln__fft_backend kiln__fft_vkfft = {
+  .id = KILN_BACKEND_VKFFT,
+  .cannot = vkfft_cannot,
+  .plan = vkfft_plan_build,
+  .run = vkfft_run,
+  .release = vkfft_release,
+};

@@ -1,0 +1,326 @@
+/*
+ * fft.c — kiln_fft(): checks the request against the buffers and the device,
+ * chooses a backend (clFFT, VkFFT), finds or builds its plan in the runtime's
+ * plan cache, runs it and applies the normalisation.
+ *
+ * Backends compute unscaled transforms in both directions; the scaling of
+ * desc->norm (1/n or 1/sqrt(n), n the product of the real-space lengths) is
+ * one pass of cl/scale.cl over the output, only when the factor is not 1.
+ *
+ * The plan cache is a list hanging off rt->fft_plans, guarded by rt->lock.
+ * Plans are built without holding the lock (clFFT's bake takes seconds on
+ * PoCL): two threads that ask for the same new plan at once may both build
+ * it; the first to insert wins and the other releases its copy. Plans live
+ * until the runtime is destroyed (kiln__fft_release_plans), so a plan found
+ * in the list stays valid while any call uses it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln_config.h"
+#include "internal.h"
+
+/* One cached plan: the key (everything a backend's plan depends on) and the
+ * backend's plan. */
+struct kiln__fft_plan {
+  kiln_fft_kind kind;
+  kiln_dtype dtype;
+  unsigned ndim;
+  size_t shape[3];
+  size_t batch;
+  int inverse; /* 0 or 1; C2R is 1, R2C 0 */
+  const kiln__fft_backend *backend;
+  void *plan;
+  struct kiln__fft_plan *next;
+};
+
+KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->kind = KILN_FFT_C2C;
+  desc->dtype = dtype;
+  desc->ndim = 1;
+  desc->shape[0] = n;
+  desc->batch = 1;
+  desc->norm = KILN_FFT_NORM_BACKWARD;
+  desc->backend = KILN_BACKEND_AUTO;
+}
+
+static const char *kind_name(kiln_fft_kind kind)
+{
+  return kind == KILN_FFT_C2C ? "C2C" : kind == KILN_FFT_R2C ? "R2C" : "C2R";
+}
+
+/* The direction a request computes: R2C is forward, C2R inverse. */
+static int is_inverse(const kiln_fft_desc *d)
+{
+  return d->kind == KILN_FFT_C2R || (d->kind == KILN_FFT_C2C && d->inverse);
+}
+
+static kiln_status check_buffer(kiln_runtime *rt, const kiln_buffer *b, const char *name,
+                                kiln_dtype want, size_t need)
+{
+  if (!b)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: %s is NULL", name);
+  if (kiln_buffer_runtime(b) != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
+                      "kiln_fft: %s belongs to another runtime", name);
+  if (kiln_buffer_dtype(b) != want)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_fft: %s holds %s; expected %s",
+                      name, kiln_dtype_name(kiln_buffer_dtype(b)), kiln_dtype_name(want));
+  if (kiln_buffer_count(b) < need)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
+                      "kiln_fft: %s needs %zu elements but holds %zu", name, need,
+                      kiln_buffer_count(b));
+  return KILN_OK;
+}
+
+static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc, kiln_fft_desc *d)
+{
+  *d = *desc;
+  d->batch = d->batch ? d->batch : 1;
+  d->inverse = is_inverse(d);
+  if ((unsigned)d->kind > KILN_FFT_C2R)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: kind %d; expected "
+                      "KILN_FFT_C2C, KILN_FFT_R2C or KILN_FFT_C2R", (int)d->kind);
+  if ((unsigned)d->norm > KILN_FFT_NORM_FORWARD)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: norm %d; expected "
+                      "KILN_FFT_NORM_BACKWARD, KILN_FFT_NORM_ORTHO or "
+                      "KILN_FFT_NORM_FORWARD", (int)d->norm);
+  if (d->dtype != KILN_F32 && d->dtype != KILN_F64)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_fft: dtype %s; expected the real "
+                      "type float32 or float64 (complex data is then complex64 or "
+                      "complex128)", kiln_dtype_name(d->dtype));
+  if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: float64 on '%s', which has "
+                      "no fp64", kiln_runtime_device(rt)->name);
+  if (d->ndim < 1 || d->ndim > 3)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_fft: ndim is %u; expected 1 to 3", d->ndim);
+  for (unsigned i = 0; i < d->ndim; i++)
+    if (!d->shape[i])
+      return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: shape[%u] is 0; "
+                        "expected every length of the %u-D shape above 0", i, d->ndim);
+  for (unsigned i = d->ndim; i < 3; i++)
+    d->shape[i] = 0; /* unused: kept out of the plan key */
+  if (d->backend != KILN_BACKEND_AUTO && d->backend != KILN_BACKEND_CLFFT &&
+      d->backend != KILN_BACKEND_VKFFT)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: backend %s (%d) is not "
+                      "one kiln_fft() runs; expected AUTO, CLFFT or VKFFT",
+                      kiln_backend_name(d->backend), (int)d->backend);
+  return KILN_OK;
+}
+
+/* Checks desc, in and out, and fills f. */
+static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
+                         const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f)
+{
+  kiln_fft_desc d;
+  kiln_status st = check_desc(rt, desc, &d);
+  if (st != KILN_OK)
+    return st;
+  /* real-space and half-spectrum elements of the whole batch */
+  size_t full = d.batch, half = d.batch;
+  for (unsigned i = 0; i < d.ndim; i++) {
+    size_t h = i + 1 == d.ndim ? d.shape[i] / 2 + 1 : d.shape[i];
+    if (kiln__mul_overflow(full, d.shape[i], &full) || kiln__mul_overflow(half, h, &half))
+      return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_fft: batch * shape overflows");
+  }
+  kiln_dtype real = d.dtype, cplx = d.dtype == KILN_F32 ? KILN_C32 : KILN_C64;
+  kiln_dtype in_type = d.kind == KILN_FFT_R2C ? real : cplx;
+  kiln_dtype out_type = d.kind == KILN_FFT_C2R ? real : cplx;
+  size_t in_count = d.kind == KILN_FFT_C2R ? half : full;
+  size_t out_count = d.kind == KILN_FFT_R2C ? half : full;
+  st = check_buffer(rt, in, "in", in_type, in_count);
+  if (st == KILN_OK)
+    st = check_buffer(rt, out, "out", out_type, out_count);
+  if (st != KILN_OK)
+    return st;
+  if (in == out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: in and out are the same "
+                      "buffer; expected two (kiln_fft() runs out of place)");
+  *f = (kiln__fft){.d = d, .in_count = in_count, .out_count = out_count,
+                   .in = kiln_buffer_cl_mem(in), .out = kiln_buffer_cl_mem(out)};
+  return KILN_OK;
+}
+
+/* ---- backend choice ------------------------------------------------------ */
+
+static const kiln__fft_backend *backend_of(kiln_backend id)
+{
+#if HAVE_CLFFT
+  if (id == KILN_BACKEND_CLFFT)
+    return &kiln__fft_clfft;
+#endif
+#if defined(HAVE_VKFFT) && HAVE_VKFFT
+  if (id == KILN_BACKEND_VKFFT)
+    return &kiln__fft_vkfft;
+#endif
+  (void)id;
+  return NULL;
+}
+
+static const char *package_of(kiln_backend id)
+{
+  return id == KILN_BACKEND_CLFFT ? "clFFT (Debian package libclfft-dev)"
+                                  : "VkFFT (Debian package libvkfft-dev)";
+}
+
+/* AUTO: clFFT where it can (no bench rules yet say otherwise), else VkFFT,
+ * which runs every length. */
+static kiln_status choose(kiln_runtime *rt, const kiln__fft *f,
+                          const kiln__fft_backend **out)
+{
+  const char *size = kind_name(f->d.kind);
+  if (f->d.backend != KILN_BACKEND_AUTO) {
+    *out = backend_of(f->d.backend);
+    if (!*out)
+      return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: backend %s was asked for, "
+                        "but this kiln was built without %s",
+                        kiln_backend_name(f->d.backend), package_of(f->d.backend));
+    const char *why = (*out)->cannot(rt, f);
+    return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: backend %s cannot run "
+                            "this %s transform: %s", kiln_backend_name(f->d.backend),
+                            size, why)
+               : KILN_OK;
+  }
+  const kiln__fft_backend *clfft = backend_of(KILN_BACKEND_CLFFT);
+  const kiln__fft_backend *vkfft = backend_of(KILN_BACKEND_VKFFT);
+  const char *clfft_why = clfft ? clfft->cannot(rt, f) : NULL;
+  const char *vkfft_why = vkfft ? vkfft->cannot(rt, f) : NULL;
+  *out = clfft && !clfft_why ? clfft : vkfft && !vkfft_why ? vkfft : NULL;
+  if (*out)
+    return KILN_OK;
+  if (!clfft && !vkfft)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: this kiln was built without "
+                      "an FFT library; expected clFFT (Debian package libclfft-dev) "
+                      "or VkFFT (Debian package libvkfft-dev) when kiln was configured");
+  return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: no backend can run this %s "
+                    "transform: clfft: %s; vkfft: %s", size,
+                    clfft ? clfft_why : "not built (Debian package libclfft-dev)",
+                    vkfft ? vkfft_why : "not built (Debian package libvkfft-dev)");
+}
+
+/* ---- the plan cache ------------------------------------------------------ */
+
+static int plan_matches(const struct kiln__fft_plan *p, const kiln__fft *f,
+                        const kiln__fft_backend *be)
+{
+  return p->backend == be && p->kind == f->d.kind && p->dtype == f->d.dtype &&
+         p->ndim == f->d.ndim && p->batch == f->d.batch && p->inverse == f->d.inverse &&
+         !memcmp(p->shape, f->d.shape, sizeof p->shape);
+}
+
+static void *plan_find(kiln_runtime *rt, const kiln__fft *f, const kiln__fft_backend *be)
+{
+  void *plan = NULL;
+  pthread_mutex_lock(&rt->lock);
+  for (struct kiln__fft_plan *p = rt->fft_plans; p && !plan; p = p->next)
+    if (plan_matches(p, f, be))
+      plan = p->plan;
+  pthread_mutex_unlock(&rt->lock);
+  return plan;
+}
+
+/* The cached plan for f on be, built (without holding rt->lock) when the
+ * cache has none. */
+static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
+                            const kiln__fft_backend *be, void **out)
+{
+  *out = plan_find(rt, f, be);
+  if (*out)
+    return KILN_OK;
+  struct kiln__fft_plan *node = malloc(sizeof *node);
+  if (!node)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "kiln_fft: no host memory for a plan");
+  void *plan = NULL;
+  kiln_status st = be->plan(rt, f, &plan);
+  if (st != KILN_OK) {
+    free(node);
+    return st;
+  }
+  *node = (struct kiln__fft_plan){.kind = f->d.kind, .dtype = f->d.dtype,
+                                  .ndim = f->d.ndim, .batch = f->d.batch,
+                                  .inverse = f->d.inverse, .backend = be, .plan = plan};
+  memcpy(node->shape, f->d.shape, sizeof node->shape);
+  void *raced = NULL;
+  pthread_mutex_lock(&rt->lock);
+  for (struct kiln__fft_plan *p = rt->fft_plans; p && !raced; p = p->next)
+    if (plan_matches(p, f, be))
+      raced = p->plan;
+  if (!raced) {
+    node->next = rt->fft_plans;
+    rt->fft_plans = node;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  if (raced) { /* another thread built the same plan first */
+    be->release(plan);
+    free(node);
+    plan = raced;
+  }
+  *out = plan;
+  return KILN_OK;
+}
+
+void kiln__fft_release_plans(kiln_runtime *rt)
+{
+  struct kiln__fft_plan *p = rt->fft_plans;
+  rt->fft_plans = NULL;
+  while (p) {
+    struct kiln__fft_plan *next = p->next;
+    p->backend->release(p->plan);
+    free(p);
+    p = next;
+  }
+}
+
+/* ---- normalisation ------------------------------------------------------- */
+
+static double norm_factor(const kiln_fft_desc *d)
+{
+  double n = 1;
+  for (unsigned i = 0; i < d->ndim; i++)
+    n *= (double)d->shape[i];
+  switch (d->norm) {
+  case KILN_FFT_NORM_BACKWARD: return d->inverse ? 1 / n : 1;
+  case KILN_FFT_NORM_ORTHO: return 1 / sqrt(n);
+  case KILN_FFT_NORM_FORWARD: return d->inverse ? 1 : 1 / n;
+  }
+  return 1;
+}
+
+static kiln_status scale(kiln_runtime *rt, const kiln__fft *f)
+{
+  double factor = norm_factor(&f->d);
+  if (factor == 1)
+    return KILN_OK;
+  size_t n = f->d.kind == KILN_FFT_C2R ? f->out_count : 2 * f->out_count;
+  int f64 = f->d.dtype == KILN_F64;
+  return kiln__launch(rt, "kiln_fft(scale)", "scale",
+                      f64 ? "kiln_scale_f64" : "kiln_scale_f32", 1, &n, NULL,
+                      f64 ? "mLd" : "mLf", f->out, (cl_ulong)n, factor);
+}
+
+KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
+                              const kiln_buffer *in, kiln_buffer *out)
+{
+  if (!rt || !desc)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: %s is NULL",
+                      !rt ? "rt" : "desc");
+  kiln__fft f;
+  const kiln__fft_backend *be = NULL;
+  void *plan = NULL;
+  kiln_status st = check(rt, desc, in, out, &f);
+  if (st == KILN_OK)
+    st = choose(rt, &f, &be);
+  if (st == KILN_OK)
+    st = plan_get(rt, &f, be, &plan);
+  if (st == KILN_OK)
+    st = be->run(rt, plan, &f);
+  if (st == KILN_OK)
+    st = scale(rt, &f);
+  return st;
+}

@@ -1,0 +1,735 @@
+/*
+ * test-fft.c — kiln_fft() against a naive DFT computed here in double
+ * precision (twiddles exp(+-2 pi i m / n) from m = j k mod n, so every one is
+ * within an ulp of double), separable over the axes of 1-D, 2-D and 3-D
+ * shapes: C2C forward and inverse of every length 1 to 64, the primes 17,
+ * 97, 257 and 1009, R2C and C2R of even and odd lengths, 2-D and 3-D shapes
+ * with batches, numpy's three norms, float64 on devices with fp64; for
+ * 2^20 and 1024 x 1024, the round trip, Parseval's identity and a few bins
+ * computed directly; each through AUTO and every FFT backend (a backend that
+ * is not built in or cannot do a length returns KILN_ERR_UNSUPPORTED with a
+ * message: skipped; AUTO must do every case); two calls of one shape; and
+ * the errors.
+ *
+ * Tolerance (Higham, Accuracy and Stability of Numerical Algorithms, 2nd
+ * ed., Theorem 24.2): a radix-2 Cooley-Tukey FFT of length N = 2^t in
+ * precision u with twiddles accurate to mu computes y = F x with
+ * ||y^ - y||_2 <= t eta / (1 - t eta) ||y||_2, eta = mu + gamma_4 (sqrt 2 +
+ * mu) ~ (4 sqrt 2 + 1) u < 7 u; mixed radices give the same form. As
+ * ||F x||_2 = sqrt(N) ||x||_2, the root-mean-square error of one element is
+ * at most 7 log2(N) u ||x||_2. Bluestein's algorithm (VkFFT's for large
+ * prime factors) is three FFTs of a padded length M < 4N and chirp products:
+ * about 3 times that, with log2 M < log2 N + 2. So each element is held to
+ *   20 (log2 N + 2) u ||x||_2 s + 2 u |y_k|
+ * with s the norm's scale (1, 1/sqrt N or 1/N) and 2 u |y_k| for rounding the
+ * result and scaling it. This is a root-mean-square bound used per element:
+ * the worst-case bound of the theorem is far above the errors FFTs make
+ * (which grow as sqrt(log N)), and every case prints the largest error
+ * found as a fraction of its bound. For C2R, ||x||_2 is the norm of the full
+ * Hermitian spectrum the half stands for. Inputs are stored in the test's
+ * type first, and the reference sees the stored values.
+ */
+#include "common.h"
+
+#include <math.h>
+
+#include "kiln_config.h"
+
+/* Without VkFFT, AUTO has only clFFT, which refuses lengths with a prime
+ * factor above 13: those must then fail with a message naming VkFFT's
+ * package. With VkFFT, AUTO must run every length. */
+#if !defined(HAVE_VKFFT)
+#define HAVE_VKFFT 0
+#endif
+
+#define SLACK 2             /* output elements after the result, never written */
+#define SENTINEL 12345.0    /* their value */
+#define NBACKENDS 3
+#define PI 3.14159265358979323846
+
+static const kiln_backend backends[NBACKENDS] = {
+  KILN_BACKEND_AUTO, KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
+/* Per backend: cases run, and cases it refused as unsupported. */
+static size_t ran[NBACKENDS], skipped[NBACKENDS];
+static int no_library; /* AUTO refused a length 8: no FFT library built in */
+static double worst;   /* the largest error / bound of the test so far */
+
+/* ---- the reference ---------------------------------------------------- */
+
+static uint64_t lcg(uint64_t *s) /* 53 random bits */
+{
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 11;
+}
+
+/* Uniform in [-1, 1), rounded to dtype as the device will see it. */
+static double random_value(kiln_dtype t, uint64_t *s)
+{
+  double v = (double)lcg(s) * 0x1p-52 - 1;
+  return t == KILN_F32 ? (double)(float)v : v;
+}
+
+/* The DFT along the middle axis of (outer, n, inner) complex doubles
+ * (interleaved), in place: y_k = sum_j x_j exp(sign 2 pi i j k / n). */
+static void dft_axis(double *x, size_t outer, size_t n, size_t inner, int sign)
+{
+  double *tw = malloc(2 * n * sizeof *tw), *y = malloc(2 * n * sizeof *y);
+  assert_true(tw && y);
+  for (size_t m = 0; m < n; m++) {
+    tw[2 * m] = cos(2 * PI * (double)m / (double)n);
+    tw[2 * m + 1] = sign * sin(2 * PI * (double)m / (double)n);
+  }
+  for (size_t o = 0; o < outer; o++)
+    for (size_t i = 0; i < inner; i++) {
+      double *base = x + 2 * (o * n * inner + i);
+      for (size_t k = 0; k < n; k++) {
+        double re = 0, im = 0;
+        for (size_t j = 0; j < n; j++) {
+          size_t m = j * k % n;
+          double a = base[2 * j * inner], b = base[2 * j * inner + 1];
+          re += a * tw[2 * m] - b * tw[2 * m + 1];
+          im += a * tw[2 * m + 1] + b * tw[2 * m];
+        }
+        y[2 * k] = re, y[2 * k + 1] = im;
+      }
+      for (size_t k = 0; k < n; k++)
+        base[2 * k * inner] = y[2 * k], base[2 * k * inner + 1] = y[2 * k + 1];
+    }
+  free(tw);
+  free(y);
+}
+
+/* The unscaled DFT of `batch` C-order arrays of shape[0..ndim). */
+static void dft(double *x, size_t batch, unsigned ndim, const size_t *shape, int sign)
+{
+  for (unsigned a = 0; a < ndim; a++) {
+    size_t outer = batch, inner = 1;
+    for (unsigned k = 0; k < ndim; k++)
+      *(k < a ? &outer : &inner) *= k == a ? 1 : shape[k];
+    dft_axis(x, outer, shape[a], inner, sign);
+  }
+}
+
+/* ---- one case ----------------------------------------------------------- */
+
+typedef struct fcase {
+  kiln_fft_desc d;
+  size_t n, rows;      /* elements of one transform; batch * prod(shape[<last]) */
+  size_t last, half;   /* the last axis; its half-spectrum n/2 + 1 */
+  size_t nin, nout;    /* elements (real or complex) of in and out */
+  double *x, *want;    /* input, expected output (interleaved when complex) */
+  double xnorm, scale; /* ||x||_2 (full spectrum for C2R), the norm's scale */
+} fcase;
+
+static int complex_in(const kiln_fft_desc *d) { return d->kind != KILN_FFT_R2C; }
+static int complex_out(const kiln_fft_desc *d) { return d->kind != KILN_FFT_C2R; }
+
+static double norm_scale(const kiln_fft_desc *d, double n)
+{
+  int inv = d->kind == KILN_FFT_C2R || (d->kind == KILN_FFT_C2C && d->inverse);
+  switch (d->norm) {
+  case KILN_FFT_NORM_ORTHO: return 1 / sqrt(n);
+  case KILN_FFT_NORM_FORWARD: return inv ? 1 : 1 / n;
+  default: return inv ? 1 / n : 1;
+  }
+}
+
+/* The half-spectrum (rows, half) of real r (rows, last), rounded to t. */
+static void half_spectrum(fcase *c, const double *r, double *out, kiln_dtype t)
+{
+  size_t b = c->d.batch ? c->d.batch : 1, tot = b * c->n;
+  double *z = calloc(2 * tot, sizeof *z);
+  assert_non_null(z);
+  for (size_t i = 0; i < tot; i++)
+    z[2 * i] = r[i];
+  dft(z, b, c->d.ndim, c->d.shape, -1);
+  for (size_t row = 0; row < c->rows; row++)
+    for (size_t k = 0; k < c->half; k++)
+      for (int p = 0; p < 2; p++) {
+        double v = z[2 * (row * c->last + k) + (size_t)p];
+        out[2 * (row * c->half + k) + (size_t)p] = t == KILN_F32 ? (double)(float)v : v;
+      }
+  free(z);
+}
+
+/* Builds the input and the expected output of the case d. */
+static fcase make(const kiln_fft_desc *d, uint64_t seed)
+{
+  fcase c = {.d = *d, .n = 1};
+  unsigned nd = d->ndim;
+  for (unsigned k = 0; k < nd; k++)
+    c.n *= d->shape[k];
+  size_t b = d->batch ? d->batch : 1, tot = b * c.n;
+  c.last = d->shape[nd - 1], c.half = c.last / 2 + 1, c.rows = tot / c.last;
+  c.nin = d->kind == KILN_FFT_C2R ? c.rows * c.half : tot;
+  c.nout = d->kind == KILN_FFT_R2C ? c.rows * c.half : tot;
+  c.x = malloc(2 * c.nin * sizeof *c.x);
+  double *z = calloc(2 * tot, sizeof *z); /* the full complex input */
+  assert_true(c.x && z);
+  if (d->kind == KILN_FFT_C2R) {
+    double *r = malloc(tot * sizeof *r);
+    assert_non_null(r);
+    for (size_t i = 0; i < tot; i++)
+      r[i] = random_value(d->dtype, &seed);
+    half_spectrum(&c, r, c.x, d->dtype);
+    free(r);
+    /* The Hermitian extension: X[-k] = conj(X[k]) over every axis. */
+    size_t lead = c.n / c.last;
+    for (size_t bb = 0; bb < b; bb++)
+      for (size_t q = 0; q < lead; q++)
+        for (size_t k = 0; k < c.last; k++) {
+          size_t qq = q, kk = k, neg = 0, stride = 1;
+          int mirror = k >= c.half;
+          if (mirror) { /* the index of -(q, k) */
+            kk = c.last - k;
+            for (unsigned a = nd - 1; a-- > 0;) {
+              size_t ia = (q / stride) % d->shape[a];
+              neg += ((d->shape[a] - ia) % d->shape[a]) * stride;
+              stride *= d->shape[a];
+            }
+            qq = neg;
+          }
+          const double *src = c.x + 2 * ((bb * lead + qq) * c.half + kk);
+          double *dst = z + 2 * ((bb * lead + q) * c.last + k);
+          dst[0] = src[0], dst[1] = mirror ? -src[1] : src[1];
+        }
+  } else {
+    for (size_t i = 0; i < c.nin; i++)
+      for (int p = 0; p < (complex_in(d) ? 2 : 1); p++)
+        c.x[2 * i + (size_t)p] = z[2 * i + (size_t)p] = random_value(d->dtype, &seed);
+  }
+  double s2 = 0;
+  for (size_t i = 0; i < 2 * tot; i++)
+    s2 += z[i] * z[i];
+  c.xnorm = sqrt(s2 / (double)b); /* one transform's, on average */
+  c.scale = norm_scale(d, (double)c.n);
+  int inv = d->kind == KILN_FFT_C2R || (d->kind == KILN_FFT_C2C && d->inverse);
+  dft(z, b, nd, d->shape, inv ? 1 : -1);
+  c.want = malloc(2 * c.nout * sizeof *c.want);
+  assert_non_null(c.want);
+  for (size_t i = 0; i < c.nout; i++) {
+    size_t src = d->kind == KILN_FFT_R2C ? (i / c.half) * c.last + i % c.half : i;
+    c.want[2 * i] = z[2 * src] * c.scale;
+    c.want[2 * i + 1] = z[2 * src + 1] * c.scale;
+  }
+  free(z);
+  return c;
+}
+
+static void unmake(fcase *c)
+{
+  free(c->x);
+  free(c->want);
+}
+
+static kiln_dtype complex_of(kiln_dtype t) { return t == KILN_F64 ? KILN_C64 : KILN_C32; }
+
+/* Host values (doubles, interleaved when complex) as stored in type t. */
+static void *pack(const double *v, size_t count, int cplx, kiln_dtype t)
+{
+  size_t m = count * (cplx ? 2 : 1);
+  void *p = malloc(m * (t == KILN_F64 ? 8 : 4) + 1);
+  assert_non_null(p);
+  for (size_t i = 0; i < m; i++) {
+    double x = v[cplx ? i : 2 * i];
+    if (t == KILN_F64)
+      ((double *)p)[i] = x;
+    else
+      ((float *)p)[i] = (float)x;
+  }
+  return p;
+}
+
+static double unpacked(const void *p, kiln_dtype t, size_t i)
+{
+  return t == KILN_F64 ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+
+/* Runs the case on buffers made for it and checks the result, the slack
+ * after it and that the input is unchanged. Returns the status of
+ * kiln_fft(): an UNSUPPORTED from a named backend must carry a message. */
+static kiln_status run_on(kiln_runtime *rt, fcase *c)
+{
+  const kiln_fft_desc *d = &c->d;
+  kiln_dtype t = d->dtype, ti = complex_in(d) ? complex_of(t) : t,
+             to = complex_out(d) ? complex_of(t) : t;
+  int ci = complex_in(d), co = complex_out(d);
+  kiln_buffer *in = NULL, *out = NULL;
+  void *hin = pack(c->x, c->nin, ci, t);
+  assert_kiln_ok(rt, kiln_buffer_create(rt, ti, c->nin, 0, &in));
+  assert_kiln_ok(rt, kiln_buffer_write(in, 0, c->nin, hin));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, to, c->nout + SLACK, 0, &out));
+  double sent[2] = {SENTINEL, SENTINEL};
+  float sentf[2] = {(float)SENTINEL, (float)SENTINEL};
+  assert_kiln_ok(rt, kiln_buffer_fill(out, c->nout, SLACK, t == KILN_F64 ? (void *)sent
+                                                                         : (void *)sentf));
+  kiln_status st = kiln_fft(rt, d, in, out);
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  if (st == KILN_OK) {
+    size_t es = t == KILN_F64 ? 8 : 4, m = (c->nout + SLACK) * (co ? 2 : 1);
+    void *got = malloc(m * es), *back = malloc(c->nin * (ci ? 2 : 1) * es + 1);
+    assert_true(got && back);
+    assert_kiln_ok(rt, kiln_buffer_read(out, 0, c->nout + SLACK, got));
+    assert_kiln_ok(rt, kiln_buffer_read(in, 0, c->nin, back));
+    if (memcmp(back, hin, c->nin * (ci ? 2 : 1) * es) != 0)
+      fail_msg("kiln_fft changed its input");
+    double u = t == KILN_F64 ? 0x1p-53 : 0x1p-24;
+    double base = 20 * (log2((double)c->n) + 2) * u * c->xnorm * c->scale;
+    for (size_t i = 0; i < c->nout; i++)
+      for (int p = 0; p < (co ? 2 : 1); p++) {
+        double w = c->want[2 * i + (size_t)p];
+        double g = unpacked(got, t, co ? 2 * i + (size_t)p : i);
+        double tol = base + 2 * u * fabs(w), err = fabs(g - w);
+        if (!(err <= tol))
+          fail_msg("%s %s %s of shape %zu x %zu x %zu (ndim %u), batch %zu, norm %d: "
+                   "element %zu%s is %.9g, expected %.9g (error %.3g, bound %.3g)",
+                   kiln_backend_name(d->backend), kiln_dtype_name(t),
+                   d->kind == KILN_FFT_R2C ? "R2C" : d->kind == KILN_FFT_C2R ? "C2R"
+                   : d->inverse ? "inverse C2C" : "C2C", d->shape[0],
+                   d->ndim > 1 ? d->shape[1] : 1, d->ndim > 2 ? d->shape[2] : 1,
+                   d->ndim, d->batch, (int)d->norm, i, co ? (p ? " (imag)" : " (real)") : "",
+                   g, w, err, tol);
+        if (tol > 0 && err / tol > worst)
+          worst = err / tol;
+      }
+    for (size_t i = c->nout * (co ? 2 : 1); i < m; i++)
+      if (unpacked(got, t, i) != SENTINEL)
+        fail_msg("kiln_fft wrote past its %zu output elements", c->nout);
+    free(got);
+    free(back);
+  }
+  kiln_buffer_destroy(in);
+  kiln_buffer_destroy(out);
+  free(hin);
+  return st;
+}
+
+/* Whether every prime factor of every length is at most 13. */
+static int smooth(const kiln_fft_desc *d)
+{
+  for (unsigned k = 0; k < d->ndim; k++) {
+    size_t n = d->shape[k];
+    for (size_t p = 2; p <= 13; p++)
+      while (n % p == 0)
+        n /= p;
+    if (n != 1)
+      return 0;
+  }
+  return 1;
+}
+
+/* The case on backend index b: AUTO must succeed; a named backend may
+ * refuse with UNSUPPORTED and a message (counted as a skip). */
+static void check(kiln_runtime *rt, const kiln_fft_desc *d0, size_t b, uint64_t seed)
+{
+  kiln_fft_desc d = *d0;
+  d.backend = backends[b];
+  fcase c = make(&d, seed);
+  kiln_status st = run_on(rt, &c);
+  unmake(&c);
+  if (st == KILN_ERR_UNSUPPORTED && b != 0 && *kiln_last_error(rt)) {
+    skipped[b]++;
+    return;
+  }
+  if (st == KILN_ERR_UNSUPPORTED && b == 0 && !HAVE_VKFFT && !smooth(&d) &&
+      strstr(kiln_last_error(rt), "libvkfft-dev")) {
+    skipped[b]++;
+    return;
+  }
+  if (st != KILN_OK)
+    fail_msg("kiln_fft (%s, n %zu x %zu x %zu, ndim %u, batch %zu) returned %s: %s",
+             kiln_backend_name(d.backend), d.shape[0], d.shape[1], d.shape[2], d.ndim,
+             d.batch, kiln_status_name(st), kiln_last_error(rt));
+  ran[b]++;
+}
+
+/* The case on AUTO and every backend. */
+static void check_all(kiln_runtime *rt, const kiln_fft_desc *d, uint64_t seed)
+{
+  for (size_t b = 0; b < NBACKENDS; b++)
+    check(rt, d, b, seed);
+}
+
+static kiln_fft_desc desc(kiln_fft_kind kind, kiln_dtype t, unsigned ndim,
+                          const size_t *shape, size_t batch)
+{
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, t, shape[0]);
+  d.kind = kind, d.ndim = ndim, d.batch = batch;
+  memcpy(d.shape, shape, ndim * sizeof *shape);
+  return d;
+}
+
+static void begin(void)
+{
+  if (no_library)
+    skip();
+  worst = 0;
+  memset(ran, 0, sizeof ran);
+  memset(skipped, 0, sizeof skipped);
+}
+
+static void report(const char *what)
+{
+  print_message("# %s: largest error %.3g of its bound; ", what, worst);
+  for (size_t b = 0; b < NBACKENDS; b++)
+    print_message("%s %zu run, %zu unsupported%s", kiln_backend_name(backends[b]), ran[b],
+                  skipped[b], b + 1 < NBACKENDS ? "; " : "\n");
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void test_fft_desc_init(void **state)
+{
+  (void)state;
+  kiln_fft_desc d;
+  memset(&d, 0xff, sizeof d);
+  kiln_fft_desc_init(&d, KILN_F32, 12);
+  assert_int_equal(d.kind, KILN_FFT_C2C);
+  assert_int_equal(d.dtype, KILN_F32);
+  assert_int_equal(d.ndim, 1);
+  assert_int_equal(d.shape[0], 12);
+  assert_true(d.batch <= 1);
+  assert_int_equal(d.inverse, 0);
+  assert_int_equal(d.norm, KILN_FFT_NORM_BACKWARD);
+  assert_int_equal(d.backend, KILN_BACKEND_AUTO);
+  kiln_fft_desc_init(NULL, KILN_F32, 12);
+}
+
+static void test_fft_c2c_every_length(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  for (size_t n = 1; n <= 64; n++)
+    for (int inv = 0; inv < 2; inv++) {
+      kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, 1, (size_t[]){n}, n % 3 == 0 ? 3 : 1);
+      d.inverse = inv;
+      check_all(rt, &d, n * 2 + (size_t)inv);
+    }
+  report("C2C lengths 1-64");
+}
+
+static void test_fft_c2c_primes(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t primes[] = {17, 97, 257, 1009};
+  for (size_t k = 0; k < 4; k++)
+    for (int inv = 0; inv < 2; inv++) {
+      kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, 1, (size_t[]){primes[k]}, 2);
+      d.inverse = inv;
+      check_all(rt, &d, 100 + k);
+    }
+  report("C2C primes");
+}
+
+static void test_fft_real(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t lengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 30, 31, 64, 97, 100};
+  for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++)
+    for (int kind = KILN_FFT_R2C; kind <= KILN_FFT_C2R; kind++) {
+      kiln_fft_desc d = desc((kiln_fft_kind)kind, KILN_F32, 1, (size_t[]){lengths[k]}, 2);
+      check_all(rt, &d, 200 + k);
+    }
+  static const size_t shapes[][3] = {{6, 10}, {5, 7}, {8, 9}, {4, 6, 8}, {3, 5, 7}};
+  for (size_t k = 0; k < 5; k++)
+    for (int kind = KILN_FFT_R2C; kind <= KILN_FFT_C2R; kind++) {
+      kiln_fft_desc d = desc((kiln_fft_kind)kind, KILN_F32, shapes[k][2] ? 3 : 2,
+                             shapes[k], 3);
+      check_all(rt, &d, 300 + k);
+    }
+  report("R2C and C2R");
+}
+
+static void test_fft_multi_dim(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t shapes[][3] = {{4, 8}, {7, 12}, {16, 16}, {1, 17}, {13, 1},
+                                     {3, 5, 7}, {8, 4, 6}, {2, 16, 9}, {1, 1, 5}};
+  static const size_t batches[] = {1, 3, 2, 4, 1, 2, 1, 3, 2};
+  for (size_t k = 0; k < 9; k++)
+    for (int inv = 0; inv < 2; inv++) {
+      kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, shapes[k][2] ? 3 : 2, shapes[k],
+                             batches[k]);
+      d.inverse = inv;
+      check_all(rt, &d, 400 + k);
+    }
+  report("2-D and 3-D C2C");
+}
+
+static void test_fft_norms(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t shapes[][3] = {{12}, {6, 10}};
+  for (size_t s = 0; s < 2; s++)
+    for (int norm = 0; norm < 3; norm++)
+      for (int kind = 0; kind < 4; kind++) { /* C2C, inverse C2C, R2C, C2R */
+        kiln_fft_desc d = desc(kind < 2 ? KILN_FFT_C2C : (kiln_fft_kind)(kind - 1),
+                               KILN_F32, s + 1, shapes[s], 2);
+        d.inverse = kind == 1;
+        d.norm = (kiln_fft_norm)norm;
+        check_all(rt, &d, 500 + (size_t)(norm * 4 + kind));
+      }
+  report("norms");
+}
+
+static void test_fft_float64(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  if (!kiln_runtime_device(rt)->has_fp64) {
+    kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F64, 1, (size_t[]){8}, 1);
+    fcase c = make(&d, 1);
+    kiln_status st = run_on(rt, &c);
+    unmake(&c);
+    assert_int_equal(st, KILN_ERR_UNSUPPORTED);
+    skip();
+  }
+  static const size_t lengths[] = {1, 2, 5, 8, 12, 17, 31, 64, 97, 1009};
+  for (size_t k = 0; k < 10; k++)
+    for (int kind = 0; kind < 4; kind++) {
+      kiln_fft_desc d = desc(kind < 2 ? KILN_FFT_C2C : (kiln_fft_kind)(kind - 1),
+                             KILN_F64, 1, (size_t[]){lengths[k]}, 2);
+      d.inverse = kind == 1;
+      check_all(rt, &d, 600 + k);
+    }
+  static const size_t shapes[][3] = {{6, 10}, {3, 5, 7}};
+  for (size_t s = 0; s < 2; s++)
+    for (int kind = 0; kind < 4; kind++) {
+      kiln_fft_desc d = desc(kind < 2 ? KILN_FFT_C2C : (kiln_fft_kind)(kind - 1),
+                             KILN_F64, s + 2, shapes[s], 2);
+      d.inverse = kind == 1;
+      check_all(rt, &d, 700 + s);
+    }
+  report("float64");
+}
+
+/* x (n complex floats) through forward then inverse on backend b: the round
+ * trip within 2 * 20 (log2 N + 2) u ||x||_2 (two transforms, the inverse's
+ * 1/N scale turning the forward's error norm into the same bound), and
+ * Parseval's sum |X|^2 = N sum |x|^2 within 2 * 20 (log2 N + 2) u relative
+ * (the forward error, twice, through the square). Four bins of X are held to
+ * the per-element bound of the header. */
+static void large_case(kiln_runtime *rt, unsigned ndim, const size_t *shape, size_t b)
+{
+  size_t n = 1;
+  for (unsigned k = 0; k < ndim; k++)
+    n *= shape[k];
+  float *x = malloc(2 * n * sizeof *x), *y = malloc(2 * n * sizeof *y);
+  assert_true(x && y);
+  uint64_t seed = 77 + ndim;
+  double sx = 0, sy = 0, sr = 0;
+  for (size_t i = 0; i < 2 * n; i++) {
+    x[i] = (float)random_value(KILN_F32, &seed);
+    sx += (double)x[i] * x[i];
+  }
+  kiln_buffer *bx = NULL, *by = NULL, *bz = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, n, 0, &bx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, n, 0, &by));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, n, 0, &bz));
+  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, n, x));
+  kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, ndim, shape, 1);
+  d.backend = backends[b];
+  kiln_status st = kiln_fft(rt, &d, bx, by);
+  if (st == KILN_ERR_UNSUPPORTED && b != 0 && *kiln_last_error(rt)) {
+    skipped[b]++;
+    goto done;
+  }
+  assert_kiln_ok(rt, st);
+  d.inverse = 1;
+  assert_kiln_ok(rt, kiln_fft(rt, &d, by, bz));
+  assert_kiln_ok(rt, kiln_buffer_read(by, 0, n, y));
+  double u = 0x1p-24, l = 20 * (log2((double)n) + 2) * u;
+  for (size_t i = 0; i < 2 * n; i++)
+    sy += (double)y[i] * y[i];
+  double parseval = fabs(sy / ((double)n * sx) - 1);
+  if (!(parseval <= 2 * l))
+    fail_msg("%s: Parseval: sum |X|^2 / (N sum |x|^2) - 1 = %.3g, bound %.3g",
+             kiln_backend_name(d.backend), parseval, 2 * l);
+  /* four bins, each O(N): (row bin, column bin) in 2-D, one bin in 1-D */
+  size_t last = shape[ndim - 1], rows = n / last;
+  const size_t bins[4][2] = {{0, 0}, {1, 3}, {rows / 2, last / 2}, {rows - 5, 12345 % last}},
+               bins1[4] = {0, 3, n / 2, 12345};
+  for (size_t k = 0; k < 4; k++) {
+    size_t k0 = ndim == 1 ? 0 : bins[k][0], k1 = ndim == 1 ? bins1[k] : bins[k][1];
+    double re = 0, im = 0;
+    for (size_t r = 0; r < rows; r++)
+      for (size_t j = 0; j < last; j++) {
+        size_t m0 = r * k0 % rows, m1 = j * k1 % last;
+        double ph = -2 * PI * ((double)m0 / (double)rows + (double)m1 / (double)last);
+        double a = x[2 * (r * last + j)], bb = x[2 * (r * last + j) + 1];
+        re += a * cos(ph) - bb * sin(ph);
+        im += a * sin(ph) + bb * cos(ph);
+      }
+    size_t at = k0 * last + k1;
+    double err = hypot(y[2 * at] - re, y[2 * at + 1] - im);
+    double tol = l * sqrt(sx) + 2 * u * hypot(re, im);
+    if (err / tol > worst)
+      worst = err / tol;
+    if (!(err <= tol))
+      fail_msg("%s: bin %zu is (%.9g, %.9g), expected (%.9g, %.9g): error %.3g, bound %.3g",
+               kiln_backend_name(d.backend), at, (double)y[2 * at], (double)y[2 * at + 1],
+               re, im, err, tol);
+  }
+  assert_kiln_ok(rt, kiln_buffer_read(bz, 0, n, y));
+  for (size_t i = 0; i < 2 * n; i++)
+    sr += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+  if (!(sqrt(sr) <= 2 * l * sqrt(sx)))
+    fail_msg("%s: round trip: ||x' - x|| / ||x|| = %.3g, bound %.3g",
+             kiln_backend_name(d.backend), sqrt(sr / sx), 2 * l);
+  print_message("# %s %zu-D %zu: round trip %.3g, Parseval %.3g (bound %.3g)\n",
+                kiln_backend_name(d.backend), (size_t)ndim, n, sqrt(sr / sx), parseval, 2 * l);
+  ran[b]++;
+done:
+  kiln_buffer_destroy(bx), kiln_buffer_destroy(by), kiln_buffer_destroy(bz);
+  free(x);
+  free(y);
+}
+
+static void test_fft_large(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  for (size_t b = 0; b < NBACKENDS; b++) {
+    large_case(rt, 1, (size_t[]){(size_t)1 << 20}, b);
+    large_case(rt, 2, (size_t[]){1024, 1024}, b);
+  }
+  report("large");
+}
+
+/* One shape twice, with other data, then another batch (another plan) and
+ * the first shape again: every result right. */
+static void test_fft_plan_reuse(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  for (size_t b = 0; b < NBACKENDS; b++) {
+    kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, 2, (size_t[]){16, 24}, 2);
+    check(rt, &d, b, 1);
+    check(rt, &d, b, 2);
+    d.batch = 5;
+    check(rt, &d, b, 3);
+    d.batch = 2;
+    check(rt, &d, b, 4);
+  }
+  report("plan reuse");
+}
+
+static void test_fft_errors(void **state)
+{
+  kiln_runtime *rt = *state;
+  if (no_library)
+    skip();
+  kiln_buffer *c16 = NULL, *c15 = NULL, *r16 = NULL, *z16 = NULL, *other = NULL;
+  kiln_runtime *rt2 = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, 16, 0, &c16));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, 15, 0, &c15));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 16, 0, &r16));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, 16, 0, &z16));
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt2));
+  assert_kiln_ok(rt2, kiln_buffer_create(rt2, KILN_C32, 16, 0, &other));
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, 16);
+  assert_kiln_ok(rt, kiln_fft(rt, &d, c16, z16));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "", kiln_fft(rt, NULL, c16, z16));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "", kiln_fft(rt, &d, NULL, z16));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "", kiln_fft(rt, &d, c16, c16));
+  for (unsigned nd = 0; nd <= 4; nd += 4) { /* ndim 0 and 4 */
+    kiln_fft_desc e = d;
+    e.ndim = nd;
+    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, nd ? "4" : "0", kiln_fft(rt, &e, c16, z16));
+  }
+  kiln_fft_desc e = d;
+  e.shape[0] = 0;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "0", kiln_fft(rt, &e, c16, z16));
+  e = d, e.ndim = 2, e.shape[0] = 4, e.shape[1] = 0;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "0", kiln_fft(rt, &e, c16, z16));
+  e = d, e.kind = (kiln_fft_kind)7;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "", kiln_fft(rt, &e, c16, z16));
+  /* dtypes: the desc's must be real; buffers complex where complex */
+  static const kiln_dtype bad[] = {KILN_C32, KILN_C64, KILN_F16, KILN_I32};
+  for (size_t k = 0; k < 4; k++) {
+    e = d, e.dtype = bad[k];
+    if (bad[k] == KILN_F16) { /* float16: unsupported or a bad dtype */
+      kiln_status st = kiln_fft(rt, &e, c16, z16);
+      assert_true(st == KILN_ERR_INVALID_DTYPE || st == KILN_ERR_UNSUPPORTED);
+      continue;
+    }
+    assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "", kiln_fft(rt, &e, c16, z16));
+  }
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "", kiln_fft(rt, &d, r16, z16));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "", kiln_fft(rt, &d, c16, r16));
+  e = d, e.kind = KILN_FFT_R2C; /* in real 16, out complex 9 */
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "", kiln_fft(rt, &e, c16, z16));
+  assert_kiln_ok(rt, kiln_fft(rt, &e, r16, z16));
+  e.kind = KILN_FFT_C2R;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "", kiln_fft(rt, &e, c16, c15));
+  assert_kiln_ok(rt, kiln_fft(rt, &e, c16, r16));
+  e = d, e.dtype = KILN_F64; /* float64 descriptor, float32 buffers */
+  {
+    kiln_status st = kiln_fft(rt, &e, c16, z16);
+    assert_true(st == KILN_ERR_INVALID_DTYPE || st == KILN_ERR_UNSUPPORTED);
+  }
+  /* buffers too small: the message gives the elements needed and held */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "15", kiln_fft(rt, &d, c15, z16));
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "15", kiln_fft(rt, &d, c16, c15));
+  e = d, e.batch = 2;
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "32", kiln_fft(rt, &e, c16, z16));
+  e = d, e.kind = KILN_FFT_R2C, e.shape[0] = 30; /* out needs 16 complex: fits */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "30", kiln_fft(rt, &e, r16, z16));
+  e.shape[0] = 16, e.batch = 2; /* 32 real in, 18 complex out */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "32", kiln_fft(rt, &e, r16, z16));
+  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "", kiln_fft(rt, &d, other, z16));
+  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "", kiln_fft(rt, &d, c16, other));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_buffer_destroy(c16), kiln_buffer_destroy(c15), kiln_buffer_destroy(r16);
+  kiln_buffer_destroy(z16), kiln_buffer_destroy(other);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt2));
+}
+
+static int setup(void **state)
+{
+  if (kiln_test_runtime_setup(state) != 0)
+    return -1;
+  kiln_runtime *rt = *state;
+  kiln_buffer *a = NULL, *b = NULL;
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, 8);
+  if (kiln_buffer_create(rt, KILN_C32, 8, 0, &a) != KILN_OK ||
+      kiln_buffer_create(rt, KILN_C32, 8, 0, &b) != KILN_OK)
+    return -1;
+  kiln_status st = kiln_fft(rt, &d, a, b);
+  if (st == KILN_ERR_UNSUPPORTED) { /* no FFT library: the message names them */
+    const char *m = kiln_last_error(rt);
+    fprintf(stderr, "# kiln_fft: %s\n", m);
+    no_library = 1;
+    if (!strstr(m, "libclfft-dev") && !strstr(m, "libvkfft-dev"))
+      return -1;
+  }
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  return 0;
+}
+
+int main(void)
+{
+  kiln_test_require_device();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fft_desc_init),
+    cmocka_unit_test(test_fft_errors),
+    cmocka_unit_test(test_fft_c2c_every_length),
+    cmocka_unit_test(test_fft_c2c_primes),
+    cmocka_unit_test(test_fft_real),
+    cmocka_unit_test(test_fft_multi_dim),
+    cmocka_unit_test(test_fft_norms),
+    cmocka_unit_test(test_fft_float64),
+    cmocka_unit_test(test_fft_plan_reuse),
+    cmocka_unit_test(test_fft_large),
+  };
+  return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
+}

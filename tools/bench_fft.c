@@ -1,0 +1,237 @@
+/*
+ * bench_fft.c — `kiln bench fft`: GFLOP/s of a complex64 forward FFT of
+ * 2^20 points (1-D) and of 1024 x 1024 (2-D) by each FFT backend, next to
+ * FFTW on the CPU (FFTW_ESTIMATE, 2 threads when libfftw3f_threads is there)
+ * measured in the same run, with the ratio of the best kiln backend to FFTW.
+ * GFLOP/s = 5 N log2 N / the median time of one kiln_fft() and kiln_finish()
+ * on buffers already on the device. The plan is timed apart: the first call
+ * (which bakes kiln's plan, or makes FFTW's plan and runs it) minus the
+ * median, because baking a plan can take seconds on some drivers and is paid
+ * once per shape.
+ *
+ * Each peer's result is checked before it is timed: DC (the sum of x)
+ * within 1e-4 relative of a float64 sum, and Parseval's sum |X|^2 =
+ * N sum |x|^2 within 1e-4. A backend that cannot run here (not built in,
+ * KILN_ERR_UNSUPPORTED) is reported and shown as "-".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "kiln/kiln.h"
+#include "kiln_config.h"
+
+#if HAVE_FFTW
+#include <fftw3.h>
+#endif
+
+#define FFTW_NTHREADS 2
+
+static const char *const fft_peers[] = {"clfft", "vkfft", "fftw"};
+static const kiln_backend fft_backends[] = {KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
+static const int fft_built[] = {1, 1, HAVE_FFTW};
+static const char *const fft_not_built[] = {
+  NULL, NULL, "this kiln was built without FFTW (Debian libfftw3-dev)"};
+static const char *const fft_labels[] = {"1d", "2d"};
+static const size_t fft_defaults[] = {1, 2};
+static const char *const fft_ratios[][2] = {{"best", "fftw"}};
+static const bench_spec fft_spec = {
+  .op = "fft",
+  .usage = "usage: kiln bench fft [--sizes CASE,...] [--backend clfft,vkfft,fftw] "
+           "[--repeat R] [--json]",
+  .peers = fft_peers, .npeers = 3, .selectable = 3,
+  .built = fft_built, .not_built = fft_not_built,
+  .defaults = fft_defaults, .ndefaults = 2,
+  .min_size = 1, .max_size = 2, .size_multiple = 1,
+  .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024x1024)",
+  .repeats = 10,
+  .ratios = fft_ratios, .nratios = 1,
+  .labels = fft_labels,
+  .best_of = 2,
+};
+
+/* One case's data, for fft_once(). */
+typedef struct fft_run {
+  kiln_runtime *rt;
+  int k; /* the peer */
+  kiln_fft_desc d;
+  size_t n;
+  float *x, *y; /* host input, and the output read back */
+  kiln_buffer *din, *dout;
+#if HAVE_FFTW
+  fftwf_plan plan;
+#endif
+} fft_run;
+
+/* One timed transform by peer g->k; milliseconds, or -1 on failure. */
+static double fft_once(void *ctx)
+{
+  fft_run *g = ctx;
+  double t0 = bench_now_ms();
+#if HAVE_FFTW
+  if (g->k == 2) {
+    fftwf_execute(g->plan);
+    return bench_now_ms() - t0;
+  }
+#endif
+  if (kiln_fft(g->rt, &g->d, g->din, g->dout) != KILN_OK || kiln_finish(g->rt) != KILN_OK)
+    return -1;
+  return bench_now_ms() - t0;
+}
+
+/* The first call: FFTW's plan and one run, or kiln's first kiln_fft(). */
+static double fft_first(fft_run *g)
+{
+  double t0 = bench_now_ms();
+#if HAVE_FFTW
+  if (g->k == 2) {
+    int n0 = g->d.ndim == 1 ? (int)g->n : 1024, n1 = 1024;
+    fftwf_complex *in = (fftwf_complex *)g->x, *out = (fftwf_complex *)g->y;
+    g->plan = g->d.ndim == 1 ? fftwf_plan_dft_1d(n0, in, out, FFTW_FORWARD, FFTW_ESTIMATE)
+                             : fftwf_plan_dft_2d(n0, n1, in, out, FFTW_FORWARD,
+                                                 FFTW_ESTIMATE);
+    if (!g->plan)
+      return -1;
+    fftwf_execute(g->plan);
+    return bench_now_ms() - t0;
+  }
+#endif
+  double ms = fft_once(g);
+  if (ms < 0 || kiln_buffer_read(g->dout, 0, g->n, g->y) != KILN_OK)
+    return -1;
+  return bench_now_ms() - t0;
+}
+
+/* The check of the header comment; 0, or -1 after saying why. */
+static int fft_check(const fft_run *g)
+{
+  double sre = 0, sim = 0, sx = 0, sy = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    sre += g->x[2 * i], sim += g->x[2 * i + 1];
+    sx += (double)g->x[2 * i] * g->x[2 * i] + (double)g->x[2 * i + 1] * g->x[2 * i + 1];
+    sy += (double)g->y[2 * i] * g->y[2 * i] + (double)g->y[2 * i + 1] * g->y[2 * i + 1];
+  }
+  double dc = hypot(g->y[0] - sre, g->y[1] - sim) / hypot(sre, sim);
+  double parseval = fabs(sy / ((double)g->n * sx) - 1);
+  if (dc <= 1e-4 && parseval <= 1e-4)
+    return 0;
+  fprintf(stderr, " FAILED (DC off by %.3g relative, Parseval by %.3g)\n", dc, parseval);
+  return -1;
+}
+
+/* Checks, then times peer g->k; adds its record. A backend that kiln says
+ * it cannot run is left out, with the reason; -1 on a failure. */
+static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_records *out)
+{
+  fprintf(stderr, "  fft %-3s %-6s plan, check...", fft_labels[c - 1], fft_peers[g->k]);
+  if (g->k < 2)
+    g->d.backend = fft_backends[g->k];
+  memset(g->y, 0, 2 * g->n * sizeof *g->y);
+  kiln_status st = KILN_OK;
+  double first = fft_first(g), med = 0;
+  if (first < 0 && g->k < 2) {
+    st = kiln_fft(g->rt, &g->d, g->din, g->dout); /* for its status and message */
+    if (st == KILN_ERR_UNSUPPORTED) {
+      fprintf(stderr, " cannot run here: %s\n", kiln_last_error(g->rt));
+      return 0;
+    }
+  }
+  if (first < 0) {
+    fprintf(stderr, " FAILED (%s)\n", g->k < 2 ? kiln_last_error(g->rt) : "no FFTW plan");
+    return -1;
+  }
+  if (fft_check(g) != 0)
+    return -1;
+  if (bench_time(fft_once, g, args->repeats, &med) != 0) {
+    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
+    return -1;
+  }
+  double n = (double)g->n;
+  bench_record r = {"fft", fft_peers[g->k], "complex64", c, "", med,
+                    5 * n * log2(n) / med / 1e6, NAN, 1, fmax(first - med, 0)};
+  snprintf(r.shape, sizeof r.shape, g->d.ndim == 1 ? "%zu" : "1024x1024", g->n);
+  bench_add(out, &r);
+  fprintf(stderr, " plan %.1f ms, %.2f ms, %.2f GFLOP/s\n", r.plan_ms, med, r.gflops);
+  return 0;
+}
+
+/* Every chosen peer on case c (1: 1-D, 2: 2-D): the backends, then FFTW. */
+static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_records *out)
+{
+  size_t n = (size_t)1 << 20;
+  fft_run g = {.rt = rt, .n = n};
+  kiln_fft_desc_init(&g.d, KILN_F32, c == 1 ? n : 1024);
+  if (c == 2)
+    g.d.ndim = 2, g.d.shape[1] = 1024;
+  g.x = malloc(2 * n * sizeof *g.x), g.y = malloc(2 * n * sizeof *g.y);
+  int rc = 0;
+  if (!g.x || !g.y) {
+    fprintf(stderr, "kiln bench fft: out of host memory\n");
+    rc = -1;
+  }
+  for (size_t i = 0; i < 2 * n && rc == 0; i++)
+    g.x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.4f;
+  if (rc == 0 && (kiln_buffer_create(rt, KILN_C32, n, 0, &g.din) != KILN_OK ||
+                  kiln_buffer_create(rt, KILN_C32, n, 0, &g.dout) != KILN_OK ||
+                  kiln_buffer_write(g.din, 0, n, g.x) != KILN_OK)) {
+    fprintf(stderr, "kiln bench fft: %s\n", kiln_last_error(rt));
+    rc = -1;
+  }
+  for (g.k = 0; g.k < 3 && rc == 0; g.k++)
+    if (args->use[g.k])
+      rc = measure_peer(args, &g, c, out);
+#if HAVE_FFTW
+  if (g.plan)
+    fftwf_destroy_plan(g.plan);
+#endif
+  kiln_buffer_destroy(g.din);
+  kiln_buffer_destroy(g.dout);
+  free(g.x);
+  free(g.y);
+  return rc;
+}
+
+int bench_fft(int argc, char **argv)
+{
+  bench_args a;
+  if (bench_parse(&fft_spec, &a, argc, argv) != 0)
+    return 2;
+  kiln_runtime *rt = NULL;
+  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
+    fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
+    return 1;
+  }
+  int threads = 1;
+#if HAVE_FFTW && HAVE_FFTW_THREADS
+  if (fftwf_init_threads()) {
+    fftwf_plan_with_nthreads(FFTW_NTHREADS);
+    threads = FFTW_NTHREADS;
+  }
+#endif
+  fprintf(stderr, "kiln bench fft on %s (complex64 forward; GFLOP/s at 5 N log2 N; "
+          "FFTW_ESTIMATE with %d thread%s)\n", kiln_runtime_device(rt)->name, threads,
+          threads == 1 ? "" : "s");
+  bench_records r = {.n = 0};
+  int rc = 0;
+  /* FFTW last, after every device run, so that its threads take no CPU
+   * from PoCL's. */
+  for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    bench_args b = a;
+    for (int k = 0; k < 3; k++)
+      b.use[k] = a.use[k] && (k == 2) == (pass == 1);
+    for (size_t s = 0; s < a.nsizes && rc == 0; s++)
+      rc = measure(rt, &b, a.sizes[s], &r);
+  }
+  if (rc == 0)
+    rc = bench_print(&fft_spec, &a, &r);
+  if (rc == 0 && !a.json) {
+    printf("plan   ");
+    for (size_t i = 0; i < r.n; i++)
+      printf(" %s %s %.0f ms%s", fft_labels[r.r[i].size - 1], r.r[i].backend,
+             r.r[i].plan_ms, i + 1 < r.n ? "," : "\n");
+  }
+  kiln_runtime_destroy(rt);
+  return rc ? 1 : 0;
+}
