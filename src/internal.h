@@ -232,11 +232,6 @@ kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
 kiln_runtime *kiln__program_runtime(const kiln_program *program);
 cl_program kiln__program_cl(const kiln_program *program);
 
-/* Enqueues an NDRange on the runtime's queue and tracks its event; `what`
- * (static text) names the caller for messages. local may be NULL. */
-kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
-                          cl_uint dims, const size_t *global, const size_t *local);
-
 /* Runs kernel `kernel` of builtin `program` with arguments from `format`
  * (m cl_mem, u uint32, i int32, L uint64, f float given as a double, d
  * double), over global (and local, or NULL) sizes; `what` is static text

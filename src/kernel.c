@@ -158,6 +158,19 @@ KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *forma
   return st;
 }
 
+/* Enqueues an NDRange on the runtime's queue and tracks its event; `what`
+ * (static text) names the caller for messages. local may be NULL. */
+static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
+                          cl_uint dims, const size_t *global, const size_t *local)
+{
+  cl_event ev = NULL;
+  cl_int err = clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0,
+                                      NULL, &ev);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching", what);
+  return kiln__runtime_track(rt, ev, what);
+}
+
 /* Sets argument i of k from the va_list by an internal format letter:
  * m cl_mem, u uint32, i int32, L uint64, f float (given as double),
  * d double. Returns the OpenCL error. */
@@ -206,16 +219,6 @@ kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program
   return st;
 }
 
-kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
-                          cl_uint dims, const size_t *global, const size_t *local)
-{
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0,
-                                      NULL, &ev);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching", what);
-  return kiln__runtime_track(rt, ev, what);
-}
 
 KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                                         const size_t *global, const size_t *local)

@@ -55,22 +55,35 @@ static void fill(double *x, size_t n, uint64_t *seed)
     x[i] = value(seed);
 }
 
+/* What the descriptor implies, defaults resolved: each operand's stored
+ * rows and columns, leading dimension and batch stride. */
+typedef struct geometry {
+  size_t batch, ar, ac, br, bc, lda, ldb, ldc, sa, sb, sc;
+} geometry;
+
+static geometry geometry_of(const kiln_gemm_desc *d)
+{
+  geometry g = {.batch = d->batch ? d->batch : 1};
+  int row = d->layout == KILN_ROW_MAJOR;
+  g.ar = d->trans_a ? d->k : d->m, g.ac = d->trans_a ? d->m : d->k;
+  g.br = d->trans_b ? d->n : d->k, g.bc = d->trans_b ? d->k : d->n;
+  g.lda = d->lda ? d->lda : packed_ld(d, g.ar, g.ac);
+  g.ldb = d->ldb ? d->ldb : packed_ld(d, g.br, g.bc);
+  g.ldc = d->ldc ? d->ldc : packed_ld(d, d->m, d->n);
+  g.sa = d->stride_a ? d->stride_a : g.lda * (row ? g.ar : g.ac);
+  g.sb = d->stride_b ? d->stride_b : g.ldb * (row ? g.br : g.bc);
+  g.sc = d->stride_c ? d->stride_c : g.ldc * (row ? d->m : d->n);
+  return g;
+}
+
 /* The buffers' sizes from the descriptor, stride and ld included. */
 static void sizes(problem *p)
 {
   const kiln_gemm_desc *d = &p->d;
-  size_t batch = d->batch ? d->batch : 1;
-  size_t ar = d->trans_a ? d->k : d->m, ac = d->trans_a ? d->m : d->k;
-  size_t br = d->trans_b ? d->n : d->k, bc = d->trans_b ? d->k : d->n;
-  size_t lda = d->lda ? d->lda : packed_ld(d, ar, ac);
-  size_t ldb = d->ldb ? d->ldb : packed_ld(d, br, bc);
-  size_t ldc = d->ldc ? d->ldc : packed_ld(d, d->m, d->n);
-  size_t sa = d->stride_a ? d->stride_a : lda * (d->layout == KILN_ROW_MAJOR ? ar : ac);
-  size_t sb = d->stride_b ? d->stride_b : ldb * (d->layout == KILN_ROW_MAJOR ? br : bc);
-  size_t sc = d->stride_c ? d->stride_c : ldc * (d->layout == KILN_ROW_MAJOR ? d->m : d->n);
-  p->na = d->offset_a + (batch - 1) * sa + at(d, ar - 1, ac - 1, lda) + 1;
-  p->nb = d->offset_b + (batch - 1) * sb + at(d, br - 1, bc - 1, ldb) + 1;
-  p->nc = d->offset_c + (batch - 1) * sc + at(d, d->m - 1, d->n - 1, ldc) + 1;
+  geometry g = geometry_of(d);
+  p->na = d->offset_a + (g.batch - 1) * g.sa + at(d, g.ar - 1, g.ac - 1, g.lda) + 1;
+  p->nb = d->offset_b + (g.batch - 1) * g.sb + at(d, g.br - 1, g.bc - 1, g.ldb) + 1;
+  p->nc = d->offset_c + (g.batch - 1) * g.sc + at(d, d->m - 1, d->n - 1, g.ldc) + 1;
 }
 
 /* C = alpha op(A) op(B) + beta C in double, and the bound on each element's
@@ -78,15 +91,9 @@ static void sizes(problem *p)
 static void reference(const problem *p, double *want, double *bound)
 {
   const kiln_gemm_desc *d = &p->d;
-  size_t batch = d->batch ? d->batch : 1;
-  size_t ar = d->trans_a ? d->k : d->m, ac = d->trans_a ? d->m : d->k;
-  size_t br = d->trans_b ? d->n : d->k, bc = d->trans_b ? d->k : d->n;
-  size_t lda = d->lda ? d->lda : packed_ld(d, ar, ac);
-  size_t ldb = d->ldb ? d->ldb : packed_ld(d, br, bc);
-  size_t ldc = d->ldc ? d->ldc : packed_ld(d, d->m, d->n);
-  size_t sa = d->stride_a ? d->stride_a : lda * (d->layout == KILN_ROW_MAJOR ? ar : ac);
-  size_t sb = d->stride_b ? d->stride_b : ldb * (d->layout == KILN_ROW_MAJOR ? br : bc);
-  size_t sc = d->stride_c ? d->stride_c : ldc * (d->layout == KILN_ROW_MAJOR ? d->m : d->n);
+  geometry g = geometry_of(d);
+  size_t batch = g.batch, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+  size_t sa = g.sa, sb = g.sb, sc = g.sc;
   double u = d->dtype == KILN_F64 ? ldexp(1, -53) : ldexp(1, -24);
   double gamma = (double)(d->k + 2) * u / (1 - (double)(d->k + 2) * u);
   double round_out = d->dtype == KILN_F16 ? ldexp(1, -11) : u;
