@@ -17,6 +17,8 @@ packages=(
   libxxhash-dev
   # tests
   libcmocka-dev valgrind
+  # kiln bench --plot draws with gnuplot, run as a program (optional at run time)
+  gnuplot-nox
 )
 
 missing=()

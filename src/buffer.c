@@ -278,6 +278,16 @@ static kiln_status check_range(const kiln_buffer *buf, const char *fn,
   return KILN_OK;
 }
 
+/* A blocking command's event, asked for only when profiling: the calling
+ * thread's recorded call gets it. */
+static void profile_blocking(kiln_runtime *rt, cl_event ev, const char *fn)
+{
+  if (!ev)
+    return;
+  kiln__profile_attach(rt, ev, fn);
+  clReleaseEvent(ev);
+}
+
 static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offset,
                             size_t count, void *host, int write, int blocking)
 {
@@ -291,18 +301,26 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
                       "elements", fn, count, kiln_dtype_name(buf->dtype));
   size_t esize = kiln_dtype_size(buf->dtype);
   cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
-  cl_event ev = NULL, *evp = blocking ? NULL : &ev;
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, write ? "write" : "read");
+  kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
+                         kiln_dtype_name(buf->dtype));
+  cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
   cl_int err =
     write ? clEnqueueWriteBuffer(rt->queue, buf->mem, wait, offset * esize,
                                  count * esize, host, 0, NULL, evp)
           : clEnqueueReadBuffer(rt->queue, buf->mem, wait, offset * esize,
                                 count * esize, host, 0, NULL, evp);
   if (err != CL_SUCCESS)
-    return kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
-                         "%s: %s %zu %s elements at offset %zu", fn,
-                         write ? "writing" : "reading", count,
-                         kiln_dtype_name(buf->dtype), offset);
-  return blocking ? KILN_OK : kiln__runtime_track(rt, ev, fn);
+    st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+                       "%s: %s %zu %s elements at offset %zu", fn,
+                       write ? "writing" : "reading", count,
+                       kiln_dtype_name(buf->dtype), offset);
+  else if (blocking)
+    profile_blocking(rt, ev, fn);
+  else
+    st = kiln__runtime_track(rt, ev, fn);
+  return kiln__profile_end(&ps, st);
 }
 
 KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset,
@@ -358,14 +376,18 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
   if (count == 0)
     return KILN_OK;
   size_t esize = kiln_dtype_size(src->dtype);
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, "copy");
+  kiln__profile_describe(&ps, "opencl", 2 * (uint64_t)count * esize, 0, "%zu %s", count,
+                         kiln_dtype_name(src->dtype));
   cl_event ev = NULL;
   cl_int err = clEnqueueCopyBuffer(rt->queue, src->mem, dst->mem, src_offset * esize,
                                    dst_offset * esize, count * esize, 0, NULL, &ev);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
-                         "%s: copying %zu %s elements", fn, count,
-                         kiln_dtype_name(src->dtype));
-  return kiln__runtime_track(rt, ev, fn);
+  st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
+                                         "%s: copying %zu %s elements", fn, count,
+                                         kiln_dtype_name(src->dtype))
+                         : kiln__runtime_track(rt, ev, fn);
+  return kiln__profile_end(&ps, st);
 }
 
 KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
@@ -383,14 +405,18 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
                       "%s: value is NULL; expected a pointer to one %s element",
                       fn, kiln_dtype_name(buf->dtype));
   size_t esize = kiln_dtype_size(buf->dtype);
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, "fill");
+  kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
+                         kiln_dtype_name(buf->dtype));
   cl_event ev = NULL;
   cl_int err = clEnqueueFillBuffer(rt->queue, buf->mem, value, esize, offset * esize,
                                    count * esize, 0, NULL, &ev);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
-                         "%s: filling %zu %s elements at offset %zu", fn, count,
-                         kiln_dtype_name(buf->dtype), offset);
-  return kiln__runtime_track(rt, ev, fn);
+  st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
+                                         "%s: filling %zu %s elements at offset %zu",
+                                         fn, count, kiln_dtype_name(buf->dtype), offset)
+                         : kiln__runtime_track(rt, ev, fn);
+  return kiln__profile_end(&ps, st);
 }
 
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
@@ -423,16 +449,26 @@ static kiln_status rect(kiln_buffer *buf, int write, const void *host, size_t at
   size_t es = kiln_dtype_size(buf->dtype);
   size_t zero[3] = {0, 0, 0}, region[3] = {cols * es, rows, 1};
   size_t host_origin[3] = {at % ld * es, at / ld, 0};
+  const char *fn = write ? "kiln__buffer_write_rect" : "kiln__buffer_read_rect";
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, write ? "write" : "read");
+  kiln__profile_describe(&ps, "opencl", (uint64_t)rows * cols * es, 0, "%zux%zu %s",
+                         rows, cols, kiln_dtype_name(buf->dtype));
+  cl_event ev = NULL, *evp = rt->profile ? &ev : NULL;
   cl_int err = write ? clEnqueueWriteBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
                                                 host_origin, region, cols * es, 0,
-                                                ld * es, 0, host, 0, NULL, NULL)
+                                                ld * es, 0, host, 0, NULL, evp)
                      : clEnqueueReadBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
                                                host_origin, region, cols * es, 0,
-                                               ld * es, 0, (void *)host, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK
-                           : kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
-                                                          : "clEnqueueReadBufferRect",
-                                           "moving a %zu x %zu block", rows, cols);
+                                               ld * es, 0, (void *)host, 0, NULL, evp);
+  kiln_status st = KILN_OK;
+  if (err == CL_SUCCESS)
+    profile_blocking(rt, ev, fn);
+  else
+    st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
+                                      : "clEnqueueReadBufferRect",
+                       "moving a %zu x %zu block", rows, cols);
+  return kiln__profile_end(&ps, st);
 }
 
 kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,

@@ -8,12 +8,15 @@
  * the list and the walk goes on. Within a record, one failing query must not
  * hide the others either: it reads "n/a", with the error kept in its row.
  */
+#define _GNU_SOURCE /* pthread_setattr_default_np(), where glibc has it */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "devprop.h"
+#include "kiln_config.h"
 
 /* What a string field the driver would not report reads as; never freed. */
 static const char no_value[] = "";
@@ -381,10 +384,61 @@ static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static kiln_status discover(kiln__device_list *list);
 
+/* PoCL runs all the items of a work-group on one worker thread, and keeps
+ * their private data, and whatever lives across a barrier, on that thread's
+ * stack (pocl/pocl#1525). glibc gives new threads 8 MiB by default, which
+ * VkFFT's kernels of 2048 to 4096 items overflowed: the process crashed
+ * (a C2C of 65521 points needed between 16 and 64 MiB). Drivers start their
+ * worker threads on the first query, in discovery, so kiln raises the
+ * default stack of threads created meanwhile to DRIVER_STACK_BYTES and puts
+ * the process's default back afterwards. Only address space is reserved:
+ * pages are used as touched. Threads a driver starts later, or started
+ * before kiln's first discovery, keep the process's default. */
+#define DRIVER_STACK_BYTES ((size_t)128 << 20)
+
+#if HAVE_PTHREAD_SETATTR_DEFAULT_NP
+static int driver_threads_begin(pthread_attr_t *saved)
+{
+  pthread_attr_t big;
+  size_t size = 0;
+  if (pthread_getattr_default_np(saved) != 0)
+    return 0;
+  if (pthread_attr_getstacksize(saved, &size) == 0 && size >= DRIVER_STACK_BYTES) {
+    pthread_attr_destroy(saved);
+    return 0;
+  }
+  if (pthread_attr_init(&big) != 0) {
+    pthread_attr_destroy(saved);
+    return 0;
+  }
+  int set = pthread_attr_setstacksize(&big, DRIVER_STACK_BYTES) == 0 &&
+            pthread_setattr_default_np(&big) == 0;
+  pthread_attr_destroy(&big);
+  if (!set)
+    pthread_attr_destroy(saved);
+  return set;
+}
+
+static void driver_threads_end(pthread_attr_t *saved, int changed)
+{
+  if (!changed)
+    return;
+  pthread_setattr_default_np(saved);
+  pthread_attr_destroy(saved);
+}
+#endif
+
 kiln_status kiln__devices_discover(kiln__device_list *list)
 {
   pthread_mutex_lock(&discovery_lock);
+#if HAVE_PTHREAD_SETATTR_DEFAULT_NP
+  pthread_attr_t saved;
+  int changed = driver_threads_begin(&saved);
+#endif
   kiln_status st = discover(list);
+#if HAVE_PTHREAD_SETATTR_DEFAULT_NP
+  driver_threads_end(&saved, changed);
+#endif
   pthread_mutex_unlock(&discovery_lock);
   return st;
 }

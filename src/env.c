@@ -122,6 +122,9 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->gemm_backend = opts->gemm_backend;
   cfg->cache_dir = opts->cache_dir;
   cfg->no_cache = opts->no_cache;
+  cfg->profile = opts->profile != 0;
+  cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
+  cfg->trace_source = "kiln_options.trace";
   cfg->xdg_cache_home = getenv("XDG_CACHE_HOME");
   cfg->home = getenv("HOME");
   if (opts->ignore_env)
@@ -167,6 +170,20 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
                         "on-disk kernel cache off, or 1 for the default (on)",
                         cache);
     cfg->no_cache = strcmp(cache, "0") == 0;
+  }
+  const char *profile = getenv("KILN_PROFILE");
+  if (profile && *profile && !cfg->profile) {
+    if (strcmp(profile, "0") != 0 && strcmp(profile, "1") != 0)
+      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                        "KILN_PROFILE='%s' is not 0 or 1; expected 1 to record "
+                        "every operation's times, or 0 for the default (off)",
+                        profile);
+    cfg->profile = strcmp(profile, "1") == 0;
+  }
+  const char *trace = getenv("KILN_TRACE");
+  if (trace && *trace && !cfg->trace) {
+    cfg->trace = trace;
+    cfg->trace_source = "KILN_TRACE";
   }
   const char *limit = getenv("KILN_MEMORY_LIMIT");
   if (limit && *limit && !cfg->memory_source) {

@@ -159,16 +159,19 @@ KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *forma
 }
 
 /* Enqueues an NDRange on the runtime's queue and tracks its event; `what`
- * (static text) names the caller for messages. local may be NULL. */
-static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, cl_kernel k,
-                          cl_uint dims, const size_t *global, const size_t *local)
+ * (static text) names the caller for messages, `name` the kernel for the
+ * profiler. local may be NULL. */
+static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, const char *name,
+                                 cl_kernel k, cl_uint dims, const size_t *global,
+                                 const size_t *local)
 {
   cl_event ev = NULL;
   cl_int err = clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0,
                                       NULL, &ev);
   if (err != CL_SUCCESS)
-    return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching", what);
-  return kiln__runtime_track(rt, ev, what);
+    return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching %s", what,
+                         name);
+  return kiln__runtime_track_as(rt, ev, what, name);
 }
 
 /* Sets argument i of k from the va_list by an internal format letter:
@@ -212,13 +215,25 @@ kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program
   for (; format[i] && err == CL_SUCCESS; i++)
     err = set_raw(k, i, format[i], &ap);
   va_end(ap);
-  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, k, dims, global, local)
+  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, kernel, k, dims, global, local)
                          : kiln__fail_cl(rt, err, "clSetKernelArg",
                                          "%s: argument %u of %s", what, i - 1, kernel);
   clReleaseKernel(k);
   return st;
 }
 
+
+/* "1024x768 local 16x16": a launch's sizes, for the profiler. */
+static const char *range_text(unsigned dims, const size_t *global, const size_t *local,
+                              char *buf, size_t size)
+{
+  size_t at = 0;
+  for (unsigned d = 0; d < dims && at < size; d++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%zu", d ? "x" : "", global[d]);
+  for (unsigned d = 0; local && d < dims && at < size; d++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%zu", d ? "x" : " local ", local[d]);
+  return buf;
+}
 
 KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                                         const size_t *global, const size_t *local)
@@ -243,11 +258,12 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                         "sizes divide, or local = NULL for the driver's choice",
                         fn, kernel->name, global[d], local[d], d);
   }
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(kernel->rt->queue, kernel->kernel, dims, NULL,
-                                      global, local, 0, NULL, &ev);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(kernel->rt, err, "clEnqueueNDRangeKernel",
-                         "%s: launching %s", fn, kernel->name);
-  return kiln__runtime_track(kernel->rt, ev, fn);
+  kiln__profile_scope ps;
+  char shape[64];
+  kiln__profile_begin(kernel->rt, &ps, kernel->name);
+  kiln__profile_describe(&ps, "user", 0, 0, "%s",
+                         range_text(dims, global, local, shape, sizeof shape));
+  kiln_status st = kiln__enqueue(kernel->rt, fn, kernel->name, kernel->kernel, dims,
+                                 global, local);
+  return kiln__profile_end(&ps, st);
 }

@@ -99,6 +99,7 @@ static kiln_status open_device(kiln_runtime *rt)
 static void runtime_free(kiln_runtime *rt)
 {
   kiln__fft_release_plans(rt); /* before the queue and context they use */
+  kiln__profile_free(rt);      /* the events of calls still recorded */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);
@@ -167,6 +168,11 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
   set_memory_limit(rt, &cfg);
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
+  st = kiln__profile_init(rt, &cfg);
+  if (st != KILN_OK) {
+    runtime_free(rt);
+    return st;
+  }
   *out = rt;
   return KILN_OK;
 }
@@ -197,8 +203,12 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
                       kiln__format_bytes(held, b, sizeof b));
   }
   clFinish(rt->queue); /* errors no longer have anyone to go to */
+  /* The trace's failure is the thread's to read: the runtime is gone. */
+  kiln_status st = rt->prof.trace ? kiln__trace_write(rt, NULL, rt->prof.trace,
+                                                      "kiln_runtime_destroy")
+                                  : KILN_OK;
   runtime_free(rt);
-  return KILN_OK;
+  return st;
 }
 
 void kiln__runtime_set_error(kiln_runtime *rt, char *msg)
@@ -236,6 +246,14 @@ static void reap_finished(kiln_runtime *rt)
 
 kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what)
 {
+  return kiln__runtime_track_as(rt, ev, what, what);
+}
+
+kiln_status kiln__runtime_track_as(kiln_runtime *rt, cl_event ev, const char *what,
+                                   const char *label)
+{
+  if (rt->profile)
+    kiln__profile_attach(rt, ev, label);
   pthread_mutex_lock(&rt->lock);
   if (rt->npending >= PENDING_REAP_AT && rt->npending == rt->cap_pending)
     reap_finished(rt);
@@ -267,6 +285,8 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
   cl_int err = clFinish(rt->queue);
   pthread_mutex_lock(&rt->lock);
   reap_finished(rt); /* everything has finished: this empties the list */
+  if (rt->profile)
+    kiln__profile_resolve(rt, 1);
   cl_int failed = rt->deferred_err;
   const char *what = rt->deferred_what;
   rt->deferred_err = CL_SUCCESS;

@@ -28,6 +28,17 @@ check "devices says why" 0 "^picked [0-9]+:[0-9]+ " devices
 KILN_DEVICE=name=pthread check "devices shows the selector" 0 "KILN_DEVICE='name=pthread': 'name=pthread' picks" devices
 KILN_DEVICE=bogus check "a bad selector" 1 "'bogus' is not a device selector" devices
 KILN_MEMORY_LIMIT=lots check "a bad environment value" 1 "KILN_MEMORY_LIMIT='lots'" devices
+KILN_PROFILE=yes check "KILN_PROFILE must be 0 or 1" 1 "KILN_PROFILE='yes' is not 0 or 1" devices
+KILN_PROFILE=1 check "profiling prints the table at exit" 0 "^Op +Backend +Calls +Device total" devices
+KILN_TRACE=/nonexistent-kiln/t.json check "a trace that cannot be written is said" 0 \
+  "cannot create the trace file '/nonexistent-kiln/t.json'" devices
+
+# kiln check: six operations, each within its bound (the bounds are in
+# tools/check.c); with profiling on, the table follows.
+check "check runs every operation" 0 "every result within its bound" check
+check "check reports each" 0 "^kernel +saxpy.* ok$" check
+KILN_PROFILE=1 check "check prints the profile" 0 "^gemm +kiln +2 " check
+check "check takes no argument" 2 "unexpected argument 'x'" check x
 
 # The kernel cache, in a folder of this run's own.
 cache=$(mktemp -d)
@@ -70,10 +81,10 @@ check "bench reduce refuses openblas" 2 "--backend takes kiln or clblast" bench 
 check "bench reduce refuses unknown options" 2 "usage: kiln bench reduce" bench reduce --dtype float64
 check "bench conv refuses bad backends" 2 "--backend takes im2col, direct, clblast or openblas" \
   bench conv --backend winograd --json
-check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 5
+check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 6
 check "bench conv json (the depthwise layer)" 0 '"shape": ?"n8c128h56w56k128r3s3g128"' \
   bench conv --sizes 4 --backend direct --repeat 1 --json
-check "bench names its operations" 2 "kiln bench conv" bench
+check "bench names its groups" 0 "kiln bench conv" bench --help
 
 # kiln run conv2d's errors: exactly one line on stderr, exit 1, no file.
 one_line() { # one_line <description> <args...>

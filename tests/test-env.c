@@ -1,7 +1,8 @@
 /*
  * test-env.c — environment variables and options: the size parser and how
- * KILN_MEMORY_LIMIT, options and ignore_env combine. No device needed: the
- * configuration is checked before any OpenCL call.
+ * KILN_MEMORY_LIMIT, KILN_PROFILE, KILN_TRACE, options and ignore_env
+ * combine. No device needed: the configuration is checked before any
+ * OpenCL call.
  */
 #include "common.h"
 
@@ -104,6 +105,39 @@ static void test_env_bad_value_is_named(void **state)
   unsetenv("KILN_MEMORY_LIMIT");
 }
 
+/* KILN_PROFILE is 0 or 1 and fills an option left at 0; KILN_TRACE fills
+ * kiln_options.trace; ignore_env reads neither. */
+static void test_env_profile_and_trace(void **state)
+{
+  (void)state;
+  kiln__config cfg;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  setenv("KILN_PROFILE", "1", 1);
+  setenv("KILN_TRACE", "/tmp/t.json", 1);
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_true(cfg.profile);
+  assert_string_equal(cfg.trace, "/tmp/t.json");
+  assert_string_equal(cfg.trace_source, "KILN_TRACE");
+  opts.trace = "mine.json";
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_string_equal(cfg.trace, "mine.json");
+  assert_string_equal(cfg.trace_source, "kiln_options.trace");
+  setenv("KILN_PROFILE", "0", 1);
+  unsetenv("KILN_TRACE");
+  kiln_options_init(&opts);
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_false(cfg.profile);
+  assert_null(cfg.trace);
+  setenv("KILN_PROFILE", "on", 1);
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV, "KILN_PROFILE='on' is not 0 or 1",
+                    kiln__config_resolve(&opts, &cfg));
+  opts.ignore_env = 1;
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_false(cfg.profile);
+  unsetenv("KILN_PROFILE");
+}
+
 static void test_env_bad_options(void **state)
 {
   (void)state;
@@ -129,11 +163,14 @@ static void test_env_bad_options(void **state)
 int main(void)
 {
   unsetenv("KILN_MEMORY_LIMIT");
+  unsetenv("KILN_PROFILE");
+  unsetenv("KILN_TRACE");
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_env_parse_size_accepts),
     cmocka_unit_test(test_env_parse_size_refuses),
     cmocka_unit_test(test_env_memory_limit_from_env),
     cmocka_unit_test(test_env_bad_value_is_named),
+    cmocka_unit_test(test_env_profile_and_trace),
     cmocka_unit_test(test_env_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

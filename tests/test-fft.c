@@ -2,8 +2,10 @@
  * test-fft.c — kiln_fft() against a naive DFT computed here in double
  * precision (twiddles exp(+-2 pi i m / n) from m = j k mod n, so every one is
  * within an ulp of double), separable over the axes of 1-D, 2-D and 3-D
- * shapes: C2C forward and inverse of every length 1 to 64, the primes 17,
- * 97, 257 and 1009, R2C and C2R of even and odd lengths, 2-D and 3-D shapes
+ * shapes: C2C forward and inverse of every length 1 to 64 and of powers of
+ * two to 2^13 (float32 and float64), the primes 17,
+ * 97, 257 and 1009, R2C and C2R of even and odd lengths (odd ones to 100001
+ * from sparse inputs, whose exact spectra are cheap), 2-D and 3-D shapes
  * with batches, numpy's three norms, float64 on devices with fp64; for
  * 2^20 and 1024 x 1024, the round trip, Parseval's identity and a few bins
  * computed directly; each through AUTO and every FFT backend (a backend that
@@ -19,7 +21,9 @@
  * ||F x||_2 = sqrt(N) ||x||_2, the root-mean-square error of one element is
  * at most 7 log2(N) u ||x||_2. Bluestein's algorithm (VkFFT's for large
  * prime factors) is three FFTs of a padded length M < 4N and chirp products:
- * about 3 times that, with log2 M < log2 N + 2. So each element is held to
+ * about 3 times that, with log2 M < log2 N + 2. kiln's own kernels take
+ * their twiddles w^r, r < 32, as products of w: mu < 32 u over log32 N
+ * passes, which adds less than 7 log2(N) u. So each element is held to
  *   20 (log2 N + 2) u ||x||_2 s + 2 u |y_k|
  * with s the norm's scale (1, 1/sqrt N or 1/N) and 2 u |y_k| for rounding the
  * result and scaling it. This is a root-mean-square bound used per element:
@@ -44,14 +48,14 @@
 
 #define SLACK 2             /* output elements after the result, never written */
 #define SENTINEL 12345.0    /* their value */
-#define NBACKENDS 3
+#define NBACKENDS 4
 #define PI 3.14159265358979323846
 
 static const kiln_backend backends[NBACKENDS] = {
-  KILN_BACKEND_AUTO, KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
+  KILN_BACKEND_AUTO, KILN_BACKEND_KILN, KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
 /* Per backend: cases run, and cases it refused as unsupported. */
 static size_t ran[NBACKENDS], skipped[NBACKENDS];
-static int no_library; /* AUTO refused a length 8: no FFT library built in */
+static int no_library; /* AUTO refused an R2C of 8: no FFT library built in */
 static double worst;   /* the largest error / bound of the test so far */
 
 /* ---- the reference ---------------------------------------------------- */
@@ -305,6 +309,81 @@ static kiln_status run_on(kiln_runtime *rt, fcase *c)
   return st;
 }
 
+/* A real-transform case whose input has nnz non-zero points per transform,
+ * at random places: the reference sums over those points only, so lengths
+ * far beyond the naive DFT's reach are checked at every output. R2C: X[k] =
+ * sum x_j exp(-2 pi i j.k / n) over the points; C2R (numpy's irfftn, which
+ * gives each half-spectrum point w X and its mirror w conj X): y_j = sum
+ * w Re(X_k exp(2 pi i j.k / n)), w = 1 where k on the last axis is 0 or n/2,
+ * else 2. Phases are summed from j.k mod n, exact in integers. */
+static fcase make_sparse(const kiln_fft_desc *d, uint64_t seed, size_t nnz)
+{
+  fcase c = {.d = *d, .n = 1};
+  unsigned nd = d->ndim;
+  size_t dims[3] = {1, 1, 1}; /* right-aligned shape */
+  for (unsigned k = 0; k < nd; k++) {
+    c.n *= d->shape[k];
+    dims[3 - nd + k] = d->shape[k];
+  }
+  size_t b = d->batch, tot = b * c.n;
+  c.last = dims[2], c.half = c.last / 2 + 1, c.rows = tot / c.last;
+  int r2c = d->kind == KILN_FFT_R2C;
+  c.nin = r2c ? tot : c.rows * c.half;
+  c.nout = r2c ? c.rows * c.half : tot;
+  size_t per_in = c.nin / b, per_out = c.nout / b;
+  size_t in_last = r2c ? c.last : c.half, out_last = r2c ? c.half : c.last;
+  c.x = calloc(2 * c.nin, sizeof *c.x);
+  c.want = calloc(2 * c.nout, sizeof *c.want);
+  size_t *at = malloc(nnz * sizeof *at);
+  assert_true(c.x && c.want && at);
+  double s2 = 0;
+  c.scale = norm_scale(d, (double)c.n);
+  for (size_t bb = 0; bb < b; bb++) {
+    for (size_t m = 0; m < nnz; m++) {
+      at[m] = lcg(&seed) % per_in;
+      double *v = c.x + 2 * (bb * per_in + at[m]);
+      v[0] = random_value(d->dtype, &seed);
+      v[1] = r2c ? 0 : random_value(d->dtype, &seed);
+    }
+    for (size_t m = 0; m < nnz; m++) { /* the norm, once per distinct point */
+      int seen = 0;
+      for (size_t q = 0; q < m; q++)
+        seen |= at[q] == at[m];
+      const double *v = c.x + 2 * (bb * per_in + at[m]);
+      size_t k = at[m] % in_last;
+      double w = r2c || k == 0 || 2 * k == c.last ? 1 : 2;
+      s2 += seen ? 0 : w * (v[0] * v[0] + v[1] * v[1]);
+    }
+    for (size_t o = 0; o < per_out; o++) {
+      size_t oi[3] = {o / out_last / dims[1], o / out_last % dims[1], o % out_last};
+      double re = 0, im = 0;
+      for (size_t m = 0; m < nnz; m++) {
+        int seen = 0;
+        for (size_t q = 0; q < m; q++)
+          seen |= at[q] == at[m];
+        if (seen)
+          continue;
+        size_t ii[3] = {at[m] / in_last / dims[1], at[m] / in_last % dims[1],
+                        at[m] % in_last};
+        double ph = 0;
+        for (int a = 0; a < 3; a++)
+          ph += (double)(ii[a] * oi[a] % dims[a]) / (double)dims[a];
+        ph *= 2 * PI * (r2c ? -1 : 1);
+        const double *v = c.x + 2 * (bb * per_in + at[m]);
+        double pr = v[0] * cos(ph) - v[1] * sin(ph), pi = v[0] * sin(ph) + v[1] * cos(ph);
+        double w = r2c || ii[2] == 0 || 2 * ii[2] == c.last ? 1 : 2;
+        re += w * pr;
+        im += r2c ? pi : 0;
+      }
+      c.want[2 * (bb * per_out + o)] = re * c.scale;
+      c.want[2 * (bb * per_out + o) + 1] = im * c.scale;
+    }
+  }
+  c.xnorm = sqrt(s2 / (double)b);
+  free(at);
+  return c;
+}
+
 /* Whether every prime factor of every length is at most 13. */
 static int smooth(const kiln_fft_desc *d)
 {
@@ -410,6 +489,24 @@ static void test_fft_c2c_every_length(void **state)
   report("C2C lengths 1-64");
 }
 
+/* Powers of two 1 to 2^13, so kiln's own kernels meet every split into
+ * passes (2^m: m mod 5 of 0 to 4 before the radix-32 passes). */
+static void test_fft_c2c_powers_of_two(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  int f64 = kiln_runtime_device(rt)->has_fp64;
+  for (unsigned m = 0; m <= 13; m++)
+    for (int t = 0; t < 1 + f64; t++)
+      for (int inv = 0; inv < 2; inv++) {
+        kiln_fft_desc d = desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32, 1,
+                               (size_t[]){(size_t)1 << m}, m <= 10 ? 3 : 1);
+        d.inverse = inv;
+        check_all(rt, &d, 800 + m * 4 + (size_t)(t * 2 + inv));
+      }
+  report("C2C powers of two");
+}
+
 static void test_fft_c2c_primes(void **state)
 {
   kiln_runtime *rt = *state;
@@ -442,6 +539,32 @@ static void test_fft_real(void **state)
       check_all(rt, &d, 300 + k);
     }
   report("R2C and C2R");
+}
+
+/* Real transforms of odd lengths that VkFFT must split over several passes
+ * (it refuses them: 65537 on PoCL) and clFFT refuses (prime factors above
+ * 13): AUTO runs them as complex transforms. */
+static void test_fft_real_long_odd(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t shapes[][2] = {{65537, 0}, {3, 65537}, {100001, 0}};
+  int f64 = kiln_runtime_device(rt)->has_fp64;
+  for (size_t k = 0; k < 3; k++)
+    for (int kind = KILN_FFT_R2C; kind <= KILN_FFT_C2R; kind++)
+      for (int t = 0; t < 1 + f64; t++) {
+        kiln_fft_desc d = desc((kiln_fft_kind)kind, t ? KILN_F64 : KILN_F32,
+                               shapes[k][1] ? 2 : 1, shapes[k], 2);
+        fcase c = make_sparse(&d, 900 + k, 7);
+        kiln_status st = run_on(rt, &c);
+        unmake(&c);
+        if (st != KILN_OK)
+          fail_msg("kiln_fft %s %s of %zu x %zu returned %s: %s",
+                   kind == KILN_FFT_R2C ? "R2C" : "C2R", t ? "float64" : "float32",
+                   shapes[k][0], shapes[k][1], kiln_status_name(st), kiln_last_error(rt));
+        ran[0]++;
+      }
+  report("long odd R2C and C2R");
 }
 
 static void test_fft_multi_dim(void **state)
@@ -700,8 +823,9 @@ static int setup(void **state)
   kiln_buffer *a = NULL, *b = NULL;
   kiln_fft_desc d;
   kiln_fft_desc_init(&d, KILN_F32, 8);
-  if (kiln_buffer_create(rt, KILN_C32, 8, 0, &a) != KILN_OK ||
-      kiln_buffer_create(rt, KILN_C32, 8, 0, &b) != KILN_OK)
+  d.kind = KILN_FFT_R2C; /* kiln's own kernels run C2C only */
+  if (kiln_buffer_create(rt, KILN_F32, 8, 0, &a) != KILN_OK ||
+      kiln_buffer_create(rt, KILN_C32, 5, 0, &b) != KILN_OK)
     return -1;
   kiln_status st = kiln_fft(rt, &d, a, b);
   if (st == KILN_ERR_UNSUPPORTED) { /* no FFT library: the message names them */
@@ -723,8 +847,10 @@ int main(void)
     cmocka_unit_test(test_fft_desc_init),
     cmocka_unit_test(test_fft_errors),
     cmocka_unit_test(test_fft_c2c_every_length),
+    cmocka_unit_test(test_fft_c2c_powers_of_two),
     cmocka_unit_test(test_fft_c2c_primes),
     cmocka_unit_test(test_fft_real),
+    cmocka_unit_test(test_fft_real_long_odd),
     cmocka_unit_test(test_fft_multi_dim),
     cmocka_unit_test(test_fft_norms),
     cmocka_unit_test(test_fft_float64),

@@ -1,14 +1,12 @@
 /*
- * bench.c — `kiln bench`: what every operation's bench shares (options,
- * medians, the table and the JSON records; see bench.h), and `kiln bench
- * gemm`: GFLOP/s of each GEMM backend and of OpenBLAS on the CPU, as medians
- * over repeats after a warm-up, each result checked against OpenBLAS (or a
- * naive loop without it) before it is timed. `kiln bench reduce` is in
- * bench_reduce.c, `kiln bench conv` in bench_conv.c, `kiln bench fft` in
- * bench_fft.c.
+ * bench.c — `kiln bench`: the whole suite, or one group of it, and what
+ * every group shares: options, medians, records, the per-group table (see
+ * bench.h). The groups are bench_gemm.c, bench_conv.c, bench_reduce.c,
+ * bench_fft.c, bench_launch.c, bench_bandwidth.c and bench_compile.c; the
+ * suite's table and the JSON, CSV and plot files are bench_out.c.
  *
- * Records share one shape for every operation's bench: op, backend, dtype,
- * shape ("MxNxK"), median_ms, gflops, gbps (null where it does not apply).
+ * Every figure is a median over repeats after a warm-up, and every result
+ * is checked (against a CPU reference or the peer) before it is timed.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,14 +20,17 @@
 #include "kiln/kiln.h"
 #include "kiln_config.h"
 
-#if HAVE_OPENBLAS
-#include <cblas.h>
-#endif
-#if HAVE_JSON_C
-#include <json-c/json.h>
-#endif
+/* --quick's repeats at most: the run checks that everything works. */
+#define QUICK_REPEATS 3
 
-/* ---- shared by every operation's bench ----------------------------------- */
+static const bench_group *const groups[] = {
+  &bench_gemm_group,   &bench_conv_group,      &bench_reduce_group,  &bench_fft_group,
+  &bench_launch_group, &bench_bandwidth_group, &bench_compile_group,
+};
+#define NGROUPS (sizeof groups / sizeof groups[0])
+
+static const char common_usage[] =
+  "[--quick] [--repeat R] [--json [FILE]] [--csv FILE] [--plot FILE.png]";
 
 double bench_now_ms(void)
 {
@@ -43,6 +44,8 @@ static int cmp_double(const void *a, const void *b)
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
+
+/* ---- options ------------------------------------------------------------- */
 
 /* One size: a number, in bytes with an optional K, M or G (powers of 1024)
  * when the spec says so. 0 when it does not parse or is out of range. */
@@ -97,39 +100,108 @@ static void list_backends(const bench_spec *s, char *buf, size_t size)
                            : k == s->selectable - 1 ? " or " : ", ", s->peers[k]);
 }
 
+/* Every group's usage, for `kiln bench --help`. */
+static void print_usage(FILE *out)
+{
+  fprintf(out, "usage: kiln bench %s\n", common_usage);
+  for (size_t g = 0; g < NGROUPS; g++)
+    fprintf(out, "       %s %s\n", groups[g]->spec->usage, common_usage);
+  fprintf(out, "Without a group: the whole suite, one table. --quick: small sizes "
+               "(a check that everything runs, not figures to quote).\n");
+}
+
+/* A group's sizes, repeats and peers where the options leave them out. */
+static void fill_defaults(const bench_spec *s, bench_args *a, int sizes_given,
+                          int repeats_given, int backends_given)
+{
+  if (!sizes_given) {
+    a->nsizes = a->quick ? s->nquick : s->ndefaults;
+    memcpy(a->sizes, a->quick ? s->quick : s->defaults, a->nsizes * sizeof *a->sizes);
+  }
+  if (!repeats_given)
+    a->repeats = a->quick && s->repeats > QUICK_REPEATS ? QUICK_REPEATS : s->repeats;
+  for (int k = 0; k < s->npeers && !backends_given; k++)
+    a->use[k] = s->built[k];
+}
+
+/* The options every invocation takes; 1 when argv[*i] was one (and *i is
+ * past it), 0 when not, -1 after a line on stderr. */
+static int parse_common(const char *who, bench_args *a, int argc, char **argv, int *i,
+                        int *repeats_given)
+{
+  const char *o = argv[*i], *next = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (strcmp(o, "--quick") == 0) {
+    a->quick = 1;
+  } else if (strcmp(o, "--json") == 0) {
+    if (!HAVE_JSON_C)
+      return fprintf(stderr, "%s: --json needs kiln built with json-c (libjson-c-dev)\n",
+                     who), -1;
+    if (next && next[0] != '-')
+      a->json_path = argv[++*i];
+    else
+      a->json = 1;
+  } else if (strcmp(o, "--csv") == 0 && next) {
+    a->csv_path = argv[++*i];
+  } else if (strcmp(o, "--plot") == 0 && next) {
+    a->plot_path = argv[++*i];
+  } else if (strcmp(o, "--repeat") == 0 && next) {
+    a->repeats = atoi(argv[++*i]);
+    *repeats_given = 1;
+    if (a->repeats < 1 || a->repeats > 1000)
+      return fprintf(stderr, "%s: --repeat takes 1 to 1000\n", who), -1;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
 {
-  char names[128];
-  list_backends(s, names, sizeof names);
-  *a = (bench_args){.nsizes = s->ndefaults, .repeats = s->repeats};
-  memcpy(a->sizes, s->defaults, s->ndefaults * sizeof *s->defaults);
-  for (int k = 0; k < s->npeers; k++)
-    a->use[k] = s->built[k];
+  char who[64], names[128] = "";
+  snprintf(who, sizeof who, "kiln bench%s%s", s ? " " : "", s ? s->op : "");
+  if (s)
+    list_backends(s, names, sizeof names);
+  *a = (bench_args){.nsizes = 0};
+  int sizes_given = 0, repeats_given = 0, backends_given = 0;
   for (int i = 1; i < argc; i++) {
     int more = i + 1 < argc;
-    if (strcmp(argv[i], "--json") == 0) {
-      a->json = 1;
-    } else if (strcmp(argv[i], "--sizes") == 0 && more) {
+    int c = parse_common(who, a, argc, argv, &i, &repeats_given);
+    if (c < 0)
+      return -1;
+    if (c > 0)
+      continue;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      if (s)
+        printf("usage: %s %s\n", s->usage, common_usage);
+      else
+        print_usage(stdout);
+      return 1;
+    } else if (s && strcmp(argv[i], "--sizes") == 0 && more) {
+      sizes_given = 1;
       if (parse_sizes(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "kiln bench %s: --sizes takes %s\n", s->op,
-                       s->sizes_help), -1;
-    } else if (strcmp(argv[i], "--backend") == 0 && more) {
+        return fprintf(stderr, "%s: --sizes takes %s\n", who, s->sizes_help), -1;
+    } else if (s && strcmp(argv[i], "--backend") == 0 && more) {
+      backends_given = 1;
       if (parse_backends(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "kiln bench %s: --backend takes %s, comma-separated\n",
-                       s->op, names), -1;
-    } else if (strcmp(argv[i], "--repeat") == 0 && more) {
-      a->repeats = atoi(argv[++i]);
-      if (a->repeats < 1 || a->repeats > 1000)
-        return fprintf(stderr, "kiln bench %s: --repeat takes 1 to 1000\n", s->op), -1;
+        return fprintf(stderr, "%s: --backend takes %s, comma-separated\n", who, names),
+               -1;
     } else {
-      return fprintf(stderr, "%s\n", s->usage), -1;
+      return fprintf(stderr, "%s: unknown option '%s'; usage: %s %s\n", who, argv[i],
+                     s ? s->usage : "kiln bench [GROUP]", common_usage), -1;
     }
   }
-  for (int k = 0; k < s->npeers; k++)
+  if (s && a->plot_path && !s->axis)
+    return fprintf(stderr, "%s: --plot draws figures against size, and %s has no "
+                           "sizes to plot\n", who, s->op), -1;
+  if (s)
+    fill_defaults(s, a, sizes_given, repeats_given, backends_given);
+  for (int k = 0; s && k < s->npeers; k++)
     if (a->use[k] && !s->built[k])
-      return fprintf(stderr, "kiln bench %s: %s\n", s->op, s->not_built[k]), -1;
+      return fprintf(stderr, "%s: %s\n", who, s->not_built[k]), -1;
   return 0;
 }
+
+/* ---- measurements and records -------------------------------------------- */
 
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median)
 {
@@ -148,23 +220,90 @@ int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median
 
 void bench_add(bench_records *rs, const bench_record *r)
 {
-  if (rs->n < BENCH_MAX_RECORDS)
-    rs->r[rs->n++] = *r;
+  if (rs->n == BENCH_MAX_RECORDS)
+    return;
+  bench_record *o = &rs->r[rs->n++];
+  *o = *r;
+  o->spec = rs->spec;
+  if (!o->repeats)
+    o->repeats = rs->repeats;
 }
 
-static double find(const bench_spec *s, const bench_records *rs, size_t size,
-                   const char *backend)
+double bench_value(const bench_record *r)
+{
+  switch (r->spec->figure) {
+  case BENCH_GBPS: return r->gbps;
+  case BENCH_US: return r->median_ms * 1e3;
+  case BENCH_MS: return r->median_ms;
+  default: return r->gflops;
+  }
+}
+
+const char *bench_unit(const bench_spec *s)
+{
+  static const char *const units[] = {"GFLOP/s", "GB/s", "us", "ms"};
+  return units[s->figure];
+}
+
+int bench_digits(const bench_spec *s)
+{
+  return s->figure == BENCH_GBPS ? 2 : 1;
+}
+
+/* Higher is faster, whatever the unit. */
+static double speed(const bench_record *r)
+{
+  double v = bench_value(r);
+  return r->spec->figure == BENCH_US || r->spec->figure == BENCH_MS ? 1 / v : v;
+}
+
+static int peer_index(const bench_spec *s, const char *backend)
+{
+  int k = 0;
+  while (k < s->npeers && strcmp(s->peers[k], backend) != 0)
+    k++;
+  return k;
+}
+
+static const bench_record *find(const bench_records *rs, const bench_spec *s, size_t size,
+                                const char *backend)
+{
+  for (size_t i = 0; i < rs->n; i++)
+    if (rs->r[i].spec == s && rs->r[i].size == size &&
+        strcmp(rs->r[i].backend, backend) == 0)
+      return &rs->r[i];
+  return NULL;
+}
+
+/* The speed of `backend` at a size, or for "best" the best of the spec's
+ * first best_of peers; 0 when there is no such record. */
+static double speed_at(const bench_records *rs, const bench_spec *s, size_t size,
+                       const char *backend)
 {
   if (s->best_of && strcmp(backend, "best") == 0) {
     double best = 0;
     for (int k = 0; k < s->best_of; k++)
-      best = fmax(best, find(s, rs, size, s->peers[k]));
+      best = fmax(best, speed_at(rs, s, size, s->peers[k]));
     return best;
   }
-  for (size_t i = 0; i < rs->n; i++)
-    if (rs->r[i].size == size && strcmp(rs->r[i].backend, backend) == 0)
-      return s->gbps ? rs->r[i].gbps : rs->r[i].gflops;
-  return 0;
+  const bench_record *r = find(rs, s, size, backend);
+  return r ? speed(r) : 0;
+}
+
+double bench_peer_ratio(const bench_records *rs, const bench_record *r, const char **peer)
+{
+  const bench_spec *s = r->spec;
+  for (size_t q = 0; q < s->nratios; q++) {
+    const char *top = s->ratios[q][0];
+    int best = s->best_of && strcmp(top, "best") == 0;
+    if (strcmp(top, r->backend) == 0 || (best && peer_index(s, r->backend) < s->best_of)) {
+      double bottom = speed_at(rs, s, r->size, s->ratios[q][1]);
+      *peer = s->ratios[q][1];
+      return bottom > 0 ? speed(r) / bottom : NAN;
+    }
+  }
+  *peer = "";
+  return NAN;
 }
 
 void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size)
@@ -184,9 +323,12 @@ void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size)
   snprintf(buf, size, "%zu", v);
 }
 
+/* ---- one group's table --------------------------------------------------- */
+
+/* Sizes down, peers across, then the ratios; plan times and the note. */
 static void print_table(const bench_spec *s, const bench_args *a, const bench_records *rs)
 {
-  printf("%-6s", s->labels ? "layer" : "size");
+  printf("%-6s", s->labels ? "case" : "size");
   for (int k = 0; k < s->npeers; k++)
     if (a->use[k])
       printf("  %9s", s->peers[k]);
@@ -195,249 +337,154 @@ static void print_table(const bench_spec *s, const bench_args *a, const bench_re
     snprintf(head, sizeof head, "%s/%s", s->ratios[q][0], s->ratios[q][1]);
     printf("  %14s", head);
   }
-  printf("   (%s, medians)\n", s->gbps ? "GB/s" : "GFLOP/s");
+  printf("   (%s, medians)\n", bench_unit(s));
   for (size_t i = 0; i < a->nsizes; i++) {
     char label[32];
     bench_size_label(s, a->sizes[i], label, sizeof label);
     printf("%-6s", label);
     for (int k = 0; k < s->npeers; k++) {
-      double v = a->use[k] ? find(s, rs, a->sizes[i], s->peers[k]) : 0;
-      if (a->use[k] && v > 0)
-        printf("  %9.*f", s->gbps ? 2 : 1, v);
+      const bench_record *r = a->use[k] ? find(rs, s, a->sizes[i], s->peers[k]) : NULL;
+      if (r)
+        printf("  %9.*f", bench_digits(s), bench_value(r));
       else if (a->use[k])
         printf("  %9s", "-");
     }
     for (size_t q = 0; q < s->nratios; q++) {
-      double top = find(s, rs, a->sizes[i], s->ratios[q][0]);
-      double bottom = find(s, rs, a->sizes[i], s->ratios[q][1]);
-      printf("  %13.2fx", top > 0 && bottom > 0 ? top / bottom : NAN);
+      double top = speed_at(rs, s, a->sizes[i], s->ratios[q][0]);
+      double bottom = speed_at(rs, s, a->sizes[i], s->ratios[q][1]);
+      if (top > 0 && bottom > 0)
+        printf("  %13.2fx", top / bottom);
+      else
+        printf("  %14s", "-");
     }
     printf("\n");
   }
-}
-
-#if HAVE_JSON_C
-static json_object *json_figure(double v)
-{
-  return isnan(v) ? NULL : json_object_new_double(v);
-}
-#endif
-
-static int print_json(const bench_records *rs)
-{
-#if HAVE_JSON_C
-  json_object *all = json_object_new_array();
+  int plans = 0;
   for (size_t i = 0; i < rs->n; i++) {
-    const bench_record *r = &rs->r[i];
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "op", json_object_new_string(r->op));
-    json_object_object_add(o, "backend", json_object_new_string(r->backend));
-    json_object_object_add(o, "dtype", json_object_new_string(r->dtype));
-    json_object_object_add(o, "shape", json_object_new_string(r->shape));
-    json_object_object_add(o, "median_ms", json_object_new_double(r->median_ms));
-    json_object_object_add(o, "gflops", json_figure(r->gflops));
-    json_object_object_add(o, "gbps", json_figure(r->gbps));
-    if (r->has_plan)
-      json_object_object_add(o, "plan_ms", json_object_new_double(r->plan_ms));
-    json_object_array_add(all, o);
+    char label[32];
+    if (!rs->r[i].has_plan)
+      continue;
+    bench_size_label(s, rs->r[i].size, label, sizeof label);
+    printf("%s %s %s %.0f ms", plans++ ? "," : "plan   ", label, rs->r[i].backend,
+           rs->r[i].plan_ms);
   }
-  puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY));
-  json_object_put(all);
-  return 0;
-#else
-  (void)rs;
-  fprintf(stderr, "kiln bench: --json needs kiln built with json-c (libjson-c-dev)\n");
-  return 1;
-#endif
+  if (plans)
+    printf("\n");
+  if (s->note)
+    printf("%s\n", s->note);
 }
 
-int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs)
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs,
+                const char *device)
 {
+  int rc = 0;
   if (a->json)
-    return print_json(rs);
-  print_table(s, a, rs);
-  return 0;
-}
-
-/* ---- kiln bench gemm ------------------------------------------------------ */
-
-static const char *const gemm_peers[] = {"kiln", "clblast", "openblas"};
-static const int gemm_built[] = {1, HAVE_CLBLAST, HAVE_OPENBLAS};
-static const char *const gemm_not_built[] = {
-  NULL, "this kiln was built without CLBlast",
-  "this kiln was built without OpenBLAS (Debian libopenblas-dev)"};
-static const size_t gemm_defaults[] = {128, 256, 512, 1024, 2048};
-static const char *const gemm_ratios[][2] = {{"kiln", "openblas"}, {"kiln", "clblast"}};
-static const bench_spec gemm_spec = {
-  .op = "gemm",
-  .usage = "usage: kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,openblas] "
-           "[--repeat R] [--json]",
-  .peers = gemm_peers, .npeers = 3, .selectable = 3,
-  .built = gemm_built, .not_built = gemm_not_built,
-  .defaults = gemm_defaults, .ndefaults = 5,
-  .min_size = 1, .max_size = 65536, .size_multiple = 1,
-  .sizes_help = "sizes such as 512,1024 (at most 16, each 1 to 65536)",
-  .repeats = 5,
-  .ratios = gemm_ratios, .nratios = 2,
-};
-
-/* The reference C for the check: OpenBLAS when built in, else naive. */
-static void reference(size_t n, const float *a, const float *b, float *c)
-{
-#if HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-              a, (int)n, b, (int)n, 0.0f, c, (int)n);
-#else
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++) {
-      double s = 0;
-      for (size_t p = 0; p < n; p++)
-        s += (double)a[i * n + p] * b[p * n + j];
-      c[i * n + j] = (float)s;
-    }
-#endif
-}
-
-/* One product's inputs, for run_once(). */
-typedef struct gemm_run {
-  kiln_runtime *rt;
-  int k; /* the peer */
-  size_t n;
-  const float *a, *b;
-  float *c;
-  kiln_buffer *da, *db, *dc;
-} gemm_run;
-
-/* One timed run of peer g->k; returns milliseconds, or -1 on failure. */
-static double run_once(void *ctx)
-{
-  const gemm_run *g = ctx;
-  size_t n = g->n;
-  double t0 = bench_now_ms();
-  if (g->k == 2) {
-#if HAVE_OPENBLAS
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-                g->a, (int)n, g->b, (int)n, 0.0f, g->c, (int)n);
-#endif
-    return bench_now_ms() - t0;
-  }
-  kiln_gemm_desc d;
-  kiln_gemm_desc_init(&d, KILN_F32, n, n, n);
-  d.backend = g->k == 0 ? KILN_BACKEND_KILN : KILN_BACKEND_CLBLAST;
-  if (kiln_gemm(g->rt, &d, g->da, g->db, g->dc) != KILN_OK || kiln_finish(g->rt) != KILN_OK)
-    return -1;
-  return bench_now_ms() - t0;
-}
-
-/* Largest difference from the reference, relative to sqrt(n) * max |C|. */
-static double check(size_t n, const float *want, const float *got)
-{
-  double err = 0, top = 0;
-  for (size_t i = 0; i < n * n; i++) {
-    err = fmax(err, fabs((double)got[i] - want[i]));
-    top = fmax(top, fabs((double)want[i]));
-  }
-  return err / (top * sqrt((double)n) + 1e-30);
-}
-
-/* Checks, then times peer g->k; adds its record. */
-static int measure_peer(const bench_args *args, gemm_run *g, const float *ref,
-                        bench_records *out)
-{
-  size_t n = g->n, nn = n * n;
-  fprintf(stderr, "  gemm %zu^3 %-8s warm-up and check...", n, gemm_peers[g->k]);
-  double t = run_once(g), med = 0;
-  if (t >= 0 && g->k != 2 && kiln_buffer_read(g->dc, 0, nn, g->c) != KILN_OK)
-    t = -1;
-  double err = t < 0 ? 0 : check(n, ref, g->c);
-  if (t < 0 || err > 1e-5) {
-    fprintf(stderr, " FAILED (%s)\n", t < 0 ? kiln_last_error(g->rt) : "wrong result");
-    return -1;
-  }
-  if (bench_time(run_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
-    return -1;
-  }
-  bench_record r = {"gemm", gemm_peers[g->k], "float32", n, "", med,
-                    2.0 * (double)n * n * n / med / 1e6, NAN, 0, 0};
-  snprintf(r.shape, sizeof r.shape, "%zux%zux%zu", n, n, n);
-  bench_add(out, &r);
-  fprintf(stderr, " %.1f GFLOP/s\n", r.gflops);
-  return 0;
-}
-
-/* Measures the peers `which` selects (bit k: peer k) at size n. */
-static int measure(kiln_runtime *rt, const bench_args *args, unsigned which, size_t n,
-                   bench_records *out)
-{
-  size_t nn = n * n;
-  float *a = malloc(nn * 4), *b = malloc(nn * 4), *c = malloc(nn * 4), *ref = malloc(nn * 4);
-  gemm_run g = {rt, 0, n, a, b, c, NULL, NULL, NULL};
-  int rc = a && b && c && ref ? 0 : -1;
-  for (size_t i = 0; i < nn && rc == 0; i++) {
-    a[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-    b[i] = (float)((i * 104729) % 1000) / 500.0f - 1.0f;
-  }
-  if (rc == 0)
-    reference(n, a, b, ref);
-  if (rc == 0 && (kiln_buffer_create(rt, KILN_F32, nn, 0, &g.da) ||
-                  kiln_buffer_create(rt, KILN_F32, nn, 0, &g.db) ||
-                  kiln_buffer_create(rt, KILN_F32, nn, 0, &g.dc) ||
-                  kiln_buffer_write(g.da, 0, nn, a) || kiln_buffer_write(g.db, 0, nn, b)))
-    rc = -1;
-  for (g.k = 0; g.k < 3 && rc == 0; g.k++)
-    if (args->use[g.k] && (which & (1u << g.k)))
-      rc = measure_peer(args, &g, ref, out);
-  kiln_buffer_destroy(g.da);
-  kiln_buffer_destroy(g.db);
-  kiln_buffer_destroy(g.dc);
-  free(a), free(b), free(c), free(ref);
+    rc |= bench_write_json(rs, NULL);
+  else if (s)
+    print_table(s, a, rs);
+  else
+    bench_print_suite(rs);
+  fflush(stdout);
+  if (a->json_path)
+    rc |= bench_write_json(rs, a->json_path);
+  if (a->csv_path)
+    rc |= bench_write_csv(rs, a->csv_path);
+  if (a->plot_path)
+    rc |= bench_plot(rs, a->plot_path, device);
   return rc;
 }
 
-static int bench_gemm(int argc, char **argv)
+/* ---- the command --------------------------------------------------------- */
+
+/* Puts the records in the order of the tables: by group, then by row (in
+ * the order first measured), then by peer; the CPU peers run last. */
+static void sort_records(bench_records *rs)
 {
-  bench_args a;
-  if (bench_parse(&gemm_spec, &a, argc, argv) != 0)
-    return 2;
+  size_t key[BENCH_MAX_RECORDS];
+  for (size_t i = 0; i < rs->n; i++) {
+    const bench_record *r = &rs->r[i];
+    size_t group = 0, row = 0;
+    while (rs->r[group].spec != r->spec)
+      group++;
+    while (rs->r[row].spec != r->spec || rs->r[row].size != r->size)
+      row++;
+    key[i] = (group * BENCH_MAX_RECORDS + row) * BENCH_MAX_PEERS +
+             (size_t)peer_index(r->spec, r->backend);
+  }
+  for (size_t i = 1; i < rs->n; i++) { /* insertion: stable, and few records */
+    bench_record r = rs->r[i];
+    size_t k = key[i], j = i;
+    for (; j > 0 && key[j - 1] > k; j--) {
+      rs->r[j] = rs->r[j - 1];
+      key[j] = key[j - 1];
+    }
+    rs->r[j] = r;
+    key[j] = k;
+  }
+}
+
+static kiln_runtime *open_runtime(void)
+{
   kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
+  if (kiln_runtime_create(NULL, &rt) != KILN_OK)
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
+  return rt;
+}
+
+/* Measures `count` groups with the options o into one set of records and
+ * prints it (s: the one group's table, NULL: the suite's). */
+static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
+               const bench_args *o)
+{
+  kiln_runtime *rt = open_runtime();
+  bench_records *rs = calloc(1, sizeof *rs);
+  if (!rt || !rs) {
+    if (rt)
+      fprintf(stderr, "kiln bench: out of host memory\n");
+    free(rs);
+    kiln_cli_runtime_destroy(rt);
     return 1;
   }
-  fprintf(stderr, "kiln bench gemm on %s (float32, row-major, C = A B)\n",
-          kiln_runtime_device(rt)->name);
-  bench_records r = {.n = 0};
-  int rc = 0;
-  /* OpenBLAS last, after every device run: its worker threads spin for a
-   * while after each call and would take the CPU from PoCL's. */
-  for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-    rc = measure(rt, &a, 3, a.sizes[s], &r);
-  for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-    rc = measure(rt, &a, 4, a.sizes[s], &r);
-  if (rc == 0)
-    rc = bench_print(&gemm_spec, &a, &r);
-  kiln_runtime_destroy(rt);
-  return rc ? 1 : 0;
+  const char *device = kiln_runtime_device(rt)->name;
+  double t0 = bench_now_ms();
+  int failed = 0;
+  if (!s)
+    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", device,
+            o->quick ? " (--quick: small sizes, figures not to quote)" : "");
+  for (size_t g = 0; g < count; g++) {
+    bench_args a = *o;
+    if (!s) /* the suite: each group's own sizes and peers */
+      fill_defaults(gs[g]->spec, &a, 0, o->repeats > 0, 0);
+    rs->spec = gs[g]->spec;
+    rs->repeats = a.repeats;
+    failed |= gs[g]->run(rt, &a, rs) != 0;
+  }
+  if (!s)
+    fprintf(stderr, "kiln bench: %zu results in %.1f s%s\n", rs->n,
+            (bench_now_ms() - t0) / 1e3, failed ? "; a group FAILED (above)" : "");
+  sort_records(rs);
+  int rc = rs->n ? bench_print(s, o, rs, device) : 0;
+  free(rs);
+  kiln_cli_runtime_destroy(rt);
+  return failed || rc ? 1 : 0;
 }
 
 int kiln_cmd_bench(int argc, char **argv)
 {
-  if (argc >= 2 && strcmp(argv[1], "gemm") == 0)
-    return bench_gemm(argc - 1, argv + 1);
-  if (argc >= 2 && strcmp(argv[1], "reduce") == 0)
-    return bench_reduce(argc - 1, argv + 1);
-  if (argc >= 2 && strcmp(argv[1], "conv") == 0)
-    return bench_conv(argc - 1, argv + 1);
-  if (argc >= 2 && strcmp(argv[1], "fft") == 0)
-    return bench_fft(argc - 1, argv + 1);
-  fprintf(stderr, "usage: kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,"
-                  "openblas] [--repeat R] [--json]\n"
-                  "       kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast] "
-                  "[--repeat R] [--json]\n"
-                  "       kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,"
-                  "clblast,openblas] [--repeat R] [--json]\n"
-                  "       kiln bench fft [--sizes CASE,...] [--backend clfft,vkfft,fftw] "
-                  "[--repeat R] [--json]\n");
+  bench_args a;
+  if (argc < 2 || argv[1][0] == '-') {
+    int p = bench_parse(NULL, &a, argc, argv);
+    return p ? (p < 0 ? 2 : 0) : run(groups, NGROUPS, NULL, &a);
+  }
+  for (size_t g = 0; g < NGROUPS; g++)
+    if (strcmp(argv[1], groups[g]->spec->op) == 0) {
+      int p = bench_parse(groups[g]->spec, &a, argc - 1, argv + 1);
+      return p ? (p < 0 ? 2 : 0) : run(&groups[g], 1, groups[g]->spec, &a);
+    }
+  fprintf(stderr, "kiln bench: unknown group '%s'; the groups are", argv[1]);
+  for (size_t g = 0; g < NGROUPS; g++)
+    fprintf(stderr, "%s %s", g == 0 ? "" : g + 1 < NGROUPS ? "," : " and",
+            groups[g]->spec->op);
+  fprintf(stderr, " (kiln bench --help)\n");
   return 2;
 }

@@ -1,37 +1,62 @@
 /*
- * bench.h — what the benchmarks of `kiln bench` share (bench.c): the record
- * every operation's bench produces, option parsing, medians, and the table
- * and JSON output. Each operation describes itself in a bench_spec.
+ * bench.h — what the benchmarks of `kiln bench` share: the record every
+ * group produces, option parsing, medians and the per-group table (bench.c),
+ * the whole suite's table, JSON, CSV and plot (bench_out.c). Each group
+ * (gemm, conv, reduce, fft, launch, bandwidth, compile) describes itself in
+ * a bench_spec and runs through a bench_group.
  */
 #ifndef KILN_TOOLS_BENCH_H
 #define KILN_TOOLS_BENCH_H
 
 #include <stddef.h>
 
+/* kiln/kiln.h's, repeated so that bench_cloop.c needs no kiln header */
+typedef struct kiln_runtime kiln_runtime;
+
 #define BENCH_MAX_SIZES 16
 #define BENCH_MAX_PEERS 4
-#define BENCH_MAX_RECORDS (BENCH_MAX_SIZES * BENCH_MAX_PEERS)
+#define BENCH_MAX_RECORDS 256 /* the whole suite's */
 
-/* One measurement. The JSON record is op, backend, dtype, shape, median_ms,
- * gflops, gbps; a figure that does not apply is NAN here and null there. */
+/* What a group's figure is, and its unit: throughput (higher is better) or
+ * a time (lower is better). */
+typedef enum bench_figure {
+  BENCH_GFLOPS, /* GFLOP/s: the record's gflops */
+  BENCH_GBPS,   /* GB/s: gbps */
+  BENCH_US,     /* microseconds: median_ms * 1000 */
+  BENCH_MS,     /* milliseconds: median_ms */
+} bench_figure;
+
+typedef struct bench_spec bench_spec;
+
+/* One measurement. The JSON record is group, case, size, backend, median,
+ * unit, repeats, checked, then op, dtype, shape, median_ms, gflops, gbps
+ * (and plan_ms where measured); a figure that does not apply is NAN here
+ * and null there. */
 typedef struct bench_record {
-  const char *op, *backend, *dtype;
+  const char *op, *backend, *dtype; /* dtype: NULL where none applies */
   size_t size;    /* the table's row: n for gemm, bytes for reduce */
   char shape[48]; /* "MxNxK", or the element count */
   double median_ms, gflops, gbps;
   int has_plan;   /* plan_ms measured: JSON adds "plan_ms" */
   double plan_ms; /* the first call minus the median (kiln bench fft) */
+  int reference;  /* this peer is the reference the others are checked
+                     against, so it is not checked itself */
+  int repeats;    /* the runs the median is of; 0: the group's --repeat */
+  const bench_spec *spec; /* the group's; set by bench_add() */
 } bench_record;
 
 typedef struct bench_records {
   bench_record r[BENCH_MAX_RECORDS];
   size_t n;
+  const bench_spec *spec; /* the group being measured, for bench_add() */
+  int repeats;            /* its --repeat */
 } bench_records;
 
-/* What an operation's bench accepts and how it prints. */
-typedef struct bench_spec {
-  const char *op;                /* "gemm", "reduce" */
-  const char *usage;             /* the whole usage line */
+/* What a group accepts and how it prints. */
+struct bench_spec {
+  const char *op;                /* "gemm", "reduce": the group's name */
+  const char *usage;             /* "kiln bench gemm [--sizes ...] [--backend ...]";
+                                    the options every group takes follow */
   const char *const *peers;      /* columns, in order: backends, then peers */
   int npeers;                    /* that --backend names, or always run */
   int selectable;                /* the first `selectable` peers: --backend */
@@ -39,29 +64,54 @@ typedef struct bench_spec {
   const char *const *not_built;  /* per peer: why not, for the message */
   const size_t *defaults;        /* --sizes when not given */
   size_t ndefaults;
+  const size_t *quick;           /* --sizes with --quick */
+  size_t nquick;
   int byte_sizes;                /* sizes in bytes, with K, M, G suffixes */
   size_t min_size, max_size, size_multiple;
   const char *sizes_help;        /* completes "--sizes takes " */
   int repeats;                   /* --repeat when not given */
-  int gbps;                      /* the table shows gbps, else gflops */
-  const char *const (*ratios)[2]; /* columns "a/b" of the table */
+  bench_figure figure;
+  const char *const (*ratios)[2]; /* columns "a/b" of the table: how many
+                                     times faster a is than b */
   size_t nratios;
   const char *const *labels;     /* set: sizes are rows 1, 2, ... named
                                     labels[size - 1] */
   int best_of;                   /* a ratio's "best": the best figure of the
                                     first best_of peers */
-} bench_spec;
+  const size_t *xs;              /* with labels: row i's size as a number for
+                                    JSON, CSV and the plot (fft: points);
+                                    NULL: the row's number */
+  const char *const *series;     /* with labels: row i's line in the plot
+                                    beside the backend (fft: "1-D"); NULL */
+  const char *axis;              /* the plot's size axis ("bytes"); NULL:
+                                    the group is not plotted */
+  const char *note;              /* printed under the table; NULL */
+};
 
 typedef struct bench_args {
   size_t sizes[BENCH_MAX_SIZES], nsizes;
   int use[BENCH_MAX_PEERS]; /* per peer */
-  int json, repeats;
+  int repeats;
+  int quick;                /* --quick: the specs' quick sizes, few repeats */
+  int json;                 /* --json without a file: JSON on stdout */
+  const char *json_path, *csv_path, *plot_path;
 } bench_args;
+
+/* A group: its spec, and how it measures. */
+typedef struct bench_group {
+  const bench_spec *spec;
+  /* Says on stderr what it measures, then checks and times every size of
+   * a->sizes for every peer a->use names, adding records to out with
+   * bench_add(). 0, or -1 after a line on stderr. */
+  int (*run)(kiln_runtime *rt, const bench_args *a, bench_records *out);
+} bench_group;
+
 
 double bench_now_ms(void);
 
-/* Parses argv (argv[0] is the op's name) into a. Returns 0, or -1 after one
- * line on stderr. */
+/* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
+ * when s is NULL) into a. Returns 0; 1 after printing the usage for --help;
+ * or -1 after one line on stderr. */
 int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv);
 
 /* Runs once(ctx) `repeats` times; *median gets the median of the
@@ -73,22 +123,39 @@ int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median
  * bytes); else the number. */
 void bench_size_label(const bench_spec *s, size_t v, char *buf, size_t size);
 
-/* Appends a record; the caller's spec bounds how many there are. */
+/* Appends a record of the group out->spec; at most BENCH_MAX_RECORDS. */
 void bench_add(bench_records *rs, const bench_record *r);
 
-/* The table (sizes down, peers across, then the ratios) on stdout, or with
- * --json the records as a JSON array; a peer without a record at a size
- * shows "-". Returns the exit status. */
-int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs);
+/* The figure of a record in its group's unit, that unit ("GFLOP/s"), and
+ * the decimals the tables show it with. */
+double bench_value(const bench_record *r);
+const char *bench_unit(const bench_spec *s);
+int bench_digits(const bench_spec *s);
 
-/* `kiln bench reduce` (bench_reduce.c). */
-int bench_reduce(int argc, char **argv);
+/* How many times faster record r is than the peer its group's first
+ * matching ratio names at the same size; NAN when there is none. *peer
+ * gets the peer's name. */
+double bench_peer_ratio(const bench_records *rs, const bench_record *r,
+                        const char **peer);
 
-/* `kiln bench conv` (bench_conv.c). */
-int bench_conv(int argc, char **argv);
+/* The results: with s, that group's table (sizes down, peers across, then
+ * the ratios); without, one row per record of the whole suite. JSON on
+ * stdout instead with a->json; then the files of --json, --csv and --plot.
+ * Returns the exit status: 0, or 1 when a file could not be written. */
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs,
+                const char *device);
 
-/* `kiln bench fft` (bench_fft.c). */
-int bench_fft(int argc, char **argv);
+/* bench_out.c: the suite's table on stdout, and the files. */
+void bench_print_suite(const bench_records *rs);
+int bench_write_json(const bench_records *rs, const char *path); /* NULL: stdout */
+int bench_write_csv(const bench_records *rs, const char *path);
+int bench_plot(const bench_records *rs, const char *path, const char *device);
+
+/* The groups, in the suite's order (bench_gemm.c, bench_conv.c,
+ * bench_reduce.c, bench_fft.c, bench_launch.c, bench_bandwidth.c,
+ * bench_compile.c). */
+extern const bench_group bench_gemm_group, bench_conv_group, bench_reduce_group,
+  bench_fft_group, bench_launch_group, bench_bandwidth_group, bench_compile_group;
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

@@ -7,11 +7,12 @@
  * best kiln backend over OpenBLAS; issue 7's goal is >= 0.5 on layer 3x3.
  *
  * The layers (rows; --sizes picks them by number), each with "same" padding
- * (r - 1) / 2 and N = 8 images:
+ * (r - 1) / 2 and N = 8 images but the last:
  *   1  3x3    C=64, 56x56, K=64                  (ResNet's conv2_x)
  *   2  1x1    C=256, 56x56, K=64                 (a bottleneck's reduction)
  *   3  7x7/2  C=3, 224x224, K=64, stride 2       (ResNet's first layer)
  *   4  dw3x3  C=K=128, 56x56, groups 128         (a depthwise layer)
+ *   5  small  N=1, C=16, 32x32, K=16, 3x3        (--quick's; not by default)
  * GFLOP/s counts 2 * n * k * p * q * (c / groups) * r * s.
  *
  * Each result is checked against im2col + OpenBLAS (a naive loop without
@@ -47,10 +48,11 @@ static const conv_layer layers[] = {
   {"1x1", 8, 256, 56, 56, 64, 1, 1, 1, 1},
   {"7x7/2", 8, 3, 224, 224, 64, 7, 7, 2, 1},
   {"dw3x3", 8, 128, 56, 56, 128, 3, 3, 1, 128},
+  {"small", 1, 16, 32, 32, 16, 3, 3, 1, 1},
 };
 #define NLAYERS (sizeof layers / sizeof layers[0])
 
-static const char *const conv_labels[] = {"3x3", "1x1", "7x7/2", "dw3x3"};
+static const char *const conv_labels[] = {"3x3", "1x1", "7x7/2", "dw3x3", "small"};
 static const char *const conv_peers[] = {"im2col", "direct", "clblast", "openblas"};
 static const kiln_backend conv_backends[] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
                                              KILN_BACKEND_CLBLAST};
@@ -59,18 +61,21 @@ static const char *const conv_not_built[] = {
   NULL, NULL, "this kiln was built without CLBlast",
   "this kiln was built without OpenBLAS (Debian libopenblas-dev)"};
 static const size_t conv_defaults[] = {1, 2, 3, 4};
+static const size_t conv_quick[] = {5};
 static const char *const conv_ratios[][2] = {{"best", "openblas"}};
 static const bench_spec conv_spec = {
   .op = "conv",
-  .usage = "usage: kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,clblast,"
-           "openblas] [--repeat R] [--json]",
+  .usage = "kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,clblast,"
+           "openblas]",
   .peers = conv_peers, .npeers = 4, .selectable = 4,
   .built = conv_built, .not_built = conv_not_built,
-  .defaults = conv_defaults, .ndefaults = NLAYERS,
+  .defaults = conv_defaults, .ndefaults = 4,
+  .quick = conv_quick, .nquick = 1,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
-                "4: depthwise 3x3)",
+                "4: depthwise 3x3, 5: a small 3x3)",
   .repeats = 5,
+  .figure = BENCH_GFLOPS,
   .ratios = conv_ratios, .nratios = 1,
   .labels = conv_labels,
   .best_of = 3,
@@ -200,8 +205,11 @@ static int measure_peer(const bench_args *args, conv_run *g, const float *ref,
     return -1;
   }
   const conv_layer *l = g->l;
-  bench_record r = {"conv2d", conv_peers[g->k], "float32", (size_t)(l - layers) + 1, "",
-                    med, conv_flops(g) / med / 1e6, NAN, 0, 0};
+  /* the CPU peer is the reference itself */
+  bench_record r = {.op = "conv2d", .backend = conv_peers[g->k], .dtype = "float32",
+                    .size = (size_t)(l - layers) + 1, .median_ms = med,
+                    .gflops = conv_flops(g) / med / 1e6, .gbps = NAN,
+                    .reference = g->k == 3};
   snprintf(r.shape, sizeof r.shape, "n%zuc%zuh%zuw%zuk%zur%zus%zu", l->n, l->c, l->h,
            l->w, l->k, l->r, l->s);
   if (l->stride > 1)
@@ -270,29 +278,19 @@ static int measure(kiln_runtime *rt, const bench_args *args, unsigned which,
   return rc;
 }
 
-int bench_conv(int argc, char **argv)
+static int run_conv(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  bench_args a;
-  if (bench_parse(&conv_spec, &a, argc, argv) != 0)
-    return 2;
-  kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
-    fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
-    return 1;
-  }
-  fprintf(stderr, "kiln bench conv on %s (float32 NCHW, 8 images, \"same\" padding; "
-          "checked against im2col + %s)\n", kiln_runtime_device(rt)->name,
+  fprintf(stderr, "kiln bench conv on %s (float32 NCHW, \"same\" padding; checked "
+          "against im2col + %s)\n", kiln_runtime_device(rt)->name,
           HAVE_OPENBLAS ? "OpenBLAS" : "a naive loop");
-  bench_records r = {.n = 0};
   int rc = 0;
   /* OpenBLAS last, after every device run (see the top of the file) */
-  for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-    rc = measure(rt, &a, 7, a.sizes[s], &r);
-  for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-    if (a.use[3])
-      rc = measure(rt, &a, 8, a.sizes[s], &r);
-  if (rc == 0)
-    rc = bench_print(&conv_spec, &a, &r);
-  kiln_runtime_destroy(rt);
-  return rc ? 1 : 0;
+  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+    rc = measure(rt, a, 7, a->sizes[s], out);
+  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+    if (a->use[3])
+      rc = measure(rt, a, 8, a->sizes[s], out);
+  return rc;
 }
+
+const bench_group bench_conv_group = {&conv_spec, run_conv};

@@ -1,8 +1,9 @@
 /*
  * bench_fft.c — `kiln bench fft`: GFLOP/s of a complex64 forward FFT of
- * 2^20 points (1-D) and of 1024 x 1024 (2-D) by each FFT backend, next to
- * FFTW on the CPU (FFTW_ESTIMATE, 2 threads when libfftw3f_threads is there)
- * measured in the same run, with the ratio of the best kiln backend to FFTW.
+ * 2^12 to 2^20 points (1-D) and of 256^2 and 1024^2 (2-D; the cases below)
+ * by each FFT backend, next to FFTW on the CPU (FFTW_ESTIMATE, 2 threads
+ * when libfftw3f_threads is there) measured in the same run, with the ratio
+ * of the best kiln backend to FFTW.
  * GFLOP/s = 5 N log2 N / the median time of one kiln_fft() and kiln_finish()
  * on buffers already on the device. The plan is timed apart: the first call
  * (which bakes kiln's plan, or makes FFTW's plan and runs it) minus the
@@ -29,27 +30,42 @@
 
 #define FFTW_NTHREADS 2
 
-static const char *const fft_peers[] = {"clfft", "vkfft", "fftw"};
-static const kiln_backend fft_backends[] = {KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
-static const int fft_built[] = {1, 1, HAVE_FFTW};
+/* kiln's backends, then FFTW (FFTW_PEER). */
+static const char *const fft_peers[] = {"kiln", "vkfft", "clfft", "fftw"};
+static const kiln_backend fft_backends[] = {KILN_BACKEND_KILN, KILN_BACKEND_VKFFT,
+                                            KILN_BACKEND_CLFFT};
+#define FFTW_PEER 3
+static const int fft_built[] = {1, 1, 1, HAVE_FFTW};
 static const char *const fft_not_built[] = {
-  NULL, NULL, "this kiln was built without FFTW (Debian libfftw3-dev)"};
-static const char *const fft_labels[] = {"1d", "2d"};
-static const size_t fft_defaults[] = {1, 2};
+  NULL, NULL, NULL, "this kiln was built without FFTW (Debian libfftw3-dev)"};
+/* The cases (rows; --sizes picks them by number): n0 x n1 points, 1-D
+ * where n1 is 1; fft_points[] holds n0 * n1. */
+typedef struct fft_case {
+  size_t n0, n1;
+} fft_case;
+static const fft_case fft_cases[] = {{1 << 20, 1}, {1024, 1024}, {1 << 12, 1},
+                                     {1 << 16, 1}, {256, 256}};
+static const char *const fft_labels[] = {"2^20", "1024^2", "2^12", "2^16", "256^2"};
+static const size_t fft_points[] = {1 << 20, 1 << 20, 1 << 12, 1 << 16, 1 << 16};
+static const char *const fft_series[] = {"1-D", "2-D", "1-D", "1-D", "2-D"};
+static const size_t fft_defaults[] = {3, 4, 1, 5, 2};
+static const size_t fft_quick[] = {3, 5};
 static const char *const fft_ratios[][2] = {{"best", "fftw"}};
 static const bench_spec fft_spec = {
   .op = "fft",
-  .usage = "usage: kiln bench fft [--sizes CASE,...] [--backend clfft,vkfft,fftw] "
-           "[--repeat R] [--json]",
-  .peers = fft_peers, .npeers = 3, .selectable = 3,
+  .usage = "kiln bench fft [--sizes CASE,...] [--backend kiln,vkfft,clfft,fftw]",
+  .peers = fft_peers, .npeers = 4, .selectable = 4,
   .built = fft_built, .not_built = fft_not_built,
-  .defaults = fft_defaults, .ndefaults = 2,
-  .min_size = 1, .max_size = 2, .size_multiple = 1,
-  .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024x1024)",
+  .defaults = fft_defaults, .ndefaults = 5,
+  .quick = fft_quick, .nquick = 2,
+  .min_size = 1, .max_size = 5, .size_multiple = 1,
+  .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024^2, 3: 1-D 2^12, "
+                "4: 1-D 2^16, 5: 2-D 256^2)",
   .repeats = 10,
   .ratios = fft_ratios, .nratios = 1,
   .labels = fft_labels,
-  .best_of = 2,
+  .best_of = 3,
+  .xs = fft_points, .series = fft_series, .axis = "points",
 };
 
 /* One case's data, for fft_once(). */
@@ -71,7 +87,7 @@ static double fft_once(void *ctx)
   fft_run *g = ctx;
   double t0 = bench_now_ms();
 #if HAVE_FFTW
-  if (g->k == 2) {
+  if (g->k == FFTW_PEER) {
     fftwf_execute(g->plan);
     return bench_now_ms() - t0;
   }
@@ -86,8 +102,8 @@ static double fft_first(fft_run *g)
 {
   double t0 = bench_now_ms();
 #if HAVE_FFTW
-  if (g->k == 2) {
-    int n0 = g->d.ndim == 1 ? (int)g->n : 1024, n1 = 1024;
+  if (g->k == FFTW_PEER) {
+    int n0 = (int)g->d.shape[0], n1 = (int)g->d.shape[1];
     fftwf_complex *in = (fftwf_complex *)g->x, *out = (fftwf_complex *)g->y;
     g->plan = g->d.ndim == 1 ? fftwf_plan_dft_1d(n0, in, out, FFTW_FORWARD, FFTW_ESTIMATE)
                              : fftwf_plan_dft_2d(n0, n1, in, out, FFTW_FORWARD,
@@ -125,13 +141,13 @@ static int fft_check(const fft_run *g)
  * it cannot run is left out, with the reason; -1 on a failure. */
 static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_records *out)
 {
-  fprintf(stderr, "  fft %-3s %-6s plan, check...", fft_labels[c - 1], fft_peers[g->k]);
-  if (g->k < 2)
+  fprintf(stderr, "  fft %-6s %-6s plan, check...", fft_labels[c - 1], fft_peers[g->k]);
+  if (g->k < FFTW_PEER)
     g->d.backend = fft_backends[g->k];
   memset(g->y, 0, 2 * g->n * sizeof *g->y);
   kiln_status st = KILN_OK;
   double first = fft_first(g), med = 0;
-  if (first < 0 && g->k < 2) {
+  if (first < 0 && g->k < FFTW_PEER) {
     st = kiln_fft(g->rt, &g->d, g->din, g->dout); /* for its status and message */
     if (st == KILN_ERR_UNSUPPORTED) {
       fprintf(stderr, " cannot run here: %s\n", kiln_last_error(g->rt));
@@ -139,7 +155,8 @@ static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_reco
     }
   }
   if (first < 0) {
-    fprintf(stderr, " FAILED (%s)\n", g->k < 2 ? kiln_last_error(g->rt) : "no FFTW plan");
+    fprintf(stderr, " FAILED (%s)\n",
+            g->k < FFTW_PEER ? kiln_last_error(g->rt) : "no FFTW plan");
     return -1;
   }
   if (fft_check(g) != 0)
@@ -149,22 +166,27 @@ static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_reco
     return -1;
   }
   double n = (double)g->n;
-  bench_record r = {"fft", fft_peers[g->k], "complex64", c, "", med,
-                    5 * n * log2(n) / med / 1e6, NAN, 1, fmax(first - med, 0)};
-  snprintf(r.shape, sizeof r.shape, g->d.ndim == 1 ? "%zu" : "1024x1024", g->n);
+  bench_record r = {.op = "fft", .backend = fft_peers[g->k], .dtype = "complex64",
+                    .size = c, .median_ms = med, .gflops = 5 * n * log2(n) / med / 1e6,
+                    .gbps = NAN, .has_plan = 1, .plan_ms = fmax(first - med, 0)};
+  if (g->d.ndim == 1)
+    snprintf(r.shape, sizeof r.shape, "%zu", g->n);
+  else
+    snprintf(r.shape, sizeof r.shape, "%zux%zu", g->d.shape[0], g->d.shape[1]);
   bench_add(out, &r);
   fprintf(stderr, " plan %.1f ms, %.2f ms, %.2f GFLOP/s\n", r.plan_ms, med, r.gflops);
   return 0;
 }
 
-/* Every chosen peer on case c (1: 1-D, 2: 2-D): the backends, then FFTW. */
+/* Every chosen peer on case c (fft_cases[c - 1]): the backends, then FFTW. */
 static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_records *out)
 {
-  size_t n = (size_t)1 << 20;
+  const fft_case *fc = &fft_cases[c - 1];
+  size_t n = fc->n0 * fc->n1;
   fft_run g = {.rt = rt, .n = n};
-  kiln_fft_desc_init(&g.d, KILN_F32, c == 1 ? n : 1024);
-  if (c == 2)
-    g.d.ndim = 2, g.d.shape[1] = 1024;
+  kiln_fft_desc_init(&g.d, KILN_F32, fc->n0);
+  if (fc->n1 > 1)
+    g.d.ndim = 2, g.d.shape[1] = fc->n1;
   g.x = malloc(2 * n * sizeof *g.x), g.y = malloc(2 * n * sizeof *g.y);
   int rc = 0;
   if (!g.x || !g.y) {
@@ -179,7 +201,7 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_rec
     fprintf(stderr, "kiln bench fft: %s\n", kiln_last_error(rt));
     rc = -1;
   }
-  for (g.k = 0; g.k < 3 && rc == 0; g.k++)
+  for (g.k = 0; g.k <= FFTW_PEER && rc == 0; g.k++)
     if (args->use[g.k])
       rc = measure_peer(args, &g, c, out);
 #if HAVE_FFTW
@@ -193,16 +215,8 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_rec
   return rc;
 }
 
-int bench_fft(int argc, char **argv)
+static int run_fft(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  bench_args a;
-  if (bench_parse(&fft_spec, &a, argc, argv) != 0)
-    return 2;
-  kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
-    fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
-    return 1;
-  }
   int threads = 1;
 #if HAVE_FFTW && HAVE_FFTW_THREADS
   if (fftwf_init_threads()) {
@@ -213,25 +227,17 @@ int bench_fft(int argc, char **argv)
   fprintf(stderr, "kiln bench fft on %s (complex64 forward; GFLOP/s at 5 N log2 N; "
           "FFTW_ESTIMATE with %d thread%s)\n", kiln_runtime_device(rt)->name, threads,
           threads == 1 ? "" : "s");
-  bench_records r = {.n = 0};
   int rc = 0;
   /* FFTW last, after every device run, so that its threads take no CPU
    * from PoCL's. */
   for (int pass = 0; pass < 2 && rc == 0; pass++) {
-    bench_args b = a;
-    for (int k = 0; k < 3; k++)
-      b.use[k] = a.use[k] && (k == 2) == (pass == 1);
-    for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-      rc = measure(rt, &b, a.sizes[s], &r);
+    bench_args b = *a;
+    for (int k = 0; k <= FFTW_PEER; k++)
+      b.use[k] = a->use[k] && (k == FFTW_PEER) == (pass == 1);
+    for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+      rc = measure(rt, &b, a->sizes[s], out);
   }
-  if (rc == 0)
-    rc = bench_print(&fft_spec, &a, &r);
-  if (rc == 0 && !a.json) {
-    printf("plan   ");
-    for (size_t i = 0; i < r.n; i++)
-      printf(" %s %s %.0f ms%s", fft_labels[r.r[i].size - 1], r.r[i].backend,
-             r.r[i].plan_ms, i + 1 < r.n ? "," : "\n");
-  }
-  kiln_runtime_destroy(rt);
-  return rc ? 1 : 0;
+  return rc;
 }
+
+const bench_group bench_fft_group = {&fft_spec, run_fft};

@@ -20,6 +20,7 @@
 #include "kiln/kiln.h"
 #include "kiln_config.h"
 
+#define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
 static const char *const reduce_peers[] = {"kiln", "clblast", "c-loop"};
@@ -27,21 +28,23 @@ static const int reduce_built[] = {1, HAVE_CLBLAST, 1};
 static const char *const reduce_not_built[] = {
   NULL, "this kiln was built without CLBlast", NULL};
 static const size_t reduce_defaults[] = {1 * MiB, 16 * MiB, 256 * MiB};
+static const size_t reduce_quick[] = {64 * KiB, 256 * KiB};
 static const char *const reduce_ratios[][2] = {{"kiln", "c-loop"}};
 static const double reduce_tolerance[] = {1e-6, 1e-4, 1e-4};
 static const bench_spec reduce_spec = {
   .op = "reduce",
-  .usage = "usage: kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast] "
-           "[--repeat R] [--json]",
+  .usage = "kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast]",
   .peers = reduce_peers, .npeers = 3, .selectable = 2,
   .built = reduce_built, .not_built = reduce_not_built,
   .defaults = reduce_defaults, .ndefaults = 3,
+  .quick = reduce_quick, .nquick = 2,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,16M,256M (K, M, G: powers of 1024; at most 16, "
                 "each a multiple of 4 from 1K to 4G)",
   .repeats = 10,
-  .gbps = 1,
+  .figure = BENCH_GBPS,
   .ratios = reduce_ratios, .nratios = 1,
+  .axis = "bytes summed",
 };
 
 /* One size's data, for reduce_once(). */
@@ -98,8 +101,9 @@ static int measure_peer(const bench_args *args, reduce_run *g, double ref,
     fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
     return -1;
   }
-  bench_record r = {"reduce", reduce_peers[g->k], "float32", g->n * 4, "", med, NAN,
-                    (double)g->n * 4 / med / 1e6, 0, 0};
+  bench_record r = {.op = "reduce", .backend = reduce_peers[g->k], .dtype = "float32",
+                    .size = g->n * 4, .median_ms = med, .gflops = NAN,
+                    .gbps = (double)g->n * 4 / med / 1e6};
   snprintf(r.shape, sizeof r.shape, "%zu", g->n);
   bench_add(out, &r);
   fprintf(stderr, " %.2f GB/s (%.3g relative error)\n", r.gbps, err);
@@ -139,24 +143,14 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t bytes,
   return rc;
 }
 
-int bench_reduce(int argc, char **argv)
+static int run_reduce(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  bench_args a;
-  if (bench_parse(&reduce_spec, &a, argc, argv) != 0)
-    return 2;
-  kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK) {
-    fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
-    return 1;
-  }
   fprintf(stderr, "kiln bench reduce on %s (float32 sum; the C loop runs one thread "
           "per online core)\n", kiln_runtime_device(rt)->name);
-  bench_records r = {.n = 0};
   int rc = 0;
-  for (size_t s = 0; s < a.nsizes && rc == 0; s++)
-    rc = measure(rt, &a, a.sizes[s], &r);
-  if (rc == 0)
-    rc = bench_print(&reduce_spec, &a, &r);
-  kiln_runtime_destroy(rt);
-  return rc ? 1 : 0;
+  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+    rc = measure(rt, a, a->sizes[s], out);
+  return rc;
 }
+
+const bench_group bench_reduce_group = {&reduce_spec, run_reduce};

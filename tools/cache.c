@@ -48,7 +48,7 @@ int kiln_cmd_cache(int argc, char **argv)
            (unsigned long long)entries, (double)bytes / 1024.0);
   }
   int rc = st == KILN_OK ? 0 : failed("cache", st, rt);
-  kiln_runtime_destroy(rt);
+  kiln_cli_runtime_destroy(rt);
   return rc;
 }
 
@@ -85,7 +85,7 @@ int kiln_cmd_kernels(int argc, char **argv)
   }
   if (st != KILN_OK) {
     int rc = failed("kernels", st, rt); /* the message holds the build log */
-    kiln_runtime_destroy(rt);
+    kiln_cli_runtime_destroy(rt);
     return rc;
   }
   kiln_cache_usage u;
@@ -96,7 +96,7 @@ int kiln_cmd_kernels(int argc, char **argv)
   printf("compiled %llu, from the cache %llu, cache %s\n",
          (unsigned long long)u.compiles, (unsigned long long)u.hits,
          u.dir ? u.dir : "off");
-  kiln_runtime_destroy(rt);
+  kiln_cli_runtime_destroy(rt);
   return 0;
 }
 
@@ -139,6 +139,6 @@ int kiln_cmd_build(int argc, char **argv)
       printf("build log:\n%s\n", log);
   }
   kiln_program_destroy(p);
-  kiln_runtime_destroy(rt);
+  kiln_cli_runtime_destroy(rt);
   return rc;
 }

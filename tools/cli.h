@@ -6,6 +6,8 @@
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H
 
+#include "kiln/kiln.h"
+
 /* `kiln info [--raw | --list | --json] [--device SEL]` (info.c). */
 int kiln_cmd_info(int argc, char **argv);
 
@@ -15,13 +17,23 @@ int kiln_cmd_cache(int argc, char **argv);
 int kiln_cmd_kernels(int argc, char **argv);
 int kiln_cmd_build(int argc, char **argv);
 
-/* `kiln bench gemm|reduce|conv [--sizes ...] [--backend ...] [--repeat R]
- * [--json]` (bench.c, bench_reduce.c, bench_conv.c). */
+/* `kiln bench [GROUP] [--sizes ...] [--backend ...] [--quick] [--repeat R]
+ * [--json [FILE]] [--csv FILE] [--plot FILE.png]`: the whole suite, or one
+ * group of it (bench.c and the bench_*.c beside it). */
 int kiln_cmd_bench(int argc, char **argv);
+
+/* `kiln check`: one of each operation, checked and timed (check.c). */
+int kiln_cmd_check(int argc, char **argv);
 
 /* `kiln run gemm A.npy B.npy -o C.npy [options]`,
  * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` and
  * `kiln run conv2d X.npy W.npy -o Y.npy [options]` (run.c). */
 int kiln_cmd_run(int argc, char **argv);
+
+/* What every command does with its runtime at the end (kiln.c): with
+ * profiling on (KILN_PROFILE=1, KILN_TRACE), waits for the queue and prints
+ * the profile table on stdout; then destroys the runtime, and says on
+ * stderr when that fails (a trace that could not be written). */
+void kiln_cli_runtime_destroy(kiln_runtime *rt);
 
 #endif /* KILN_TOOLS_CLI_H */

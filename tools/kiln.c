@@ -26,7 +26,11 @@ static int usage(FILE *out)
           "             run reduce --op sum [--axis N] X.npy -o Y.npy,\n"
           "             run conv2d X.npy W.npy -o Y.npy [--stride] [--pad] [...],\n"
           "             run fft X.npy -o Y.npy [--inverse] [--real] [--axes -2,-1]\n"
-          "  bench      benchmarks: bench gemm|reduce|conv|fft [--sizes] [--backend] [--json]\n"
+          "  check      one of each operation on the picked device, checked against\n"
+          "             a CPU reference, with its time (KILN_PROFILE=1: the profile)\n"
+          "  bench      the benchmark suite, one table (--quick, --json F, --csv F,\n"
+          "             --plot F.png), or one group: bench gemm|conv|reduce|fft|launch|\n"
+          "             bandwidth|compile [--sizes] [--backend] (see kiln bench --help)\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help\n");
@@ -40,6 +44,20 @@ static int fail(const char *what, kiln_status st, const kiln_runtime *rt)
   return 1;
 }
 
+void kiln_cli_runtime_destroy(kiln_runtime *rt)
+{
+  if (kiln_profile_enabled(rt)) {
+    /* so that every call is counted; a command that failed on the device
+     * has already said so */
+    kiln_finish(rt);
+    if (kiln_profile_report(rt, stdout) != KILN_OK)
+      fprintf(stderr, "kiln: the profile table: %s\n", kiln_last_error(rt));
+  }
+  kiln_status st = kiln_runtime_destroy(rt);
+  if (st != KILN_OK) /* BUSY leaves the runtime, and its message, alive */
+    fprintf(stderr, "kiln: %s\n", kiln_last_error(st == KILN_ERR_BUSY ? rt : NULL));
+}
+
 /* The devices in kiln's order, best first, with the keys that put them
  * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed. */
 static int cmd_devices(void)
@@ -51,7 +69,7 @@ static int cmd_devices(void)
   size_t n = kiln_runtime_device_count(rt);
   const kiln_device_info **order = calloc(n ? n : 1, sizeof *order);
   if (!order) {
-    kiln_runtime_destroy(rt);
+    kiln_cli_runtime_destroy(rt);
     fprintf(stderr, "kiln devices: out of memory\n");
     return 1;
   }
@@ -79,7 +97,7 @@ static int cmd_devices(void)
                     : "KILN_DEVICE and KILN_VISIBLE_DEVICES are not set: the best "
                       "ranked device is picked\n");
   free(order);
-  kiln_runtime_destroy(rt);
+  kiln_cli_runtime_destroy(rt);
   return 0;
 }
 
@@ -98,6 +116,8 @@ int main(int argc, char **argv)
     return kiln_cmd_kernels(argc - 1, argv + 1);
   if (strcmp(cmd, "build") == 0)
     return kiln_cmd_build(argc - 1, argv + 1);
+  if (strcmp(cmd, "check") == 0)
+    return kiln_cmd_check(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0)
     return kiln_cmd_bench(argc - 1, argv + 1);
   if (strcmp(cmd, "run") == 0)

@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kiln/version.h"
 
@@ -228,6 +229,14 @@ typedef struct kiln_options {
   /* The backend kiln_gemm() uses when a request says AUTO. Env:
    * KILN_GEMM_BACKEND (auto, kiln, clblast). */
   kiln_backend gemm_backend;
+  /* Non-zero: record every operation's times (see "Profiling" below).
+   * Env: KILN_PROFILE=1 (or 0 for the default, off). */
+  int profile;
+  /* A file to write a Chrome trace-event JSON timeline of the recorded
+   * operations into when the runtime is destroyed; implies profile. NULL:
+   * none. Env: KILN_TRACE. A file kiln cannot create is not an error: the
+   * runtime works, profiles, and says so in kiln_runtime_diagnostics(). */
+  const char *trace;
   /* Non-zero: ignore every KILN_* environment variable. */
   int ignore_env;
 } kiln_options;
@@ -258,10 +267,15 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
                                          kiln_runtime **out);
 
 /*! kiln_runtime_destroy() :
- * Waits for the queue, then releases the queue, the context and every
+ * Waits for the queue, writes the trace when kiln_options.trace or
+ * KILN_TRACE names a file, then releases the queue, the context and every
  * resource of the runtime. NULL is ignored.
- * @return : KILN_OK, or KILN_ERR_BUSY while buffers of this runtime are still
- *           alive: destroy them first; the runtime is then left intact. */
+ * @return : KILN_OK;
+ *           KILN_ERR_BUSY while buffers of this runtime are still alive:
+ *             destroy them first; the runtime is then left intact;
+ *           KILN_ERR_IO when the trace could not be written: the runtime
+ *             is destroyed all the same, and kiln_last_error(NULL) says
+ *             why. */
 KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt);
 
 /*! kiln_finish() :
@@ -998,7 +1012,8 @@ typedef struct kiln_fft_desc {
   size_t batch;         /* 0 counts as 1 */
   int inverse;          /* C2C only: non-zero for the inverse transform */
   kiln_fft_norm norm;
-  kiln_backend backend; /* AUTO, KILN_BACKEND_CLFFT or KILN_BACKEND_VKFFT */
+  kiln_backend backend; /* AUTO, KILN_BACKEND_KILN (1-D C2C of powers of
+                           two), KILN_BACKEND_VKFFT or KILN_BACKEND_CLFFT */
 } kiln_fft_desc;
 
 /*! kiln_fft_desc_init() :
@@ -1012,8 +1027,10 @@ KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n
  * out complex with the last axis n/2 + 1. C2R: the reverse. Plans are built
  * once per shape, kind, batch, precision and backend, and kept by the
  * runtime; building one can take long on some drivers, so the first call
- * of a shape is slower. AUTO picks the backend by kiln's measured rules,
- * and a length clFFT refuses (a prime factor above 13) goes to VkFFT.
+ * of a shape is slower. AUTO picks the backend by kiln's measured rules
+ * (on CPUs kiln's own kernels for 1-D power-of-two C2C, then VkFFT, then
+ * clFFT; on GPUs VkFFT first), goes on to the next when one refuses a
+ * length, and runs a real transform that none can do as a complex one.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (shape, ndim, kind);
  *           KILN_ERR_INVALID_DTYPE; KILN_ERR_OUT_OF_BOUNDS (buffers too
  *           small: elements needed and held); KILN_ERR_UNSUPPORTED (float64
@@ -1035,6 +1052,98 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
  *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
  *           KILN_ERR_BUILD when kiln's kernel does not build. */
 KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
+
+/*====================================================================
+ * Profiling
+ *====================================================================*/
+
+/* With kiln_options.profile or KILN_PROFILE=1, every call that enqueues work
+ * is recorded: the operations (kiln_gemm(), kiln_conv2d(), kiln_reduce(),
+ * kiln_fft(), kiln_convert()), the buffer transfers, copies and fills, and
+ * each kiln_kernel_launch(). A record holds the call's name, its backend,
+ * its shape, the bytes it moves and the floating-point operations it does,
+ * the host time spent in the call, and the OpenCL profiling times (queued,
+ * submit, start, end) of every command it enqueued; its device time runs
+ * from its first command's start to its last command's end. A call that
+ * runs another (conv2d's im2col runs a GEMM, kiln_convert() between equal
+ * types a copy) is one record; kiln_gemm_host() and kiln_reduce_host() are
+ * recorded as the transfers and operations they make. Calls that fail, or
+ * enqueue nothing, are not recorded.
+ *
+ * Records are completed from the commands' events once these have finished
+ * (kiln_finish() completes all); recording never waits for the device.
+ * They are kept until kiln_profile_reset() or kiln_runtime_destroy(), so a
+ * long run grows by a few hundred bytes per call. With profiling off a
+ * call costs a test of one flag (at its entry, exit and each command). */
+
+/*! kiln_profile_row :
+ * The recorded calls of one operation on one backend, summed. Times are in
+ * nanoseconds. */
+typedef struct kiln_profile_row {
+  char op[64];        /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
+                         "write", "read", "copy", "fill", or a launched
+                         kernel's name (cut to 63 bytes) */
+  char backend[16];   /* kiln_backend_name() of the backend that ran it;
+                         "opencl" for transfers, copies and fills, "user"
+                         for kiln_kernel_launch() */
+  uint64_t calls;
+  uint64_t total_ns;  /* device time, summed over the calls */
+  uint64_t min_ns, max_ns; /* the shortest and longest call */
+  uint64_t host_ns;   /* time spent inside the calls on the host (checking,
+                         choosing, building plans, enqueueing) */
+  uint64_t flops;     /* floating-point operations, summed: 2mnk for a
+                         GEMM, 5 n log2 n per complex FFT; 0 where none */
+  uint64_t bytes;     /* the least the calls must read and write, summed */
+  double gflops;      /* flops / total_ns: GFLOP/s over the device time */
+  double gbps;        /* bytes / total_ns: GB/s */
+  double percent;     /* total_ns as a share of every row's, 0 to 100 */
+} kiln_profile_row;
+
+/*! kiln_profile_enabled() :
+ * @return : non-zero when the runtime records calls; 0 for NULL. */
+KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
+
+/*! kiln_profile_rows() :
+ * The rows of the calls recorded and finished so far, sorted by total
+ * device time, longest first (calls still running on the device are left
+ * out: call kiln_finish() first).
+ * @rows     : receives the first min(capacity, *count) rows; may be NULL
+ *             when capacity is 0, to ask how many there are.
+ * @count    : receives how many rows there are; 0 when profiling is off.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (rt or count NULL, rows NULL
+ *           with capacity above 0); KILN_ERR_OUT_OF_HOST_MEMORY. */
+KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
+                                       size_t capacity, size_t *count);
+
+/*! kiln_profile_report() :
+ * Prints the rows as a table into f, like torch.profiler's
+ * key_averages().table(): one line per operation and backend with its
+ * calls, total, mean, min and max device time, host time, GFLOP/s, GB/s
+ * and share of the total, sorted by total device time, then a total line
+ * and notes on calls left out (still running, failed). With profiling off,
+ * one line says how to turn it on. kiln prints nothing anywhere else.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_IO when
+ *           writing to f fails; KILN_ERR_OUT_OF_HOST_MEMORY. */
+KILN_API kiln_status kiln_profile_report(kiln_runtime *rt, FILE *f);
+
+/*! kiln_profile_reset() :
+ * Forgets every record, including those of calls still running. Calls
+ * that are in progress on other threads are recorded when they return.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_profile_reset(kiln_runtime *rt);
+
+/*! kiln_profile_write_trace() :
+ * Writes the records finished so far to path as a Chrome trace-event JSON
+ * file, which Perfetto (ui.perfetto.dev) and chrome://tracing open: a track
+ * of each host thread's calls (the time spent enqueueing), a track of the
+ * device's operations, and one of the commands each enqueued (kernels by
+ * name), on one clock, with each call's backend, shape, bytes and flops in
+ * its args. KILN_TRACE writes the same file at kiln_runtime_destroy().
+ * With profiling off the file has no events.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_IO when the
+ *           file cannot be created or written (the message gives the path
+ *           and the system's reason). */
+KILN_API kiln_status kiln_profile_write_trace(kiln_runtime *rt, const char *path);
 
 /*====================================================================
  * Files

@@ -330,6 +330,7 @@ static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
   cl_command_queue queue = rt->queue;
   cl_event ev = NULL;
   const char *call = "CLBlast";
+  kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
   /* CLBlast skips reading C only when beta compares equal to zero, and for
    * half it compares the bits: a -0 would read C (and NaN in it). */
   double beta = g->beta == 0 ? 0.0 : g->beta;

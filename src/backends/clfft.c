@@ -234,6 +234,7 @@ static kiln_status clfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   clfft_plan *plan = p;
   cl_mem in = f->in, out = f->out;
   cl_event ev = NULL;
+  kiln__profile_mark(rt); /* clFFT's event is its last kernel's */
   clfftStatus err = clfftEnqueueTransform(plan->handle,
                                           f->d.inverse ? CLFFT_BACKWARD : CLFFT_FORWARD,
                                           1, &rt->queue, 0, NULL, &ev, &in, &out,

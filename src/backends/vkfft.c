@@ -157,7 +157,8 @@ static const char *vkfft_cannot(kiln_runtime *rt, const kiln__fft *f)
   /* VkFFT's multi-pass R2C needs an even last axis; lengths that fit one
    * pass are fine odd. Which lengths need several passes depends on the
    * device's local memory, so an odd one that does is refused by plan()
-   * with VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C. */
+   * with VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C (65537 on PoCL), and AUTO
+   * goes on to clFFT or to a complex transform (fft_real.c). */
   return NULL;
 }
 
@@ -236,6 +237,10 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   c.context = &plan->context;
   c.commandQueue = &plan->queue; /* Bluestein's and the LUT's uploads */
 
+  /* On CPUs (PoCL), grouping strided accesses by 32 bytes instead of
+   * VkFFT's 64 ran 1-D 2^20 15% faster (`kiln bench fft`). */
+  if (dev->info.type & KILN_DEVICE_CPU)
+    c.coalescedMemory = 32;
   pthread_mutex_lock(&build_lock);
   VkFFTResult res = initializeVkFFT(&plan->app, c);
   pthread_mutex_unlock(&build_lock);
@@ -266,6 +271,7 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   static const char what[] = "kiln_fft(vkfft): enqueueing";
   vkfft_plan *plan = p;
   cl_mem buffer = f->out, input = f->in;
+  kiln__profile_mark(rt); /* VkFFT gives back no event of its own */
   if (plan->copy_only) {
     cl_event ev = NULL;
     cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->in_bytes, 0,

@@ -186,10 +186,24 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, "conv2d");
   kiln__conv cv;
   const kiln__conv_backend *be = NULL;
   kiln_status st = check(rt, desc, x, weights, bias, y, &cv);
   if (st == KILN_OK)
     st = choose(rt, &cv, &be);
-  return st == KILN_OK ? be->run(rt, &cv) : st;
+  if (st == KILN_OK) {
+    const kiln_conv2d_desc *d = &cv.d;
+    uint64_t outputs = (uint64_t)d->n * d->k * cv.p * cv.q;
+    uint64_t taps = (uint64_t)d->c / d->groups * d->r * d->s;
+    uint64_t elements = (uint64_t)d->n * d->c * d->h * d->w + d->k * taps + outputs +
+                        (bias ? d->k : 0);
+    kiln__profile_describe(&ps, kiln_backend_name(be->id),
+                           elements * kiln_dtype_size(d->dtype), 2 * outputs * taps,
+                           "%zux%zux%zux%zu k%zu %zux%zu %s", d->n, d->c, d->h, d->w,
+                           d->k, d->r, d->s, kiln_dtype_name(d->dtype));
+    st = be->run(rt, &cv);
+  }
+  return kiln__profile_end(&ps, st);
 }

@@ -54,12 +54,19 @@ KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src)
     return st;
   kiln_dtype from = kiln_buffer_dtype(src), to = kiln_buffer_dtype(dst);
   size_t n = kiln_buffer_count(src);
-  if (from == to)
-    return kiln_buffer_copy(dst, 0, src, 0, n);
   kiln_runtime *rt = kiln_buffer_runtime(dst);
-  char name[40];
-  snprintf(name, sizeof name, "kiln_convert_%s_%s", type_tag(from), type_tag(to));
-  st = kiln__launch(rt, "kiln_convert", "convert", name, 1, &n, NULL, "mmL",
-                    kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), (cl_ulong)n);
-  return st;
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, "convert");
+  kiln__profile_describe(&ps, "kiln",
+                         (uint64_t)n * (kiln_dtype_size(from) + kiln_dtype_size(to)), 0,
+                         "%zu %s -> %s", n, kiln_dtype_name(from), kiln_dtype_name(to));
+  if (from == to) {
+    st = kiln_buffer_copy(dst, 0, src, 0, n);
+  } else {
+    char name[40];
+    snprintf(name, sizeof name, "kiln_convert_%s_%s", type_tag(from), type_tag(to));
+    st = kiln__launch(rt, "kiln_convert", "convert", name, 1, &n, NULL, "mmL",
+                      kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), (cl_ulong)n);
+  }
+  return kiln__profile_end(&ps, st);
 }

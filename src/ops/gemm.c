@@ -252,12 +252,26 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, "gemm");
   kiln__gemm g;
   const kiln__gemm_backend *be = NULL;
   kiln_status st = resolve(rt, desc, a, b, c, &g);
   if (st == KILN_OK)
     st = choose(rt, desc->backend, &g, &be);
-  return st == KILN_OK ? be->run(rt, &g) : st;
+  if (st == KILN_OK) {
+    /* A and B read, C written (and read when beta is not 0); the batch
+     * shown only above 1 (%.0zu prints nothing for 0). */
+    uint64_t es = kiln_dtype_size(g.dtype), mn = (uint64_t)g.m * g.n;
+    kiln__profile_describe(&ps, kiln_backend_name(be->id),
+                           es * g.batch * ((uint64_t)g.m * g.k + (uint64_t)g.k * g.n +
+                                           mn * (g.beta != 0 ? 2 : 1)),
+                           2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu",
+                           desc->m, desc->n, desc->k, kiln_dtype_name(g.dtype),
+                           g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0);
+    st = be->run(rt, &g);
+  }
+  return kiln__profile_end(&ps, st);
 }
 
 KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_desc *desc)

@@ -16,6 +16,32 @@ static const char *const op_names[] = {
   [KILN_REDUCE_NORM2] = "norm",
 };
 
+/* The profiler's name of a request: "reduce.sum", ...; its view in words:
+ * "1024x512 float32 axis 1". */
+static const char *profile_name(kiln_reduce_op op)
+{
+  static const char *const names[] = {
+    [KILN_REDUCE_SUM] = "reduce.sum",       [KILN_REDUCE_MEAN] = "reduce.mean",
+    [KILN_REDUCE_MIN] = "reduce.min",       [KILN_REDUCE_MAX] = "reduce.max",
+    [KILN_REDUCE_ARGMIN] = "reduce.argmin", [KILN_REDUCE_ARGMAX] = "reduce.argmax",
+    [KILN_REDUCE_NORM2] = "reduce.norm",
+  };
+  return (unsigned)op < sizeof names / sizeof names[0] && names[op] ? names[op]
+                                                                     : "reduce";
+}
+
+static const char *view_text(const kiln_reduce_desc *d, char *buf, size_t size)
+{
+  size_t at = 0;
+  for (unsigned i = 0; i < d->ndim && at < size; i++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%zu", i ? "x" : "", d->shape[i]);
+  if (at < size)
+    at += (size_t)snprintf(buf + at, size - at, " %s", kiln_dtype_name(d->dtype));
+  if (at < size && d->axis != KILN_AXIS_ALL)
+    snprintf(buf + at, size - at, " axis %d", (int)d->axis);
+  return buf;
+}
+
 KILN_API const char *kiln_reduce_op_name(kiln_reduce_op op)
 {
   return (unsigned)op < sizeof op_names / sizeof op_names[0] && op_names[op]
@@ -166,6 +192,9 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln__profile_scope ps;
+  kiln__profile_begin(rt, &ps, profile_name(desc->op));
+  char view[64];
   kiln__reduce r;
   size_t count, outputs, need_in;
   const kiln__reduce_backend *be = NULL;
@@ -177,11 +206,23 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
   if (st == KILN_OK)
     st = check_buffer(rt, out, "out", r.out_type, outputs);
   if (st != KILN_OK || outputs == 0)
-    return st;
-  if (r.len == 0)
-    return kiln__reduce_empty(rt, &r, out, outputs);
+    return kiln__profile_end(&ps, st);
+  if (r.len == 0) {
+    kiln__profile_describe(&ps, "kiln", outputs * kiln_dtype_size(r.out_type), 0, "%s",
+                           view_text(desc, view, sizeof view));
+    return kiln__profile_end(&ps, kiln__reduce_empty(rt, &r, out, outputs));
+  }
   r.in = kiln_buffer_cl_mem(in);
   r.out = kiln_buffer_cl_mem(out);
   st = kiln__reduce_choose(rt, desc->backend, &r, &be);
-  return st == KILN_OK ? be->run(rt, &r) : st;
+  if (st == KILN_OK) {
+    /* one operation per element read; norm's square and add count two */
+    kiln__profile_describe(&ps, kiln_backend_name(be->id),
+                           (uint64_t)count * kiln_dtype_size(r.in_type) +
+                             (uint64_t)outputs * kiln_dtype_size(r.out_type),
+                           (uint64_t)count * (r.op == KILN_REDUCE_NORM2 ? 2 : 1),
+                           "%s", view_text(desc, view, sizeof view));
+    st = be->run(rt, &r);
+  }
+  return kiln__profile_end(&ps, st);
 }

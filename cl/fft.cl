@@ -1,0 +1,207 @@
+/*
+ * fft.cl — kiln's own FFT: one radix-R pass of a Stockham autosort FFT over
+ * complex rows of a power-of-two length n, batched (src/ops/fft_kiln.c).
+ *
+ *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
+ *                                    uint p, uint n, T sign, global const T *tw)
+ *
+ * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
+ * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
+ * in[i + r n/R] of row b, multiplies point r by w^r, w = exp(-2 pi i k /
+ * (p R)), k = i mod p (conjugated by the kernel for sign +1), runs a
+ * length-R DFT in registers and writes point r to
+ * out[(i - k) R + k + r p]. p is the product of the radices of the passes
+ * before; after the passes n = R1 R2 ... the row is the DFT of the input, in
+ * natural order, without a bit-reversal pass. sign is -1 forward, +1 inverse
+ * (unscaled).
+ *
+ * Why it is written like this: reads of consecutive work-items are
+ * consecutive for every r, and so are writes once p is at least the SIMD
+ * width, which lets PoCL vectorise across work-items; the code is scalar
+ * (no float2) for the same reason (LLVM's loop vectoriser skips vector-typed
+ * instructions); and the twiddle comes from a table, not sincos(), whose
+ * out-of-line argument reduction also blocks vectorisation. Every loop has a
+ * constant trip count and is unrolled, so the R points live in registers.
+ * Radix 16 is left out: on PoCL 3.1 its pass did not vectorise and ran at a
+ * third of radix 32's speed (a 16 is done as 4 x 4).
+ *
+ * The table tw holds, for each pass, p entries at [p, 2p) of 4 T each, w
+ * and h = w^(R/2): the distinct p of the passes are powers of two, so these
+ * ranges never overlap. Points r >= R/2 are multiplied by h, then points r
+ * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
+ * with r < R/2 (16). The first pass (p = 1) has no twiddles.
+ */
+#ifdef KILN_HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+/* Index r of a length-R bit reversal; constant once unrolled. */
+inline uint kiln_fft_bitrev(uint r, uint R)
+{
+  uint b = 0;
+  for (uint t = 1; t < R; t <<= 1, r >>= 1)
+    b = (b << 1) | (r & 1);
+  return b;
+}
+
+/* The constant twiddles of the kernels' butterflies, exp(-2 pi i j / 32)
+ * for j < 16, in type T; LIT makes a literal of type T. */
+#define KILN_FFT_TABLES(T, SUFFIX, LIT)                                                  \
+  constant T kiln_fft_c32_##SUFFIX[16] = {                                              \
+    LIT(1.0), LIT(0.98078528040323045), LIT(0.92387953251128676),                       \
+    LIT(0.83146961230254524), LIT(0.70710678118654752), LIT(0.55557023301960222),       \
+    LIT(0.38268343236508977), LIT(0.19509032201612827), LIT(0.0),                       \
+    -LIT(0.19509032201612827), -LIT(0.38268343236508977), -LIT(0.55557023301960222),    \
+    -LIT(0.70710678118654752), -LIT(0.83146961230254524), -LIT(0.92387953251128676),    \
+    -LIT(0.98078528040323045)};                                                         \
+  constant T kiln_fft_s32_##SUFFIX[16] = {                                              \
+    LIT(0.0), LIT(0.19509032201612827), LIT(0.38268343236508977),                       \
+    LIT(0.55557023301960222), LIT(0.70710678118654752), LIT(0.83146961230254524),       \
+    LIT(0.92387953251128676), LIT(0.98078528040323045), LIT(1.0),                       \
+    LIT(0.98078528040323045), LIT(0.92387953251128676), LIT(0.83146961230254524),       \
+    LIT(0.70710678118654752), LIT(0.55557023301960222), LIT(0.38268343236508977),       \
+    LIT(0.19509032201612827)};
+
+/* The kernel of radix R, T the real type. The length-R DFT is R/2 log2 R
+ * radix-2 decimation-in-frequency butterflies, whose output is in
+ * bit-reversed order. R is a literal in the body, so that every loop is
+ * unrolled before PoCL vectorises across work-items (R as a parameter of an
+ * inline function, even a constant one, left them rolled: 4x slower). */
+#define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
+  kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
+                                       uint n, T sign, global const T *tw)              \
+  {                                                                                     \
+    uint i = get_global_id(0);                                                          \
+    size_t row = get_global_id(1) * (size_t)n * 2;                                      \
+    in += row;                                                                          \
+    out += row;                                                                         \
+    uint q = n / R, k = i & (p - 1);                                                    \
+    T xr[32], xi[32];                                                                   \
+    _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
+      xr[r] = in[2 * (i + r * q)];                                                      \
+      xi[r] = in[2 * (i + r * q) + 1];                                                  \
+    }                                                                                   \
+    if (p > 1) { /* the first pass's twiddles are all 1 */                             \
+      global const T *e = tw + 4 * (p + k);                                             \
+      T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];                     \
+      _Pragma("unroll") for (uint r = R / 2; r < R; r++) {                              \
+        T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;                   \
+        xr[r] = tr;                                                                     \
+        xi[r] = ti;                                                                     \
+      }                                                                                 \
+      T wr = cr, wi = ci;                                                               \
+      _Pragma("unroll") for (uint r = 1; r < R / 2; r++) {                              \
+        T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;                   \
+        T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;                                 \
+        T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;                                 \
+        xr[r] = ar;                                                                     \
+        xi[r] = ai;                                                                     \
+        xr[r + R / 2] = br;                                                             \
+        xi[r + R / 2] = bi;                                                             \
+        T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;                               \
+        wr = nr;                                                                        \
+        wi = ni;                                                                        \
+      }                                                                                 \
+    }                                                                                   \
+    _Pragma("unroll") for (uint h = R / 2; h >= 1; h >>= 1) {                           \
+      _Pragma("unroll") for (uint b = 0; b < R; b += 2 * h) {                           \
+        _Pragma("unroll") for (uint j = 0; j < h; j++) {                                \
+          T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];     \
+          T dr = ur - vr, di = ui - vi;                                                 \
+          uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */              \
+          xr[b + j] = ur + vr;                                                          \
+          xi[b + j] = ui + vi;                                                          \
+          if (m == 0) { /* 1 */                                                         \
+            xr[b + j + h] = dr;                                                         \
+            xi[b + j + h] = di;                                                         \
+          } else if (m == 8) { /* sign i */                                             \
+            xr[b + j + h] = -sign * di;                                                 \
+            xi[b + j + h] = sign * dr;                                                  \
+          } else {                                                                      \
+            T tr = kiln_fft_c32_##SUFFIX[m], ti = sign * kiln_fft_s32_##SUFFIX[m];      \
+            xr[b + j + h] = dr * tr - di * ti;                                          \
+            xi[b + j + h] = dr * ti + di * tr;                                          \
+          }                                                                             \
+        }                                                                               \
+      }                                                                                 \
+    }                                                                                   \
+    uint j = (i - k) * R + k;                                                           \
+    _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
+      uint s = kiln_fft_bitrev(r, R);                                                   \
+      out[2 * (j + r * p)] = xr[s];                                                     \
+      out[2 * (j + r * p) + 1] = xi[s];                                                 \
+    }                                                                                   \
+  }
+
+#define KILN_FFT_KERNELS(T, SUFFIX, LIT)                                                \
+  KILN_FFT_TABLES(T, SUFFIX, LIT)                                                       \
+  KILN_FFT_KERNEL(2, T, SUFFIX)                                                         \
+  KILN_FFT_KERNEL(4, T, SUFFIX)                                                         \
+  KILN_FFT_KERNEL(8, T, SUFFIX)                                                         \
+  KILN_FFT_KERNEL(32, T, SUFFIX)
+
+/* Literals: float constants need the f suffix where the device has no fp64. */
+#define KILN_FFT_F32(x) x##f
+#define KILN_FFT_F64(x) x
+KILN_FFT_KERNELS(float, f32, KILN_FFT_F32)
+#ifdef KILN_HAS_FP64
+KILN_FFT_KERNELS(double, f64, KILN_FFT_F64)
+#endif
+
+/* ---- real transforms as complex ones (src/ops/fft_real.c) ----------------
+ * For R2C and C2R shapes no backend runs: x real -> (x, 0); the first
+ * h = n/2 + 1 points of each complex row of length n; the full Hermitian
+ * spectrum from its half (X[-k] = conj X[k] over every axis); real parts.
+ * Shapes are (batch, n0, n1, n2) with n2 the last axis, lower ones 1. */
+#define KILN_FFT_REAL(T, SUFFIX)                                                        \
+  kernel void kiln_fft_promote_##SUFFIX(global const T *x, global T *z, ulong count)    \
+  {                                                                                     \
+    size_t i = get_global_id(0);                                                        \
+    if (i < count) {                                                                    \
+      z[2 * i] = x[i];                                                                  \
+      z[2 * i + 1] = 0;                                                                 \
+    }                                                                                   \
+  }                                                                                     \
+                                                                                        \
+  kernel void kiln_fft_crop_##SUFFIX(global const T *full, global T *part, ulong rows,  \
+                                     ulong n, ulong h)                                  \
+  {                                                                                     \
+    size_t i = get_global_id(0);                                                        \
+    if (i < rows * h) {                                                                 \
+      size_t r = i / h, k = i - r * h;                                                  \
+      part[2 * i] = full[2 * (r * n + k)];                                              \
+      part[2 * i + 1] = full[2 * (r * n + k) + 1];                                      \
+    }                                                                                   \
+  }                                                                                     \
+                                                                                        \
+  kernel void kiln_fft_extend_##SUFFIX(global const T *part, global T *full,            \
+                                       ulong count, ulong n0, ulong n1, ulong n2)       \
+  {                                                                                     \
+    size_t i = get_global_id(0);                                                        \
+    if (i >= count)                                                                     \
+      return;                                                                           \
+    size_t h = n2 / 2 + 1, k = i % n2, rest = i / n2;                                   \
+    size_t i1 = rest % n1, i0 = rest / n1 % n0, b = rest / n1 / n0;                     \
+    T sign = 1;                                                                         \
+    if (k >= h) { /* a mirrored point: conjugate of the point at minus the index */     \
+      k = n2 - k;                                                                       \
+      i1 = i1 ? n1 - i1 : 0;                                                            \
+      i0 = i0 ? n0 - i0 : 0;                                                            \
+      sign = -1;                                                                        \
+    }                                                                                   \
+    size_t at = ((b * n0 + i0) * n1 + i1) * h + k;                                      \
+    full[2 * i] = part[2 * at];                                                         \
+    full[2 * i + 1] = sign * part[2 * at + 1];                                          \
+  }                                                                                     \
+                                                                                        \
+  kernel void kiln_fft_real_part_##SUFFIX(global const T *z, global T *x, ulong count)  \
+  {                                                                                     \
+    size_t i = get_global_id(0);                                                        \
+    if (i < count)                                                                      \
+      x[i] = z[2 * i];                                                                  \
+  }
+
+KILN_FFT_REAL(float, f32)
+#ifdef KILN_HAS_FP64
+KILN_FFT_REAL(double, f64)
+#endif

@@ -1,0 +1,223 @@
+/*
+ * profile_report.c — the recorded calls summed per operation and backend:
+ * kiln_profile_rows() and the table kiln_profile_report() prints.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* What the rows leave out. */
+typedef struct left_out {
+  size_t pending, failed;
+  uint64_t dropped;
+} left_out;
+
+/* Adds one finished record to its row, making the row when it is new. */
+static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
+{
+  size_t i = 0;
+  while (i < *n && (strcmp(rows[i].op, op->name) || strcmp(rows[i].backend, op->backend)))
+    i++;
+  kiln_profile_row *r = &rows[i];
+  uint64_t t = op->end - op->start;
+  if (i == *n) {
+    memset(r, 0, sizeof *r);
+    memcpy(r->op, op->name, sizeof r->op);
+    memcpy(r->backend, op->backend, sizeof r->backend);
+    r->min_ns = t;
+    (*n)++;
+  }
+  r->calls++;
+  r->total_ns += t;
+  r->min_ns = t < r->min_ns ? t : r->min_ns;
+  r->max_ns = t > r->max_ns ? t : r->max_ns;
+  r->host_ns += op->host_end - op->host_start;
+  r->flops += op->flops;
+  r->bytes += op->bytes;
+}
+
+static int by_total(const void *a, const void *b)
+{
+  const kiln_profile_row *x = a, *y = b;
+  if (x->total_ns != y->total_ns)
+    return x->total_ns > y->total_ns ? -1 : 1;
+  int c = strcmp(x->op, y->op);
+  return c ? c : strcmp(x->backend, y->backend);
+}
+
+/* The rows, sorted, into a malloc'd array (NULL when there are none). */
+static kiln_status gather(kiln_runtime *rt, const char *fn, kiln_profile_row **out,
+                          size_t *n, left_out *lo)
+{
+  *out = NULL;
+  *n = 0;
+  *lo = (left_out){0};
+  if (!rt->profile)
+    return KILN_OK;
+  pthread_mutex_lock(&rt->lock);
+  kiln__profile_resolve(rt, 1);
+  const kiln__profiler *p = &rt->prof;
+  kiln_profile_row *rows = p->nops ? malloc(p->nops * sizeof *rows) : NULL;
+  if (p->nops && !rows) {
+    pthread_mutex_unlock(&rt->lock);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+  }
+  for (size_t i = 0; i < p->nops; i++) {
+    const kiln__prof_op *op = &p->ops[i];
+    if (op->state == KILN__PROF_DONE)
+      add(rows, n, op);
+    lo->pending += op->state == KILN__PROF_PENDING;
+    lo->failed += op->state == KILN__PROF_FAILED;
+  }
+  lo->dropped = p->dropped;
+  pthread_mutex_unlock(&rt->lock);
+  uint64_t all = 0;
+  for (size_t i = 0; i < *n; i++)
+    all += rows[i].total_ns;
+  for (size_t i = 0; i < *n; i++) {
+    kiln_profile_row *r = &rows[i];
+    double t = (double)r->total_ns;
+    r->gflops = t > 0 ? (double)r->flops / t : 0;
+    r->gbps = t > 0 ? (double)r->bytes / t : 0;
+    r->percent = all ? 100.0 * t / (double)all : 0;
+  }
+  if (*n)
+    qsort(rows, *n, sizeof *rows, by_total);
+  *out = rows;
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
+                                       size_t capacity, size_t *count)
+{
+  static const char fn[] = "kiln_profile_rows";
+  if (!rt || !count || (!rows && capacity))
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is NULL; expected a runtime, an array of capacity "
+                      "rows (NULL only with capacity 0) and a count to fill", fn,
+                      !rt ? "rt" : !count ? "count" : "rows");
+  kiln_profile_row *all;
+  left_out lo;
+  kiln_status st = gather(rt, fn, &all, count, &lo);
+  if (st != KILN_OK)
+    return st;
+  if (*count)
+    memcpy(rows, all, (capacity < *count ? capacity : *count) * sizeof *rows);
+  free(all);
+  return KILN_OK;
+}
+
+/* "1.234 ms": a time in the unit that suits it, as torch's table does. */
+static const char *format_time(uint64_t ns, char *buf, size_t size)
+{
+  if (ns >= 1000000000u)
+    snprintf(buf, size, "%.3f s", (double)ns / 1e9);
+  else if (ns >= 1000000u)
+    snprintf(buf, size, "%.3f ms", (double)ns / 1e6);
+  else
+    snprintf(buf, size, "%.3f us", (double)ns / 1e3);
+  return buf;
+}
+
+/* A rate, or "-" when the calls have no flops (or bytes). */
+static const char *format_rate(uint64_t amount, double rate, char *buf, size_t size)
+{
+  if (amount)
+    snprintf(buf, size, "%.2f", rate);
+  else
+    snprintf(buf, size, "-");
+  return buf;
+}
+
+static void rule(FILE *f, int wop, int wbe)
+{
+  /* the widths below: calls 7, five times 12, host 12, rates 9 and 8, % 7 */
+  int width = wop + 2 + wbe + 2 + 7 + 5 * 14 + 2 + 9 + 2 + 8 + 2 + 7;
+  for (int i = 0; i < width; i++)
+    fputc('-', f);
+  fputc('\n', f);
+}
+
+static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
+{
+  int wop = 5, wbe = 7; /* "Total", "Backend" */
+  for (size_t i = 0; i < n; i++) {
+    int lop = (int)strlen(rows[i].op), lbe = (int)strlen(rows[i].backend);
+    wop = lop > wop ? lop : wop;
+    wbe = lbe > wbe ? lbe : wbe;
+  }
+  rule(f, wop, wbe);
+  fprintf(f, "%-*s  %-*s  %7s  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %7s\n", wop, "Op",
+          wbe, "Backend", "Calls", "Device total", "Mean", "Min", "Max", "Host total",
+          "GFLOP/s", "GB/s", "% time");
+  rule(f, wop, wbe);
+  uint64_t calls = 0, total = 0, host = 0;
+  for (size_t i = 0; i < n; i++) {
+    const kiln_profile_row *r = &rows[i];
+    char t[5][32], rate[2][32];
+    fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %6.1f%%\n",
+            wop, r->op, wbe, r->backend, (unsigned long long)r->calls,
+            format_time(r->total_ns, t[0], sizeof t[0]),
+            format_time(r->total_ns / r->calls, t[1], sizeof t[1]),
+            format_time(r->min_ns, t[2], sizeof t[2]),
+            format_time(r->max_ns, t[3], sizeof t[3]),
+            format_time(r->host_ns, t[4], sizeof t[4]),
+            format_rate(r->flops, r->gflops, rate[0], sizeof rate[0]),
+            format_rate(r->bytes, r->gbps, rate[1], sizeof rate[1]), r->percent);
+    calls += r->calls;
+    total += r->total_ns;
+    host += r->host_ns;
+  }
+  rule(f, wop, wbe);
+  char t[2][32];
+  fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %6.1f%%\n", wop,
+          "Total", wbe, "", (unsigned long long)calls,
+          format_time(total, t[0], sizeof t[0]), "", "", "",
+          format_time(host, t[1], sizeof t[1]), "", "", n ? 100.0 : 0.0);
+}
+
+static void print_left_out(FILE *f, const left_out *lo)
+{
+  if (lo->pending)
+    fprintf(f, "%zu call%s still running on the device %s not counted; call "
+               "kiln_finish() first\n", lo->pending, lo->pending == 1 ? "" : "s",
+            lo->pending == 1 ? "is" : "are");
+  if (lo->failed)
+    fprintf(f, "%zu call%s left out: a command failed, or the driver gave no "
+               "profiling times\n", lo->failed, lo->failed == 1 ? "" : "s");
+  if (lo->dropped)
+    fprintf(f, "%llu call%s not recorded: out of host memory, or the driver "
+               "refused an event\n",
+            (unsigned long long)lo->dropped, lo->dropped == 1 ? "" : "s");
+}
+
+KILN_API kiln_status kiln_profile_report(kiln_runtime *rt, FILE *f)
+{
+  static const char fn[] = "kiln_profile_report";
+  if (!rt || !f)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is NULL; expected a runtime and a FILE to print into",
+                      fn, !rt ? "rt" : "f");
+  kiln_profile_row *rows;
+  size_t n;
+  left_out lo;
+  kiln_status st = gather(rt, fn, &rows, &n, &lo);
+  if (st != KILN_OK)
+    return st;
+  if (!rt->profile) {
+    fprintf(f, "kiln profile: profiling is off; set KILN_PROFILE=1 or "
+               "kiln_options.profile to record calls\n");
+  } else {
+    fprintf(f, "kiln profile on %s\n", kiln_runtime_device(rt)->name);
+    print_table(f, rows, n);
+    print_left_out(f, &lo);
+  }
+  free(rows);
+  if (fflush(f) != 0 || ferror(f))
+    return kiln__fail(rt, KILN_ERR_IO, "%s: writing the table failed: %s", fn,
+                      strerror(errno));
+  return KILN_OK;
+}

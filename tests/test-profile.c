@@ -1,0 +1,702 @@
+/*
+ * test-profile.c — profiling: the records of buffer calls, operations and
+ * kernel launches (names, backends, counts, times, flops and bytes from the
+ * shapes), calls on several threads, profiling off, reset, the table's
+ * text, the trace file (loaded with json-c where the build has it), and the
+ * errors.
+ *
+ * usage: test-profile          every test (compiles kernels: the device suite)
+ *        test-profile --core   the tests that compile no kernel (the core
+ *                              suite, which valgrind runs)
+ */
+#include "common.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "kiln_config.h"
+#if HAVE_JSON_C
+#include <json-c/json.h>
+#endif
+
+#define N (1u << 18) /* elements of the buffer tests: long enough to time */
+
+static char tmp_dir[64];
+
+/* A runtime with profiling on (through the option, or off), keeping the
+ * environment's other settings (the test cache folder). */
+static kiln_runtime *runtime_with(int profile, const char *trace)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.profile = profile;
+  opts.trace = trace;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  return rt;
+}
+
+static void tmp_path(char *buf, size_t size, const char *name)
+{
+  snprintf(buf, size, "%s/%s", tmp_dir, name);
+}
+
+/* The row of op on backend, or NULL. */
+static const kiln_profile_row *find_row(const kiln_profile_row *rows, size_t n,
+                                        const char *op, const char *backend)
+{
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(rows[i].op, op) && (!backend || !strcmp(rows[i].backend, backend)))
+      return &rows[i];
+  return NULL;
+}
+
+/* What holds for every row: times, rates and shares consistent with each
+ * other, and the order by total time. */
+static void check_rows(const kiln_profile_row *rows, size_t n)
+{
+  double percent = 0;
+  for (size_t i = 0; i < n; i++) {
+    const kiln_profile_row *r = &rows[i];
+    assert_true(r->calls >= 1);
+    if (!(r->min_ns > 0 && r->min_ns <= r->max_ns && r->max_ns <= r->total_ns &&
+          r->total_ns <= r->max_ns * r->calls))
+      fail_msg("%s/%s: total %llu, min %llu, max %llu over %llu calls", r->op,
+               r->backend, (unsigned long long)r->total_ns,
+               (unsigned long long)r->min_ns, (unsigned long long)r->max_ns,
+               (unsigned long long)r->calls);
+    assert_true(r->host_ns > 0);
+    assert_true(r->gflops >= 0 && r->gbps >= 0);
+    if (r->flops)
+      assert_true(r->gflops > 0);
+    if (r->bytes)
+      assert_true(r->gbps > 0);
+    if (i > 0)
+      assert_true(rows[i - 1].total_ns >= r->total_ns);
+    percent += r->percent;
+  }
+  if (n)
+    assert_true(fabs(percent - 100) < 1e-6);
+}
+
+/* Every row, into a malloc'd array. */
+static kiln_profile_row *all_rows(kiln_runtime *rt, size_t *n)
+{
+  assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, n));
+  kiln_profile_row *rows = calloc(*n ? *n : 1, sizeof *rows);
+  size_t again = 0;
+  assert_kiln_ok(rt, kiln_profile_rows(rt, rows, *n, &again));
+  assert_int_equal(again, *n);
+  check_rows(rows, *n);
+  return rows;
+}
+
+/* Two blocking and one asynchronous write, a fill, a copy, one blocking
+ * and one asynchronous read of N floats. */
+static void buffer_calls(kiln_runtime *rt)
+{
+  float *host = calloc(N, sizeof *host);
+  kiln_buffer *a = NULL, *b = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &a));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &b));
+  float one = 1;
+  assert_kiln_ok(rt, kiln_buffer_write(a, 0, N, host));
+  assert_kiln_ok(rt, kiln_buffer_write(a, 0, N, host));
+  assert_kiln_ok(rt, kiln_buffer_write_async(a, 0, N, host));
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 0, N, &one));
+  assert_kiln_ok(rt, kiln_buffer_copy(a, 0, b, 0, N));
+  assert_kiln_ok(rt, kiln_buffer_read(a, 0, N, host));
+  assert_kiln_ok(rt, kiln_buffer_read_async(b, 0, N, host));
+  /* nothing enqueued, nothing recorded */
+  assert_kiln_ok(rt, kiln_buffer_copy(a, 0, b, 0, 0));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  assert_true(host[0] == 1 && host[N - 1] == 1);
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  free(host);
+}
+
+static void test_profile_buffer_calls(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  assert_true(kiln_profile_enabled(rt));
+  buffer_calls(rt);
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  assert_int_equal(n, 4);
+  const uint64_t bytes = N * sizeof(float);
+  static const struct {
+    const char *op;
+    uint64_t calls, bytes;
+  } want[] = {{"write", 3, 3 * bytes}, {"read", 2, 2 * bytes}, {"fill", 1, bytes},
+              {"copy", 1, 2 * bytes}};
+  for (size_t i = 0; i < 4; i++) {
+    const kiln_profile_row *r = find_row(rows, n, want[i].op, "opencl");
+    if (!r)
+      fail_msg("no row for %s", want[i].op);
+    assert_int_equal(r->calls, want[i].calls);
+    assert_int_equal(r->bytes, want[i].bytes);
+    assert_int_equal(r->flops, 0);
+    assert_true(r->gflops == 0);
+  }
+  free(rows);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void test_profile_off_records_nothing(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(0, NULL);
+  assert_false(kiln_profile_enabled(rt));
+  buffer_calls(rt);
+  size_t n = 99;
+  assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
+  assert_int_equal(n, 0);
+  char text[512] = "";
+  FILE *f = fmemopen(text, sizeof text - 1, "w");
+  assert_kiln_ok(rt, kiln_profile_report(rt, f));
+  fclose(f);
+  assert_non_null(strstr(text, "profiling is off"));
+  assert_non_null(strstr(text, "KILN_PROFILE=1"));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void test_profile_reset(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  buffer_calls(rt);
+  size_t n;
+  assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
+  assert_int_equal(n, 4);
+  assert_kiln_ok(rt, kiln_profile_reset(rt));
+  assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
+  assert_int_equal(n, 0);
+  /* records again after a reset */
+  float one = 1;
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 0, N, &one));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_profile_row row;
+  assert_kiln_ok(rt, kiln_profile_rows(rt, &row, 1, &n));
+  assert_int_equal(n, 1);
+  assert_string_equal(row.op, "fill");
+  assert_int_equal(row.calls, 1);
+  /* fewer slots than rows: the count says how many there are */
+  buffer_calls(rt);
+  assert_kiln_ok(rt, kiln_profile_rows(rt, &row, 1, &n));
+  assert_int_equal(n, 4);
+  kiln_buffer_destroy(b);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* The table: a title, the header, one line per row in the getter's order,
+ * and the total line. */
+static void test_profile_report_text(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  buffer_calls(rt);
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_kiln_ok(rt, kiln_profile_report(rt, f));
+  fclose(f);
+  assert_non_null(strstr(text, kiln_runtime_device(rt)->name));
+  static const char *const header[] = {"Op", "Backend", "Calls", "Device total", "Mean",
+                                       "Min", "Max", "Host total", "GFLOP/s", "GB/s",
+                                       "% time"};
+  const char *head = strstr(text, "\nOp ");
+  assert_non_null(head);
+  for (size_t i = 0; i < sizeof header / sizeof header[0]; i++) {
+    const char *at = strstr(head, header[i]);
+    if (!at || at > strchr(head + 1, '\n'))
+      fail_msg("the header has no '%s':\n%s", header[i], text);
+  }
+  const char *at = head;
+  for (size_t i = 0; i < n; i++) { /* the rows, in the getter's order */
+    char line[96];
+    snprintf(line, sizeof line, "\n%s ", rows[i].op);
+    const char *next = strstr(at, line);
+    if (!next)
+      fail_msg("row %zu (%s) is missing or out of order:\n%s", i, rows[i].op, text);
+    at = next + 1;
+  }
+  assert_non_null(strstr(at, "\nTotal "));
+  assert_non_null(strstr(at, "100.0%"));
+  /* every line of the table is as wide as the header's: aligned columns */
+  size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
+  for (const char *line = head + 1; *line && strncmp(line, "Total", 5); ) {
+    const char *end = strchr(line, '\n');
+    if ((size_t)(end - line) != width)
+      fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - line),
+               width, text);
+    line = end + 1;
+  }
+  free(text);
+  free(rows);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* Threads sharing a runtime each record their own calls. */
+typedef struct worker {
+  kiln_runtime *rt;
+  kiln_buffer *a, *b;
+  int failed;
+} worker;
+
+static void *work(void *arg)
+{
+  worker *w = arg;
+  float one = 1;
+  for (int i = 0; i < 50 && !w->failed; i++)
+    w->failed = kiln_buffer_fill(w->a, 0, 1024, &one) != KILN_OK ||
+                kiln_buffer_copy(w->b, 0, w->a, 0, 1024) != KILN_OK;
+  return NULL;
+}
+
+static void test_profile_threads(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  worker w[4];
+  pthread_t th[4];
+  for (int t = 0; t < 4; t++) {
+    w[t] = (worker){.rt = rt};
+    assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1024, 0, &w[t].a));
+    assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1024, 0, &w[t].b));
+    assert_int_equal(pthread_create(&th[t], NULL, work, &w[t]), 0);
+  }
+  for (int t = 0; t < 4; t++) {
+    pthread_join(th[t], NULL);
+    assert_false(w[t].failed);
+  }
+  assert_kiln_ok(rt, kiln_finish(rt));
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(find_row(rows, n, "fill", "opencl")->calls, 200);
+  assert_int_equal(find_row(rows, n, "copy", "opencl")->calls, 200);
+  free(rows);
+  for (int t = 0; t < 4; t++) {
+    kiln_buffer_destroy(w[t].a);
+    kiln_buffer_destroy(w[t].b);
+  }
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void test_profile_env(void **state)
+{
+  (void)state;
+  setenv("KILN_PROFILE", "1", 1);
+  kiln_runtime *rt = runtime_with(0, NULL);
+  assert_true(kiln_profile_enabled(rt));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  setenv("KILN_PROFILE", "0", 1);
+  rt = runtime_with(0, NULL);
+  assert_false(kiln_profile_enabled(rt));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  rt = runtime_with(1, NULL); /* the option wins */
+  assert_true(kiln_profile_enabled(rt));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  setenv("KILN_PROFILE", "yes", 1);
+  rt = NULL;
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV, "KILN_PROFILE='yes'",
+                    kiln_runtime_create(NULL, &rt));
+  assert_null(rt);
+  assert_non_null(strstr(kiln_last_error(NULL), "expected 1"));
+  unsetenv("KILN_PROFILE");
+  /* a trace implies profiling */
+  char path[128];
+  tmp_path(path, sizeof path, "env.json");
+  setenv("KILN_TRACE", path, 1);
+  rt = runtime_with(0, NULL);
+  unsetenv("KILN_TRACE");
+  assert_true(kiln_profile_enabled(rt));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  remove(path);
+}
+
+static void test_profile_bad_input(void **state)
+{
+  (void)state;
+  size_t n;
+  kiln_profile_row row;
+  assert_false(kiln_profile_enabled(NULL));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_profile_rows(NULL, &row, 1, &n));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_profile_report(NULL, stdout));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_profile_reset(NULL));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_profile_write_trace(NULL, "x.json"));
+  kiln_runtime *rt = runtime_with(1, NULL);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "f is NULL",
+                    kiln_profile_report(rt, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "count is NULL",
+                    kiln_profile_rows(rt, &row, 1, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "rows is NULL",
+                    kiln_profile_rows(rt, NULL, 1, &n));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "path is NULL",
+                    kiln_profile_write_trace(rt, NULL));
+  const char *bad = "/nonexistent-kiln-dir/trace.json";
+  assert_kiln_fails(rt, KILN_ERR_IO, bad, kiln_profile_write_trace(rt, bad));
+  /* a FILE that cannot be written */
+  FILE *ro = fopen("/dev/null", "r");
+  assert_kiln_fails(rt, KILN_ERR_IO, "writing the table", kiln_profile_report(rt, ro));
+  fclose(ro);
+  /* a failed call is not recorded, and the runtime goes on */
+  kiln_buffer *b = NULL;
+  float one = 1;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 16, 0, &b));
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "outside",
+                    kiln_buffer_fill(b, 8, 16, &one));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "value is NULL",
+                    kiln_buffer_fill(b, 0, 16, NULL));
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 0, 16, &one));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  assert_kiln_ok(rt, kiln_profile_rows(rt, &row, 1, &n));
+  assert_int_equal(n, 1);
+  assert_int_equal(row.calls, 1);
+  kiln_buffer_destroy(b);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* A trace file that cannot be created: the runtime works and profiles, the
+ * diagnostics say so, and kiln_runtime_destroy() reports the failure. */
+static void test_profile_trace_unwritable(void **state)
+{
+  (void)state;
+  const char *bad = "/nonexistent-kiln-dir/trace.json";
+  kiln_runtime *rt = runtime_with(0, bad);
+  assert_true(kiln_profile_enabled(rt));
+  const char *notes = kiln_runtime_diagnostics(rt);
+  if (!strstr(notes, bad) || !strstr(notes, "kiln_options.trace"))
+    fail_msg("the diagnostics do not name the trace file: %s", notes);
+  buffer_calls(rt);
+  size_t n;
+  assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
+  assert_int_equal(n, 4);
+  assert_kiln_fails(NULL, KILN_ERR_IO, bad, kiln_runtime_destroy(rt));
+}
+
+/* ---- the trace ------------------------------------------------------------ */
+
+#if HAVE_JSON_C
+static const char *str_of(json_object *o, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+static double num_of(json_object *o, const char *key)
+{
+  json_object *v;
+  if (!json_object_object_get_ex(o, key, &v))
+    fail_msg("an event has no '%s': %s", key, json_object_to_json_string(o));
+  return json_object_get_double(v);
+}
+
+/* The event of category cat named name, or NULL. */
+static json_object *event(json_object *events, const char *cat, const char *name)
+{
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    json_object *e = json_object_array_get_idx(events, i);
+    const char *c = str_of(e, "cat"), *nm = str_of(e, "name");
+    if (c && nm && !strcmp(c, cat) && !strcmp(nm, name))
+      return e;
+  }
+  return NULL;
+}
+
+static size_t count_of(json_object *events, const char *cat)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    const char *c = str_of(json_object_array_get_idx(events, i), "cat");
+    n += c && !strcmp(c, cat);
+  }
+  return n;
+}
+
+/* Checks the trace against the calls that ran: one device and one host
+ * event each, with the call's args, on tracks of their own, the host's
+ * beginning before the device's ends; every track named. */
+static void check_trace(const char *path, const char *const *names,
+                        const uint64_t *flops, const uint64_t *bytes, size_t n)
+{
+  json_object *root = json_object_from_file(path);
+  if (!root)
+    fail_msg("%s does not parse as JSON", path);
+  json_object *events;
+  assert_true(json_object_object_get_ex(root, "traceEvents", &events));
+  assert_int_equal(count_of(events, "device"), n);
+  assert_int_equal(count_of(events, "host"), n);
+  for (size_t i = 0; i < n; i++) {
+    json_object *d = event(events, "device", names[i]);
+    json_object *h = event(events, "host", names[i]);
+    if (!d || !h)
+      fail_msg("no device or host event for %s", names[i]);
+    assert_string_equal(str_of(d, "ph"), "X");
+    assert_true(num_of(d, "ts") >= 0 && num_of(d, "dur") >= 0);
+    assert_true(num_of(h, "ts") >= 0 && num_of(h, "dur") >= 0);
+    assert_true(num_of(d, "tid") != num_of(h, "tid"));
+    assert_true(num_of(d, "pid") == num_of(h, "pid"));
+    if (!(num_of(h, "ts") <= num_of(d, "ts") + num_of(d, "dur")))
+      fail_msg("%s: the host event begins at %.3f us, after its device event ends at "
+               "%.3f", names[i], num_of(h, "ts"), num_of(d, "ts") + num_of(d, "dur"));
+    json_object *args;
+    assert_true(json_object_object_get_ex(d, "args", &args));
+    assert_non_null(str_of(args, "backend"));
+    assert_true(strlen(str_of(args, "shape")) > 0);
+    assert_true(num_of(args, "bytes") == (double)bytes[i]);
+    assert_true(num_of(args, "flops") == (double)flops[i]);
+  }
+  /* every track of an event is named by a metadata event */
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    json_object *e = json_object_array_get_idx(events, i);
+    const char *ph = str_of(e, "ph");
+    if (strcmp(ph, "X"))
+      continue;
+    int named = 0;
+    for (size_t j = 0; j < json_object_array_length(events) && !named; j++) {
+      json_object *m = json_object_array_get_idx(events, j);
+      named = !strcmp(str_of(m, "ph"), "M") &&
+              !strcmp(str_of(m, "name"), "thread_name") &&
+              num_of(m, "tid") == num_of(e, "tid");
+    }
+    if (!named)
+      fail_msg("track %g has no name", num_of(e, "tid"));
+  }
+  json_object_put(root);
+}
+#else
+/* Without json-c: the file at least looks like a trace, with the calls. */
+static void check_trace(const char *path, const char *const *names,
+                        const uint64_t *flops, const uint64_t *bytes, size_t n)
+{
+  (void)flops;
+  (void)bytes;
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  assert_true(text[0] == '{');
+  assert_non_null(strstr(text, "\"traceEvents\""));
+  for (size_t i = 0; i < n; i++) {
+    char name[80];
+    snprintf(name, sizeof name, "{\"name\":\"%s\",\"cat\":\"device\"", names[i]);
+    if (!strstr(text, name))
+      fail_msg("no device event for %s", names[i]);
+  }
+}
+#endif
+
+static void test_profile_trace_buffer_calls(void **state)
+{
+  (void)state;
+  char path[128];
+  tmp_path(path, sizeof path, "buffer.json");
+  setenv("KILN_TRACE", path, 1);
+  kiln_runtime *rt = runtime_with(0, NULL);
+  unsetenv("KILN_TRACE");
+  float *host = calloc(N, sizeof *host);
+  kiln_buffer *a = NULL, *b = NULL;
+  float one = 1;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &a));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_write(a, 0, N, host));
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 0, N, &one));
+  assert_kiln_ok(rt, kiln_buffer_copy(a, 0, b, 0, N));
+  assert_kiln_ok(rt, kiln_buffer_read(a, 0, N, host));
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  free(host);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  static const char *const names[] = {"write", "fill", "copy", "read"};
+  static const uint64_t flops[] = {0, 0, 0, 0};
+  const uint64_t bytes[] = {4 * N, 4 * N, 8 * N, 4 * N};
+  check_trace(path, names, flops, bytes, 4);
+  remove(path);
+}
+
+/* ---- operations and kernels (compile kernels: not in --core) ------------- */
+
+static const char saxpy[] =
+  "kernel void saxpy(float a, global const float *x, global float *y)\n"
+  "{ size_t i = get_global_id(0); y[i] += a * x[i]; }\n";
+
+/* One of each: a GEMM, a sum, an FFT (when built), a conversion, a
+ * convolution through im2col (which runs a GEMM inside), a user kernel;
+ * and a failing GEMM, which is not recorded. Returns how many ran. */
+static size_t run_ops(kiln_runtime *rt, const char **names, uint64_t *flops,
+                      uint64_t *bytes)
+{
+  enum { M = 64, NN = 48, K = 32, R = 1 << 16, F = 1024 };
+  kiln_buffer *a, *b, *c, *x, *s, *h, *fi, *fo, *cx, *cw, *cy;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, M * K, KILN_BUFFER_ZERO, &a));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, K * NN, KILN_BUFFER_ZERO, &b));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, M * NN, 0, &c));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, R, KILN_BUFFER_ZERO, &x));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &s));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F16, R, 0, &h));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, F, KILN_BUFFER_ZERO, &fi));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, F, 0, &fo));
+  /* conv2d: 1 image of 8 x 16 x 16, 16 filters of 3 x 3 -> 16 x 14 x 14 */
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 8 * 256, KILN_BUFFER_ZERO, &cx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 16 * 8 * 9, KILN_BUFFER_ZERO, &cw));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 16 * 14 * 14, 0, &cy));
+  size_t n = 0;
+
+  kiln_gemm_desc g;
+  kiln_gemm_desc_init(&g, KILN_F32, M, NN, K);
+  g.backend = KILN_BACKEND_KILN;
+  assert_kiln_ok(rt, kiln_gemm(rt, &g, a, b, c));
+  names[n] = "gemm", flops[n] = 2ull * M * NN * K;
+  bytes[n++] = 4ull * (M * K + K * NN + M * NN);
+  g.m = 1000; /* A is too small: refused, not recorded */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "A needs", kiln_gemm(rt, &g, a, b, c));
+
+  kiln_reduce_desc r;
+  kiln_reduce_desc_init(&r, KILN_REDUCE_SUM, KILN_F32, R);
+  assert_kiln_ok(rt, kiln_reduce(rt, &r, x, s));
+  names[n] = "reduce.sum", flops[n] = R, bytes[n++] = 4ull * R + 4;
+
+  kiln_fft_desc fd;
+  kiln_fft_desc_init(&fd, KILN_F32, F);
+  kiln_status st = kiln_fft(rt, &fd, fi, fo);
+  if (st != KILN_ERR_UNSUPPORTED) { /* a kiln without an FFT backend */
+    assert_kiln_ok(rt, st);
+    names[n] = "fft", flops[n] = 5ull * F * 10, bytes[n++] = 2ull * 8 * F;
+  }
+
+  assert_kiln_ok(rt, kiln_convert(h, x));
+  names[n] = "convert", flops[n] = 0, bytes[n++] = 6ull * R;
+
+  kiln_conv2d_desc cd;
+  kiln_conv2d_desc_init(&cd, KILN_F32, 1, 8, 16, 16, 16, 3, 3);
+  cd.backend = KILN_BACKEND_IM2COL;
+  assert_kiln_ok(rt, kiln_conv2d(rt, &cd, cx, cw, NULL, cy));
+  names[n] = "conv2d", flops[n] = 2ull * 16 * 14 * 14 * 8 * 9;
+  bytes[n++] = 4ull * (8 * 16 * 16 + 16 * 8 * 9 + 16 * 14 * 14);
+
+  kiln_program *p;
+  kiln_kernel *k;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, NULL, &p));
+  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
+  assert_kiln_ok(rt, kiln_kernel_set_args(k, "fbb", 2.0, x, x));
+  size_t global = R;
+  assert_kiln_ok(rt, kiln_kernel_launch(k, 1, &global, NULL));
+  names[n] = "saxpy", flops[n] = 0, bytes[n++] = 0; /* kiln cannot know */
+
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(p);
+  kiln_buffer *all[] = {a, b, c, x, s, h, fi, fo, cx, cw, cy};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_buffer_destroy(all[i]);
+  return n;
+}
+
+static void test_profile_ops(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  const char *names[8];
+  uint64_t flops[8], bytes[8];
+  size_t ran = run_ops(rt, names, flops, bytes);
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  /* the calls alone: KILN_BUFFER_ZERO's fills at creation are not calls */
+  assert_int_equal(n, ran);
+  for (size_t i = 0; i < ran; i++) {
+    const kiln_profile_row *r = find_row(rows, n, names[i], NULL);
+    if (!r)
+      fail_msg("no row for %s", names[i]);
+    assert_int_equal(r->calls, 1); /* the failed GEMM, im2col's GEMM not counted */
+    assert_int_equal(r->flops, flops[i]);
+    assert_int_equal(r->bytes, bytes[i]);
+  }
+  assert_string_equal(find_row(rows, n, "gemm", NULL)->backend, "kiln");
+  assert_string_equal(find_row(rows, n, "reduce.sum", NULL)->backend, "kiln");
+  assert_string_equal(find_row(rows, n, "convert", NULL)->backend, "kiln");
+  assert_string_equal(find_row(rows, n, "conv2d", NULL)->backend, "im2col");
+  assert_string_equal(find_row(rows, n, "saxpy", NULL)->backend, "user");
+  const kiln_profile_row *fft = find_row(rows, n, "fft", NULL);
+  if (fft && strcmp(fft->backend, "kiln") && strcmp(fft->backend, "vkfft") &&
+      strcmp(fft->backend, "clfft"))
+    fail_msg("fft ran on backend '%s'", fft->backend);
+  free(rows);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void test_profile_trace_ops(void **state)
+{
+  (void)state;
+  char path[128];
+  tmp_path(path, sizeof path, "ops.json");
+  setenv("KILN_TRACE", path, 1);
+  kiln_runtime *rt = runtime_with(0, NULL);
+  unsetenv("KILN_TRACE");
+  const char *names[8];
+  uint64_t flops[8], bytes[8];
+  size_t ran = run_ops(rt, names, flops, bytes);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  check_trace(path, names, flops, bytes, ran);
+  remove(path);
+}
+
+static int group_setup(void **state)
+{
+  (void)state;
+  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/kiln-profile-XXXXXX");
+  return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+  (void)state;
+  static const char *const files[] = {"env.json", "buffer.json", "ops.json"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char path[128];
+    tmp_path(path, sizeof path, files[i]);
+    remove(path); /* left by a test that failed */
+  }
+  return rmdir(tmp_dir);
+}
+
+int main(int argc, char **argv)
+{
+  int core = argc > 1 && !strcmp(argv[1], "--core");
+  unsetenv("KILN_PROFILE");
+  unsetenv("KILN_TRACE");
+  kiln_test_require_device();
+  const struct CMUnitTest tests[] = {
+    /* --core: these, which compile no kernel */
+    cmocka_unit_test(test_profile_buffer_calls),
+    cmocka_unit_test(test_profile_off_records_nothing),
+    cmocka_unit_test(test_profile_reset),
+    cmocka_unit_test(test_profile_report_text),
+    cmocka_unit_test(test_profile_threads),
+    cmocka_unit_test(test_profile_env),
+    cmocka_unit_test(test_profile_bad_input),
+    cmocka_unit_test(test_profile_trace_unwritable),
+    cmocka_unit_test(test_profile_trace_buffer_calls),
+    /* then the operations */
+    cmocka_unit_test(test_profile_ops),
+    cmocka_unit_test(test_profile_trace_ops),
+  };
+  size_t count = sizeof tests / sizeof tests[0];
+  return _cmocka_run_group_tests("profile", tests, core ? count - 2 : count, group_setup,
+                                 group_teardown);
+}

@@ -1,0 +1,220 @@
+/*
+ * run_fft.c — `kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes
+ * A,...]`: one FFT of a .npy file (what the operations share is in run.c).
+ *
+ * complex64/complex128 (C2C), float32/float64 with --real (R2C), or complex
+ * with --real --inverse (C2R, to --n or 2 (m - 1) values); over the last one
+ * to three axes, the leading ones the batch, as kiln_fft() takes C order.
+ * The time is one kiln_fft() and kiln_finish(), plan included.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+
+typedef struct fft_args {
+  const char *x, *out;
+  int inverse, real;
+  int axes[3], naxes; /* as given; default the last axis */
+  size_t n_out;       /* C2R: --n, the output's last length (0: 2 (m - 1)) */
+  kiln_backend backend;
+} fft_args;
+
+static const char usage[] =
+  "usage: kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...] [--n N]\n"
+  "                    [--backend auto|kiln|vkfft|clfft]";
+
+/* --axes: one to three comma-separated axes; -1 after saying why. */
+static int parse_axes(fft_args *f, const char *v)
+{
+  const char *at = v;
+  f->naxes = 0;
+  while (f->naxes < 3) {
+    char *end;
+    long a = strtol(at, &end, 10);
+    if (end == at || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
+      break;
+    f->axes[f->naxes++] = (int)a;
+    if (*end == '\0')
+      return 0;
+    if (*end != ',')
+      break;
+    at = end + 1;
+  }
+  return run_say("--axes '%s': expected one to three comma-separated axes such as -1 "
+                 "or -2,-1", v), -1;
+}
+
+/* An option with its value into f; -1 after saying why. */
+static int value(fft_args *f, const char *o, const char *v)
+{
+  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
+                                       KILN_BACKEND_VKFFT, KILN_BACKEND_CLFFT};
+  size_t n;
+  if (!v)
+    return run_say("%s needs a value", o), -1;
+  if (strcmp(o, "-o") == 0)
+    f->out = v;
+  else if (strcmp(o, "--axes") == 0)
+    return parse_axes(f, v);
+  else if (strcmp(o, "--n") == 0) {
+    if (run_parse_counts(o, v, 1, 1, "a length from 1 to 2^31-1", &n) < 0)
+      return -1;
+    f->n_out = n;
+  } else if (strcmp(o, "--backend") == 0)
+    return run_parse_backend(v, &f->backend, takes, 4);
+  else
+    return run_say("unknown option '%s'", o), -1;
+  return 0;
+}
+
+/* One option (run_cli.option): --inverse, --real, or an option and its
+ * value; returns the arguments it used (1 or 2), or -1 after saying why. */
+static int option(void *ctx, const char *o, const char *v)
+{
+  fft_args *f = ctx;
+  if (strcmp(o, "--inverse") == 0 || strcmp(o, "--real") == 0) {
+    *(o[2] == 'i' ? &f->inverse : &f->real) = 1;
+    return 1;
+  }
+  return value(f, o, v) == 0 ? 2 : -1;
+}
+
+static int parse(fft_args *f, int argc, char **argv)
+{
+  *f = (fft_args){.axes = {-1}, .naxes = 1};
+  run_cli cli = {option, f, {&f->x, NULL}, "array"};
+  if (run_parse_args(&cli, argc, argv) != 0)
+    return -1;
+  if (!f->x || !f->out)
+    return run_usage(usage);
+  if (f->n_out && !(f->real && f->inverse))
+    return run_say("--n sets the output length of --real --inverse only"), -1;
+  return 0;
+}
+
+/* The axes must be the last naxes of x, each once: kiln_fft() transforms
+ * the trailing axes of C-order data, the leading ones being the batch. */
+static int check_axes(const fft_args *f, const kiln_array *x)
+{
+  int nd = (int)x->ndim, seen[KILN_ARRAY_MAX_DIMS] = {0};
+  if (nd < f->naxes)
+    return run_say("X has %d dimension%s; --axes names %d", nd, nd == 1 ? "" : "s",
+                   f->naxes), -1;
+  for (int i = 0; i < f->naxes; i++) {
+    int a = f->axes[i] < 0 ? f->axes[i] + nd : f->axes[i];
+    if (a < 0 || a >= nd)
+      return run_say("--axes: axis %d is out of range for an array of %d dimensions",
+                     f->axes[i], nd), -1;
+    if (seen[a]++)
+      return run_say("--axes: axis %d is named twice", f->axes[i]), -1;
+    if (a < nd - f->naxes)
+      return run_say("--axes: kiln transforms the last %d axes of the array only (the "
+                     "leading axes are the batch, in C order); axis %d is not among "
+                     "them. Expected -1, -2,-1 or -3,-2,-1; move the axes last first "
+                     "(e.g. numpy.moveaxis)", f->naxes, f->axes[i]), -1;
+  }
+  return 0;
+}
+
+/* The request for x and the array that receives the result, its data
+ * allocated; -1 after saying why. */
+static int plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_array *y)
+{
+  int cplx = x->dtype == KILN_C32 || x->dtype == KILN_C64;
+  int wide = x->dtype == KILN_C64 || x->dtype == KILN_F64;
+  kiln_fft_kind kind = !f->real ? KILN_FFT_C2C : f->inverse ? KILN_FFT_C2R : KILN_FFT_R2C;
+  if (kind == KILN_FFT_R2C ? (x->dtype != KILN_F32 && x->dtype != KILN_F64) : !cplx)
+    return run_say("X holds %s; expected %s", kiln_dtype_name(x->dtype),
+                   kind == KILN_FFT_R2C ? "float32 or float64 for --real"
+                   : "complex64 or complex128 (or --real for a real X)"), -1;
+  if (check_axes(f, x) != 0)
+    return -1;
+  if (x->count == 0)
+    return run_say("X has no elements"), -1;
+  unsigned nd = x->ndim, k = (unsigned)f->naxes, first = nd - k;
+  size_t m = x->shape[nd - 1], n = kind != KILN_FFT_C2R ? m : f->n_out ? f->n_out : 2 * (m - 1);
+  if (kind == KILN_FFT_C2R && (n == 0 || n / 2 + 1 != m))
+    return run_say("--real --inverse: the last axis holds %zu bins, which is the "
+                   "half-spectrum of %zu or %zu real values, not %zu", m, 2 * m - 2,
+                   2 * m - 1, n), -1;
+  kiln_fft_desc_init(d, wide ? KILN_F64 : KILN_F32, n);
+  d->kind = kind, d->ndim = k, d->inverse = f->inverse && kind == KILN_FFT_C2C;
+  d->backend = f->backend;
+  d->batch = 1;
+  for (unsigned i = 0; i < first; i++)
+    d->batch *= x->shape[i];
+  memcpy(d->shape, x->shape + first, k * sizeof *d->shape);
+  d->shape[k - 1] = n;
+  *y = (kiln_array){.dtype = kind == KILN_FFT_C2R ? d->dtype : kind == KILN_FFT_R2C
+                    ? (wide ? KILN_C64 : KILN_C32) : x->dtype, .ndim = nd};
+  memcpy(y->shape, x->shape, sizeof y->shape);
+  y->shape[nd - 1] = kind == KILN_FFT_R2C ? n / 2 + 1 : n;
+  y->count = x->count / m * y->shape[nd - 1];
+  return run_alloc_result(y);
+}
+
+/* Uploads x, runs the transform (timed into *ms: kiln_fft() and
+ * kiln_finish(), the plan included) and reads y back. */
+static kiln_status compute(kiln_runtime *rt, const kiln_fft_desc *d, const kiln_array *x,
+                           kiln_array *y, double *ms)
+{
+  kiln_buffer *dx = NULL, *dy = NULL;
+  kiln_status st = run_upload(rt, x, x->dtype, &dx); /* x has elements: plan() */
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, y->dtype, y->count, 0, &dy);
+  double t0 = run_now_ms();
+  if (st == KILN_OK)
+    st = kiln_fft(rt, d, dx, dy);
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  *ms = run_now_ms() - t0;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(dy, 0, y->count, y->data);
+  kiln_buffer_destroy(dx), kiln_buffer_destroy(dy);
+  return st;
+}
+
+static void report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
+                   const kiln_array *x, const kiln_array *y, double ms)
+{
+  static const char *const kinds[] = {"C2C", "R2C", "C2R"};
+  char xs[160], ys[160];
+  run_shape_text(xs, sizeof xs, x->ndim, x->shape);
+  run_shape_text(ys, sizeof ys, y->ndim, y->shape);
+  double n = 1;
+  for (unsigned i = 0; i < d->ndim; i++)
+    n *= (double)d->shape[i];
+  double flops = 5 * n * log2(n) * (double)d->batch * (d->kind == KILN_FFT_C2C ? 1 : 0.5);
+  printf("device   %s\nbackend  %s\nfft      %s%s %s %s%s over the last %u ax%s, batch "
+         "%zu -> %s %s\ntime     %.2f ms (%.2f GFLOP/s at 5 N log2 N; one call with its "
+         "plan, transfers excluded)\nwrote    %s\n", kiln_runtime_device(rt)->name,
+         run_backend_label(f->backend), d->inverse ? "inverse " : "", kinds[d->kind],
+         kiln_dtype_name(x->dtype), xs, d->kind == KILN_FFT_C2C ? "" : " (real)", d->ndim,
+         d->ndim == 1 ? "is" : "es", d->batch, kiln_dtype_name(y->dtype), ys, ms,
+         ms > 0 ? flops / ms / 1e6 : 0.0, f->out);
+}
+
+int run_fft(int argc, char **argv)
+{
+  fft_args f;
+  kiln_array x = {0}, y = {0};
+  kiln_fft_desc d;
+  kiln_runtime *rt = NULL;
+  double ms = 0;
+  int rc = 1;
+  if (parse(&f, argc, argv) != 0 || run_load(f.x, &x) != 0 || plan(&f, &x, &d, &y) != 0 ||
+      run_start(&rt) != 0)
+    goto done;
+  kiln_status st = compute(rt, &d, &x, &y, &ms);
+  if (run_write(rt, st, f.out, &y) != 0)
+    goto done;
+  report(rt, &f, &d, &x, &y, ms);
+  rc = 0;
+done:
+  kiln_array_free(&x), kiln_array_free(&y);
+  kiln_cli_runtime_destroy(rt);
+  return rc;
+}
