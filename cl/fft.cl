@@ -23,7 +23,11 @@
  * out-of-line argument reduction also blocks vectorisation. Every loop has a
  * constant trip count and is unrolled, so the R points live in registers.
  * Radix 16 is left out: on PoCL 3.1 its pass did not vectorise and ran at a
- * third of radix 32's speed (a 16 is done as 4 x 4).
+ * third of radix 32's speed (a 16 is done as 4 x 4). Two radix-32 passes
+ * fused through local memory (half the trips through global memory) ran
+ * 1.5 to 1.8 times slower on PoCL, which splits a kernel at its barrier, so
+ * every pass is its own launch; radix 128 (three passes for 2^20 instead of
+ * four) spilled its registers and ran at half the speed.
  *
  * The table tw holds, for each pass, p entries at [p, 2p) of 4 T each, w
  * and h = w^(R/2): the distinct p of the passes are powers of two, so these
@@ -62,11 +66,62 @@ inline uint kiln_fft_bitrev(uint r, uint R)
     LIT(0.70710678118654752), LIT(0.55557023301960222), LIT(0.38268343236508977),       \
     LIT(0.19509032201612827)};
 
-/* The kernel of radix R, T the real type. The length-R DFT is R/2 log2 R
- * radix-2 decimation-in-frequency butterflies, whose output is in
- * bit-reversed order. R is a literal in the body, so that every loop is
- * unrolled before PoCL vectorises across work-items (R as a parameter of an
- * inline function, even a constant one, left them rolled: 4x slower). */
+/* Multiplies points r of x by w^r for the pass of stride P at K (see the
+ * table above), in place. */
+#define KILN_FFT_TWIDDLE(R, T, P, K)                                                    \
+  if ((P) > 1) { /* the first pass's twiddles are all 1 */                              \
+    global const T *e = tw + 4 * ((P) + (K));                                           \
+    T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];                       \
+    _Pragma("unroll") for (uint r = R / 2; r < R; r++) {                                \
+      T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;                     \
+      xr[r] = tr;                                                                       \
+      xi[r] = ti;                                                                       \
+    }                                                                                   \
+    T wr = cr, wi = ci;                                                                 \
+    _Pragma("unroll") for (uint r = 1; r < R / 2; r++) {                                \
+      T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;                     \
+      T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;                                   \
+      T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;                                   \
+      xr[r] = ar;                                                                       \
+      xi[r] = ai;                                                                       \
+      xr[r + R / 2] = br;                                                               \
+      xi[r + R / 2] = bi;                                                               \
+      T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;                                 \
+      wr = nr;                                                                          \
+      wi = ni;                                                                          \
+    }                                                                                   \
+  }
+
+/* The length-R DFT of x in place: R/2 log2 R radix-2 decimation-in-frequency
+ * butterflies, whose output is in bit-reversed order. */
+#define KILN_FFT_DFT(R, T, SUFFIX)                                                      \
+  _Pragma("unroll") for (uint h = R / 2; h >= 1; h >>= 1) {                             \
+    _Pragma("unroll") for (uint b = 0; b < R; b += 2 * h) {                             \
+      _Pragma("unroll") for (uint j = 0; j < h; j++) {                                  \
+        T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];       \
+        T dr = ur - vr, di = ui - vi;                                                   \
+        uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */                \
+        xr[b + j] = ur + vr;                                                            \
+        xi[b + j] = ui + vi;                                                            \
+        if (m == 0) { /* 1 */                                                           \
+          xr[b + j + h] = dr;                                                           \
+          xi[b + j + h] = di;                                                           \
+        } else if (m == 8) { /* sign i */                                               \
+          xr[b + j + h] = -sign * di;                                                   \
+          xi[b + j + h] = sign * dr;                                                    \
+        } else {                                                                        \
+          T tr = kiln_fft_c32_##SUFFIX[m], ti = sign * kiln_fft_s32_##SUFFIX[m];        \
+          xr[b + j + h] = dr * tr - di * ti;                                            \
+          xi[b + j + h] = dr * ti + di * tr;                                            \
+        }                                                                               \
+      }                                                                                 \
+    }                                                                                   \
+  }
+
+/* The kernel of radix R, T the real type. R is a literal in the body, so
+ * that every loop is unrolled before PoCL vectorises across work-items (R
+ * as a parameter of an inline function, even a constant one, left them
+ * rolled: 4x slower). */
 #define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
   kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
                                        uint n, T sign, global const T *tw)              \
@@ -81,50 +136,8 @@ inline uint kiln_fft_bitrev(uint r, uint R)
       xr[r] = in[2 * (i + r * q)];                                                      \
       xi[r] = in[2 * (i + r * q) + 1];                                                  \
     }                                                                                   \
-    if (p > 1) { /* the first pass's twiddles are all 1 */                             \
-      global const T *e = tw + 4 * (p + k);                                             \
-      T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];                     \
-      _Pragma("unroll") for (uint r = R / 2; r < R; r++) {                              \
-        T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;                   \
-        xr[r] = tr;                                                                     \
-        xi[r] = ti;                                                                     \
-      }                                                                                 \
-      T wr = cr, wi = ci;                                                               \
-      _Pragma("unroll") for (uint r = 1; r < R / 2; r++) {                              \
-        T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;                   \
-        T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;                                 \
-        T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;                                 \
-        xr[r] = ar;                                                                     \
-        xi[r] = ai;                                                                     \
-        xr[r + R / 2] = br;                                                             \
-        xi[r + R / 2] = bi;                                                             \
-        T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;                               \
-        wr = nr;                                                                        \
-        wi = ni;                                                                        \
-      }                                                                                 \
-    }                                                                                   \
-    _Pragma("unroll") for (uint h = R / 2; h >= 1; h >>= 1) {                           \
-      _Pragma("unroll") for (uint b = 0; b < R; b += 2 * h) {                           \
-        _Pragma("unroll") for (uint j = 0; j < h; j++) {                                \
-          T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];     \
-          T dr = ur - vr, di = ui - vi;                                                 \
-          uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */              \
-          xr[b + j] = ur + vr;                                                          \
-          xi[b + j] = ui + vi;                                                          \
-          if (m == 0) { /* 1 */                                                         \
-            xr[b + j + h] = dr;                                                         \
-            xi[b + j + h] = di;                                                         \
-          } else if (m == 8) { /* sign i */                                             \
-            xr[b + j + h] = -sign * di;                                                 \
-            xi[b + j + h] = sign * dr;                                                  \
-          } else {                                                                      \
-            T tr = kiln_fft_c32_##SUFFIX[m], ti = sign * kiln_fft_s32_##SUFFIX[m];      \
-            xr[b + j + h] = dr * tr - di * ti;                                          \
-            xi[b + j + h] = dr * ti + di * tr;                                          \
-          }                                                                             \
-        }                                                                               \
-      }                                                                                 \
-    }                                                                                   \
+    KILN_FFT_TWIDDLE(R, T, p, k)                                                        \
+    KILN_FFT_DFT(R, T, SUFFIX)                                                          \
     uint j = (i - k) * R + k;                                                           \
     _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
       uint s = kiln_fft_bitrev(r, R);                                                   \

@@ -203,6 +203,12 @@ int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
 
 /* ---- measurements and records -------------------------------------------- */
 
+double bench_median(double *ms, int n)
+{
+  qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+  return ms[n / 2];
+}
+
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median)
 {
   double *ms = calloc((size_t)repeats, sizeof *ms);
@@ -210,10 +216,8 @@ int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median
   for (int r = 0; r < repeats && rc == 0; r++)
     if ((ms[r] = once(ctx)) < 0)
       rc = -1;
-  if (rc == 0) {
-    qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
-    *median = ms[repeats / 2];
-  }
+  if (rc == 0)
+    *median = bench_median(ms, repeats);
   free(ms);
   return rc;
 }

@@ -114,6 +114,9 @@ double bench_now_ms(void);
  * or -1 after one line on stderr. */
 int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv);
 
+/* The median of n timings (sorted in place). */
+double bench_median(double *ms, int n);
+
 /* Runs once(ctx) `repeats` times; *median gets the median of the
  * milliseconds it returns. 0, or -1 when a run returned a negative time. */
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median);

@@ -5,7 +5,7 @@
  * when libfftw3f_threads is there) measured in the same run, with the ratio
  * of the best kiln backend to FFTW.
  * GFLOP/s = 5 N log2 N / the median time of one kiln_fft() and kiln_finish()
- * on buffers already on the device. The plan is timed apart: the first call
+ * on buffers already on the device, the peers' runs interleaved. The plan is timed apart: the first call
  * (which bakes kiln's plan, or makes FFTW's plan and runs it) minus the
  * median, because baking a plan can take seconds on some drivers and is paid
  * once per shape.
@@ -137,35 +137,37 @@ static int fft_check(const fft_run *g)
   return -1;
 }
 
-/* Checks, then times peer g->k; adds its record. A backend that kiln says
- * it cannot run is left out, with the reason; -1 on a failure. */
-static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_records *out)
+/* Plans and checks peer g->k: 1 when it is ready to time (*first: the first
+ * call's milliseconds), 0 when kiln says it cannot run here (the reason is
+ * printed), -1 on a failure. */
+static int prepare_peer(fft_run *g, size_t c, double *first)
 {
   fprintf(stderr, "  fft %-6s %-6s plan, check...", fft_labels[c - 1], fft_peers[g->k]);
   if (g->k < FFTW_PEER)
     g->d.backend = fft_backends[g->k];
   memset(g->y, 0, 2 * g->n * sizeof *g->y);
-  kiln_status st = KILN_OK;
-  double first = fft_first(g), med = 0;
-  if (first < 0 && g->k < FFTW_PEER) {
-    st = kiln_fft(g->rt, &g->d, g->din, g->dout); /* for its status and message */
-    if (st == KILN_ERR_UNSUPPORTED) {
-      fprintf(stderr, " cannot run here: %s\n", kiln_last_error(g->rt));
-      return 0;
-    }
+  *first = fft_first(g);
+  if (*first < 0 && g->k < FFTW_PEER &&
+      kiln_fft(g->rt, &g->d, g->din, g->dout) == KILN_ERR_UNSUPPORTED) {
+    fprintf(stderr, " cannot run here: %s\n", kiln_last_error(g->rt));
+    return 0;
   }
-  if (first < 0) {
+  if (*first < 0) {
     fprintf(stderr, " FAILED (%s)\n",
             g->k < FFTW_PEER ? kiln_last_error(g->rt) : "no FFTW plan");
     return -1;
   }
   if (fft_check(g) != 0)
     return -1;
-  if (bench_time(fft_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
-    return -1;
-  }
-  double n = (double)g->n;
+  fprintf(stderr, " ok\n");
+  return 1;
+}
+
+/* Peer g->k's record from its timed runs (sorted in place) and first call. */
+static void add_record(const fft_run *g, size_t c, double *ms, int repeats, double first,
+                       bench_records *out)
+{
+  double med = bench_median(ms, repeats), n = (double)g->n;
   bench_record r = {.op = "fft", .backend = fft_peers[g->k], .dtype = "complex64",
                     .size = c, .median_ms = med, .gflops = 5 * n * log2(n) / med / 1e6,
                     .gbps = NAN, .has_plan = 1, .plan_ms = fmax(first - med, 0)};
@@ -174,16 +176,20 @@ static int measure_peer(const bench_args *args, fft_run *g, size_t c, bench_reco
   else
     snprintf(r.shape, sizeof r.shape, "%zux%zu", g->d.shape[0], g->d.shape[1]);
   bench_add(out, &r);
-  fprintf(stderr, " plan %.1f ms, %.2f ms, %.2f GFLOP/s\n", r.plan_ms, med, r.gflops);
-  return 0;
+  fprintf(stderr, "  fft %-6s %-6s plan %.1f ms, %.2f ms, %.2f GFLOP/s\n", fft_labels[c - 1],
+          fft_peers[g->k], r.plan_ms, med, r.gflops);
 }
 
-/* Every chosen peer on case c (fft_cases[c - 1]): the backends, then FFTW. */
+/* Every chosen peer on case c (fft_cases[c - 1]): each planned and checked,
+ * then timed in rounds of one run of every peer, so that the machine's slow
+ * spells (a shared VM's are seconds long) fall on all of them alike. */
 static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_records *out)
 {
   const fft_case *fc = &fft_cases[c - 1];
   size_t n = fc->n0 * fc->n1;
-  fft_run g = {.rt = rt, .n = n};
+  fft_run g = {.rt = rt, .n = n}, peer[FFTW_PEER + 1];
+  int ready[FFTW_PEER + 1] = {0};
+  double first[FFTW_PEER + 1] = {0}, *ms[FFTW_PEER + 1] = {NULL};
   kiln_fft_desc_init(&g.d, KILN_F32, fc->n0);
   if (fc->n1 > 1)
     g.d.ndim = 2, g.d.shape[1] = fc->n1;
@@ -201,13 +207,31 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t c, bench_rec
     fprintf(stderr, "kiln bench fft: %s\n", kiln_last_error(rt));
     rc = -1;
   }
-  for (g.k = 0; g.k <= FFTW_PEER && rc == 0; g.k++)
-    if (args->use[g.k])
-      rc = measure_peer(args, &g, c, out);
+  for (int k = 0; k <= FFTW_PEER; k++) {
+    peer[k] = g;
+    peer[k].k = k;
+    if (rc == 0 && args->use[k] && (ready[k] = prepare_peer(&peer[k], c, &first[k])) < 0)
+      rc = -1;
+    if (ready[k] > 0 && !(ms[k] = calloc((size_t)args->repeats, sizeof *ms[k]))) {
+      fprintf(stderr, "kiln bench fft: out of host memory\n");
+      rc = -1;
+    }
+  }
+  for (int r = 0; r < args->repeats && rc == 0; r++)
+    for (int k = 0; k <= FFTW_PEER && rc == 0; k++)
+      if (ready[k] > 0 && (ms[k][r] = fft_once(&peer[k])) < 0) {
+        fprintf(stderr, "kiln bench fft: %s: %s\n", fft_peers[k], kiln_last_error(rt));
+        rc = -1;
+      }
+  for (int k = 0; k <= FFTW_PEER; k++) {
+    if (rc == 0 && ready[k] > 0)
+      add_record(&peer[k], c, ms[k], args->repeats, first[k], out);
+    free(ms[k]);
 #if HAVE_FFTW
-  if (g.plan)
-    fftwf_destroy_plan(g.plan);
+    if (peer[k].plan)
+      fftwf_destroy_plan(peer[k].plan);
 #endif
+  }
   kiln_buffer_destroy(g.din);
   kiln_buffer_destroy(g.dout);
   free(g.x);
@@ -228,15 +252,8 @@ static int run_fft(kiln_runtime *rt, const bench_args *a, bench_records *out)
           "FFTW_ESTIMATE with %d thread%s)\n", kiln_runtime_device(rt)->name, threads,
           threads == 1 ? "" : "s");
   int rc = 0;
-  /* FFTW last, after every device run, so that its threads take no CPU
-   * from PoCL's. */
-  for (int pass = 0; pass < 2 && rc == 0; pass++) {
-    bench_args b = *a;
-    for (int k = 0; k <= FFTW_PEER; k++)
-      b.use[k] = a->use[k] && (k == FFTW_PEER) == (pass == 1);
-    for (size_t s = 0; s < a->nsizes && rc == 0; s++)
-      rc = measure(rt, &b, a->sizes[s], out);
-  }
+  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+    rc = measure(rt, a, a->sizes[s], out);
   return rc;
 }
 

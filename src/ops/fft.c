@@ -173,11 +173,17 @@ static const char *package_of(kiln_backend id)
                                   : "VkFFT (Debian package libvkfft-dev)";
 }
 
-/* AUTO's order of preference, from `kiln bench fft`: on PoCL kiln's own
- * kernels beat VkFFT on 1-D power-of-two lengths (2.2x at 2^20), and VkFFT
- * beats clFFT on every case measured (1.5x at 2^20, 1.7x at 1024x1024). On
- * GPUs VkFFT comes first: kiln's kernels make one trip through global memory
- * per radix-32 pass where VkFFT's fit whole sequences in local memory. */
+/* AUTO's order of preference, from `kiln bench fft` and single transforms
+ * timed on PoCL (complex64, medians). On a CPU kiln's own kernels first,
+ * where they apply: 1-D power-of-two C2C, 1.3-2x VkFFT at 2^20, 12x at 2^16,
+ * 1.5x at 2^12, and 2x clFFT at 2^16. Then VkFFT, which beat clFFT on 2-D
+ * (1024^2 1.7x, 1000^2 1.1x), real 2^20 (2.1x) and most 1-D lengths (10^4
+ * 3.5x, 50000 2x, 3^10 1.4x, 3^11 1.4x, 10^6 2.2x); clFFT won 5^7 (1.35x),
+ * 10^5 (2x), 2 10^5 (1.2x) and power-of-two lengths from 2^13 to 2^17 (2-7x:
+ * VkFFT runs a sequence that fits PoCL's 1 MiB of local memory as one work-
+ * group, on one core), which kiln takes. On a GPU VkFFT first: kiln's
+ * kernels make one trip through global memory per radix-32 pass where
+ * VkFFT's keep whole sequences in local memory. */
 static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
 {
   const kiln__fft_backend *kiln = &kiln__fft_kiln, *vkfft = backend_of(KILN_BACKEND_VKFFT);
