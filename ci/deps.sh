@@ -17,6 +17,8 @@ packages=(
   libxxhash-dev
   # tests
   libcmocka-dev valgrind
+  # ci/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes
+  clang libclang-rt-14-dev
   # kiln bench --plot draws with gnuplot, run as a program (optional at run time)
   gnuplot-nox
 )

@@ -8,6 +8,13 @@
  * with zeros when asked), on a queue of its own so that creating a buffer
  * waits for that and not for the user's work. Running out of memory is then
  * reported by the call that asked for the memory.
+ *
+ * Accounting: a creation reserves its bytes from the budget first
+ * (mem_reserving), so two threads cannot both take the last bytes, and the
+ * buffer counts as held (current, live, peak, all in one step under the
+ * lock) only once it exists. Counting it as held from the reservation on
+ * showed other threads more bytes held than the peak, and a creation that
+ * then failed must not raise the peak.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +50,9 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                       dev->info.name, (long long)device_free,
                       kiln__format_bytes((uint64_t)device_free, have, sizeof have));
   pthread_mutex_lock(&rt->lock);
-  uint64_t left = rt->mem_limit - rt->mem_current;
+  uint64_t left = rt->mem_limit - rt->mem_current - rt->mem_reserving;
   if (bytes <= left) {
-    rt->mem_current += bytes;
-    rt->live_buffers++;
+    rt->mem_reserving += bytes;
     pthread_mutex_unlock(&rt->lock);
     return KILN_OK;
   }
@@ -64,6 +70,22 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                     (unsigned long long)limit, rt->mem_limit_source);
 }
 
+/* Ends a creation's reservation: the buffer exists and is held, or it was
+ * not made and the bytes go back to the budget. */
+static void settle(kiln_runtime *rt, size_t bytes, int held)
+{
+  pthread_mutex_lock(&rt->lock);
+  rt->mem_reserving -= bytes;
+  if (held) {
+    rt->mem_current += bytes;
+    rt->live_buffers++;
+    if (rt->mem_current > rt->mem_peak)
+      rt->mem_peak = rt->mem_current;
+  }
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* A held buffer is gone. */
 static void unreserve(kiln_runtime *rt, size_t bytes)
 {
   pthread_mutex_lock(&rt->lock);
@@ -160,7 +182,7 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
     return st;
   kiln_buffer *b = calloc(1, sizeof *b);
   if (!b) {
-    unreserve(rt, bytes);
+    settle(rt, bytes, 0);
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: allocating the buffer's record failed", fn);
   }
@@ -178,14 +200,13 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
     st = make_resident(b, fn, flags, host != NULL);
   }
   if (st != KILN_OK) {
-    kiln_buffer_destroy(b);
+    if (b->mem)
+      clReleaseMemObject(b->mem);
+    free(b);
+    settle(rt, bytes, 0);
     return st;
   }
-  /* The peak counts memory held, so only allocations that succeeded. */
-  pthread_mutex_lock(&rt->lock);
-  if (rt->mem_current > rt->mem_peak)
-    rt->mem_peak = rt->mem_current;
-  pthread_mutex_unlock(&rt->lock);
+  settle(rt, bytes, 1);
   *out = b;
   return KILN_OK;
 }

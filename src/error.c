@@ -1,20 +1,35 @@
 /*
  * error.c — the last failure's message, per runtime or per thread.
  *
- * A runtime keeps the message of its last failure under its lock. Returning
- * that pointer to a caller would race with another thread's failure, so
- * kiln_last_error() hands each thread its own copy, valid until the same
- * thread asks again. Failures with no runtime (kiln_runtime_create(), NULL
- * arguments) are kept per thread, like errno.
+ * Threads that share a runtime fail at the same time: a runtime-wide "last
+ * message" would give one thread another's. So each thread keeps, like
+ * errno, the message of its own last failure on each of the last
+ * OWN_RUNTIMES runtimes it failed on (keyed by the runtime's serial, never
+ * reused, so a new runtime at a freed one's address is not mistaken for
+ * it), and kiln_last_error(rt) returns that. A thread that has made no
+ * failing call on rt gets the runtime's last message of any thread, which
+ * the runtime keeps under its lock: so a thread that only collects statuses
+ * from workers can still read why. Failures with no runtime
+ * (kiln_runtime_create(), NULL arguments) are kept per thread.
+ *
+ * Each kiln_last_error() returns a copy owned by the calling thread, valid
+ * until the same thread asks again: another thread's failure never frees
+ * the text a thread is reading.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+#define OWN_RUNTIMES 8
+
 typedef struct thread_slot {
   char *own;  /* this thread's last failure without a runtime */
   char *copy; /* the copy last returned by kiln_last_error(rt) */
+  struct {
+    uint64_t serial; /* 0: unused */
+    char *msg;
+  } on[OWN_RUNTIMES]; /* its last failure on each runtime, latest first */
 } thread_slot;
 
 static pthread_key_t slot_key;
@@ -26,6 +41,8 @@ static void slot_free(void *p)
   thread_slot *t = p;
   free(t->own);
   free(t->copy);
+  for (size_t i = 0; i < OWN_RUNTIMES; i++)
+    free(t->on[i].msg);
   free(t);
 }
 
@@ -51,13 +68,28 @@ static thread_slot *slot_get(void)
   return t;
 }
 
+/* Keeps a copy of msg as this thread's last failure on rt, first in t->on;
+ * the runtime the thread failed on longest ago makes room. */
+static void record_own(thread_slot *t, const kiln_runtime *rt, const char *msg)
+{
+  size_t i = 0;
+  while (i + 1 < OWN_RUNTIMES && t->on[i].serial != rt->serial)
+    i++;
+  free(t->on[i].msg);
+  memmove(&t->on[1], &t->on[0], i * sizeof t->on[0]);
+  t->on[0].serial = rt->serial;
+  t->on[0].msg = msg ? strdup(msg) : NULL;
+}
+
 static void record(kiln_runtime *rt, char *msg)
 {
+  thread_slot *t = slot_get();
   if (rt) {
+    if (t)
+      record_own(t, rt, msg);
     kiln__runtime_set_error(rt, msg);
     return;
   }
-  thread_slot *t = slot_get();
   if (!t) {
     free(msg);
     return;
@@ -100,10 +132,18 @@ KILN_API const char *kiln_last_error(const kiln_runtime *rt)
     return "out of host memory while reading the last error";
   if (!rt)
     return t->own ? t->own : "";
-  kiln_runtime *mrt = (kiln_runtime *)rt; /* the lock is not part of the value */
-  pthread_mutex_lock(&mrt->lock);
-  char *copy = rt->error ? strdup(rt->error) : NULL;
-  pthread_mutex_unlock(&mrt->lock);
+  char *copy = NULL;
+  size_t i = 0;
+  while (i < OWN_RUNTIMES && t->on[i].serial != rt->serial)
+    i++;
+  if (i < OWN_RUNTIMES && t->on[i].msg) {
+    copy = strdup(t->on[i].msg);
+  } else { /* no failure of this thread on rt: the runtime's last */
+    kiln_runtime *mrt = (kiln_runtime *)rt; /* the lock is not part of the value */
+    pthread_mutex_lock(&mrt->lock);
+    copy = rt->error ? strdup(rt->error) : NULL;
+    pthread_mutex_unlock(&mrt->lock);
+  }
   free(t->copy);
   t->copy = copy;
   return copy ? copy : "";

@@ -34,7 +34,7 @@ typedef struct kiln__str {
 } kiln__str;
 
 void kiln__str_appendf(kiln__str *s, const char *fmt, ...) KILN__PRINTF(2, 3);
-void kiln__str_vappendf(kiln__str *s, const char *fmt, va_list ap);
+void kiln__str_vappendf(kiln__str *s, const char *fmt, va_list ap) KILN__PRINTF(2, 0);
 const char *kiln__str_get(const kiln__str *s); /* "" while empty */
 void kiln__str_free(kiln__str *s);
 
@@ -266,10 +266,11 @@ typedef struct kiln__reduce_tuning {
 
 void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t);
 
-/* A test seam: when set, every device gets these parameters (runtimes
+/* Test seams: when set, every device gets these parameters (runtimes
  * created afterwards build their kernels with them). Tests link the static
- * library to set it; nothing else does. */
+ * library to set them; nothing else does. */
 extern kiln__gemm_tuning *kiln__gemm_tuning_override;
+extern kiln__reduce_tuning *kiln__reduce_tuning_override;
 
 /* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
 
@@ -300,6 +301,15 @@ typedef struct kiln__gemm_backend {
  * (g's cl_mem fields stay NULL); used by kiln_gemm_host() (gemm.c). */
 kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g);
 
+/* What kiln_gemm() does before it enqueues anything: checks the request
+ * against the buffers' types and sizes and the device record, fills g and
+ * picks the backend. Reads only those records (no OpenCL call), so tests and
+ * tests/fuzz/fuzz-desc.c run it on fake buffers and devices. */
+kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                             const kiln_buffer *a, const kiln_buffer *b,
+                             const kiln_buffer *c, kiln__gemm *g,
+                             const kiln__gemm_backend **be);
+
 extern const kiln__gemm_backend kiln__gemm_kiln;    /* src/ops/gemm_kiln.c */
 
 /* How kiln's GEMM packs its operands for g on rt's device: padded sizes,
@@ -321,6 +331,11 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
                                        kiln_buffer *ap, kiln_buffer *bp);
 extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
                                                         when HAVE_CLBLAST */
+/* CLBlast keeps what it compiles in a process-wide cache; clblast.c counts
+ * the runtimes that called it (kiln__clblast_use() before each call) and
+ * empties the cache when the last of them is released. */
+void kiln__clblast_use(kiln_runtime *rt);
+void kiln__clblast_release(kiln_runtime *rt);
 
 /* ---- .npy files (npy.c, npy_header.c) ------------------------------------ */
 
@@ -375,6 +390,13 @@ typedef struct kiln__reduce_backend {
 kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
                               kiln__reduce *r, size_t *count, size_t *outputs);
 
+/* kiln__reduce_plan(), then the buffers: `in` holds offset + *count
+ * elements of the input type and `out` *outputs of the result type. No
+ * OpenCL call, like kiln__gemm_check(). */
+kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
+                               const kiln_buffer *in, const kiln_buffer *out,
+                               kiln__reduce *r, size_t *count, size_t *outputs);
+
 /* An empty axis: writes the identity of sum, mean (NaN) and norm into the
  * outputs of out; an error for the others (reduce.c). */
 kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r,
@@ -405,6 +427,14 @@ typedef struct kiln__conv_backend {
   const char *(*cannot)(kiln_runtime *rt, const kiln__conv *c);
   kiln_status (*run)(kiln_runtime *rt, const kiln__conv *c);
 } kiln__conv_backend;
+
+/* What kiln_conv2d() does before it enqueues anything: checks the request
+ * against the buffers and the device record, fills cv and picks the
+ * backend. No OpenCL call, like kiln__gemm_check(). */
+kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                             const kiln_buffer *x, const kiln_buffer *weights,
+                             const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv,
+                             const kiln__conv_backend **be);
 
 extern const kiln__conv_backend kiln__conv_direct;  /* src/ops/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
@@ -437,6 +467,14 @@ typedef struct kiln__fft_backend {
 extern const kiln__fft_backend kiln__fft_kiln;  /* src/ops/fft_kiln.c */
 extern const kiln__fft_backend kiln__fft_clfft; /* src/backends/clfft.c, HAVE_CLFFT */
 extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
+
+/* What kiln_fft() does before it plans anything: checks the request against
+ * the buffers and the device record, fills f, and puts the backends that
+ * may run it, best first, into be[0 .. *n). No OpenCL call, like
+ * kiln__gemm_check(). */
+kiln_status kiln__fft_check(kiln_runtime *rt, const kiln_fft_desc *desc,
+                            const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f,
+                            const kiln__fft_backend *be[3], unsigned *n);
 
 struct kiln__profile_scope; /* profiling, below */
 
@@ -582,6 +620,7 @@ struct kiln_runtime {
   struct kiln__fft_plan *fft_plans; /* cached FFT plans, a list (fft.c) */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
+  uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
   const char *mem_limit_source;
   /* commands enqueued without waiting, checked by kiln_finish() */
   struct kiln__pending {
@@ -591,9 +630,12 @@ struct kiln_runtime {
   size_t npending, cap_pending;
   cl_int deferred_err;       /* first failure found while reaping early */
   const char *deferred_what;
-  char *error;           /* the last failure's message */
+  char *error;           /* the last failure's message, of any thread */
+  uint64_t serial;       /* unique in the process, never reused: names the
+                            runtime in each thread's messages (error.c) */
   int profile;           /* recording calls; set at creation, never changed */
   kiln__profiler prof;
+  int used_clblast;      /* counted by clblast.c; under its lock */
 };
 
 struct kiln_buffer {

@@ -104,7 +104,9 @@ KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
   kiln_status st = gather(rt, fn, &all, count, &lo);
   if (st != KILN_OK)
     return st;
-  if (*count)
+  /* rows may be NULL (capacity 0, a count query): memcpy(NULL, p, 0) is
+   * undefined behaviour in C11, so copy only when there is room. */
+  if (*count && capacity)
     memcpy(rows, all, (capacity < *count ? capacity : *count) * sizeof *rows);
   free(all);
   return KILN_OK;

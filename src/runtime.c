@@ -2,10 +2,15 @@
  * runtime.c — creating and destroying a runtime: choosing the device, the
  * context and queues, the memory budget, and waiting for enqueued work.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln_config.h"
 #include "internal.h"
+
+/* Numbers the runtimes of the process, for error.c. */
+static atomic_uint_fast64_t runtimes_made;
 
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
@@ -99,6 +104,9 @@ static kiln_status open_device(kiln_runtime *rt)
 static void runtime_free(kiln_runtime *rt)
 {
   kiln__fft_release_plans(rt); /* before the queue and context they use */
+#if HAVE_CLBLAST
+  kiln__clblast_release(rt);
+#endif
   kiln__profile_free(rt);      /* the events of calls still recorded */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
@@ -144,6 +152,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: allocating the runtime failed");
   }
+  rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
   rt->builtins = calloc(kiln__builtin_count ? kiln__builtin_count : 1,
                         sizeof *rt->builtins);
   rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;

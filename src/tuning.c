@@ -43,8 +43,14 @@ void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
  * group's work-items in turn). On GPUs, groups of up to 256 work-items
  * stride over the input, 8 groups per compute unit.
  */
+kiln__reduce_tuning *kiln__reduce_tuning_override;
+
 void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t)
 {
+  if (kiln__reduce_tuning_override) {
+    *t = *kiln__reduce_tuning_override;
+    return;
+  }
   unsigned cu = dev->compute_units ? dev->compute_units : 1, wg = 1;
   while (wg * 2 <= 256 && wg * 2 <= dev->max_work_group_size)
     wg *= 2;

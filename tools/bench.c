@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -130,7 +133,11 @@ static int parse_common(const char *who, bench_args *a, int argc, char **argv, i
                         int *repeats_given)
 {
   const char *o = argv[*i], *next = *i + 1 < argc ? argv[*i + 1] : NULL;
-  if (strcmp(o, "--quick") == 0) {
+  if (!next && (strcmp(o, "--csv") == 0 || strcmp(o, "--plot") == 0 ||
+                strcmp(o, "--repeat") == 0 || strcmp(o, "--sizes") == 0 ||
+                strcmp(o, "--backend") == 0)) {
+    return fprintf(stderr, "%s: %s needs a value\n", who, o), -1;
+  } else if (strcmp(o, "--quick") == 0) {
     a->quick = 1;
   } else if (strcmp(o, "--json") == 0) {
     if (!HAVE_JSON_C)
@@ -153,6 +160,29 @@ static int parse_common(const char *who, bench_args *a, int argc, char **argv, i
     return 0;
   }
   return 1;
+}
+
+/* Whether path can be written once the measurements are done: not a folder,
+ * in a folder that exists and is writable. Checked before measuring, so a
+ * bad path costs no run and leaves no table behind; 0, or -1 after a line on
+ * stderr. */
+static int check_writable(const char *who, const char *opt, const char *path)
+{
+  struct stat st;
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+           slash ? (slash == path ? "/" : path) : ".");
+  const char *why = NULL;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    why = "it is a folder";
+  else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    why = "its folder does not exist";
+  else if (access(dir, W_OK) != 0)
+    why = strerror(errno);
+  if (why)
+    fprintf(stderr, "%s: %s '%s' cannot be written: %s\n", who, opt, path, why);
+  return why ? -1 : 0;
 }
 
 int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
@@ -190,6 +220,10 @@ int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
                      s ? s->usage : "kiln bench [GROUP]", common_usage), -1;
     }
   }
+  if ((a->json_path && check_writable(who, "--json", a->json_path) != 0) ||
+      (a->csv_path && check_writable(who, "--csv", a->csv_path) != 0) ||
+      (a->plot_path && check_writable(who, "--plot", a->plot_path) != 0))
+    return -1;
   if (s && a->plot_path && !s->axis)
     return fprintf(stderr, "%s: --plot draws figures against size, and %s has no "
                            "sizes to plot\n", who, s->op), -1;
@@ -431,7 +465,7 @@ static kiln_runtime *open_runtime(void)
 {
   kiln_runtime *rt = NULL;
   if (kiln_runtime_create(NULL, &rt) != KILN_OK)
-    fprintf(stderr, "kiln bench: %s\n", kiln_last_error(NULL));
+    kiln_cli_say("kiln bench", kiln_last_error(NULL));
   return rt;
 }
 

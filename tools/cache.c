@@ -19,8 +19,15 @@ static double now_ms(void)
 
 static int failed(const char *what, kiln_status st, const kiln_runtime *rt)
 {
-  fprintf(stderr, "kiln %s: %s (%s)\n%s\n", what, kiln_status_string(st),
-          kiln_status_name(st), kiln_last_error(rt));
+  if (st == KILN_ERR_BUILD) { /* the compiler's log, as it wrote it */
+    fprintf(stderr, "kiln %s: %s (%s): %s\n", what, kiln_status_string(st),
+            kiln_status_name(st), kiln_last_error(rt));
+    return 1;
+  }
+  char who[128];
+  snprintf(who, sizeof who, "kiln %s: %s (%s)", what, kiln_status_string(st),
+           kiln_status_name(st));
+  kiln_cli_say(who, kiln_last_error(rt));
   return 1;
 }
 

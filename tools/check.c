@@ -396,7 +396,7 @@ int kiln_cmd_check(int argc, char **argv)
   }
   check_ctx c = {.seed = 2026};
   if (kiln_runtime_create(NULL, &c.rt) != KILN_OK) {
-    fprintf(stderr, "kiln check: %s\n", kiln_last_error(NULL));
+    kiln_cli_say("kiln check", kiln_last_error(NULL));
     return 1;
   }
   printf("kiln check on %s: each operation on random data against a CPU reference in "

@@ -30,6 +30,12 @@ int kiln_cmd_check(int argc, char **argv);
  * `kiln run conv2d X.npy W.npy -o Y.npy [options]` (run.c). */
 int kiln_cmd_run(int argc, char **argv);
 
+/* Writes "who: msg" and a newline on stderr as one line (kiln.c): the line
+ * breaks of msg (a library message may list the devices, one a line) become
+ * "; ", or a space after a colon, and the indentation after them goes. So a
+ * failure is always one line, whatever the library said. */
+void kiln_cli_say(const char *who, const char *msg);
+
 /* What every command does with its runtime at the end (kiln.c): with
  * profiling on (KILN_PROFILE=1, KILN_TRACE), waits for the queue and prints
  * the profile table on stdout; then destroys the runtime, and says on

@@ -37,10 +37,28 @@ static int usage(FILE *out)
   return out == stdout ? 0 : 2;
 }
 
+void kiln_cli_say(const char *who, const char *msg)
+{
+  fprintf(stderr, "%s: ", who);
+  for (const char *p = msg; *p; p++) {
+    if (*p != '\n') {
+      fputc(*p, stderr);
+      continue;
+    }
+    while (p[1] == ' ' || p[1] == '\t' || p[1] == '\n')
+      p++;
+    if (p[1]) /* nothing for a break at the end */
+      fputs(p > msg && p[-1] == ':' ? " " : "; ", stderr);
+  }
+  fputc('\n', stderr);
+}
+
 static int fail(const char *what, kiln_status st, const kiln_runtime *rt)
 {
-  fprintf(stderr, "kiln %s: %s (%s)\n%s\n", what, kiln_status_string(st),
-          kiln_status_name(st), kiln_last_error(rt));
+  char who[128];
+  snprintf(who, sizeof who, "kiln %s: %s (%s)", what, kiln_status_string(st),
+           kiln_status_name(st));
+  kiln_cli_say(who, kiln_last_error(rt));
   return 1;
 }
 
@@ -60,8 +78,13 @@ void kiln_cli_runtime_destroy(kiln_runtime *rt)
 
 /* The devices in kiln's order, best first, with the keys that put them
  * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed. */
-static int cmd_devices(void)
+static int cmd_devices(int argc, char **argv)
 {
+  if (argc > 1) {
+    fprintf(stderr, "kiln devices: unexpected argument '%s'; usage: kiln devices (the "
+                    "device is chosen as always, e.g. KILN_DEVICE=...)\n", argv[1]);
+    return 2;
+  }
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
@@ -103,13 +126,15 @@ static int cmd_devices(void)
 
 int main(int argc, char **argv)
 {
-  if (argc < 2)
-    return usage(stderr);
+  if (argc < 2) { /* one line: the help is kiln help */
+    fprintf(stderr, "usage: kiln <command> [options]; kiln help lists the commands\n");
+    return 2;
+  }
   const char *cmd = argv[1];
   if (strcmp(cmd, "info") == 0)
     return kiln_cmd_info(argc - 1, argv + 1);
   if (strcmp(cmd, "devices") == 0)
-    return cmd_devices();
+    return cmd_devices(argc - 1, argv + 1);
   if (strcmp(cmd, "cache") == 0)
     return kiln_cmd_cache(argc - 1, argv + 1);
   if (strcmp(cmd, "kernels") == 0)
@@ -128,6 +153,6 @@ int main(int argc, char **argv)
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
     return usage(stdout);
-  fprintf(stderr, "kiln: unknown command '%s'\n", cmd);
-  return usage(stderr);
+  fprintf(stderr, "kiln: unknown command '%s'; kiln help lists the commands\n", cmd);
+  return 2;
 }

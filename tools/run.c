@@ -32,17 +32,41 @@ int run_say(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: ", who);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
+  char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (msg) { /* one line, whatever the library's message holds */
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  kiln_cli_say(who, msg ? msg : fmt);
+  free(msg);
   return 1;
 }
 
 int run_usage(const char *usage)
 {
-  fprintf(stderr, "%s\n", usage);
+  /* One line: the usage texts wrap for the source, not for the terminal. */
+  for (const char *p = usage; *p; p++) {
+    if (*p == '\n') {
+      while (p[1] == ' ')
+        p++;
+      fputc(' ', stderr);
+    } else {
+      fputc(*p, stderr);
+    }
+  }
+  fputc('\n', stderr);
   return -1;
+}
+
+int run_known_option(const char *o, const char *const *known, int n)
+{
+  for (int i = 0; i < n; i++)
+    if (strcmp(o, known[i]) == 0)
+      return 1;
+  return 0;
 }
 
 /* ---- options -------------------------------------------------------------- */
@@ -217,9 +241,11 @@ int kiln_cmd_run(int argc, char **argv)
       who = ops[i].who;
       return ops[i].run(argc - 1, argv + 1);
     }
-  fprintf(stderr, "usage: kiln run gemm A.npy B.npy -o C.npy [options]\n"
-                  "       kiln run reduce --op OP [--axis N] X.npy -o Y.npy [options]\n"
-                  "       kiln run conv2d X.npy W.npy -o Y.npy [options]\n"
-                  "       kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...]\n");
+  if (argc < 2)
+    fprintf(stderr, "usage: kiln run gemm|reduce|conv2d|fft FILES... -o OUT.npy [options]; "
+                    "kiln help shows each\n");
+  else
+    fprintf(stderr, "kiln run: unknown operation '%s'; expected gemm, reduce, conv2d or "
+                    "fft\n", argv[1]);
   return 2;
 }

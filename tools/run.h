@@ -19,8 +19,12 @@ double run_now_ms(void);
  * `return run_say(...), -1;`. */
 int run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The operation's usage on stderr; returns -1. */
+/* The operation's usage on stderr, as one line; returns -1. */
 int run_usage(const char *usage);
+
+/* Whether o is one of the n options that take a value, so that one given
+ * last can be told apart from an unknown option. */
+int run_known_option(const char *o, const char *const *known, int n);
 
 /* ---- options -------------------------------------------------------------- */
 

@@ -52,7 +52,10 @@ static int value(fft_args *f, const char *o, const char *v)
 {
   static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
                                        KILN_BACKEND_VKFFT, KILN_BACKEND_CLFFT};
+  static const char *const known[] = {"-o", "--axes", "--n", "--backend"};
   size_t n;
+  if (!run_known_option(o, known, sizeof known / sizeof known[0]))
+    return run_say("unknown option '%s'", o), -1;
   if (!v)
     return run_say("%s needs a value", o), -1;
   if (strcmp(o, "-o") == 0)

@@ -35,6 +35,10 @@ static int option(void *ctx, const char *o, const char *v)
     *(o[3] == 'a' ? &g->d.trans_a : &g->d.trans_b) = KILN_TRANS;
     return 1;
   }
+  static const char *const known[] = {"-o", "--c", "--alpha", "--beta", "--dtype",
+                                      "--backend"};
+  if (!run_known_option(o, known, sizeof known / sizeof known[0]))
+    return run_say("unknown option '%s'", o), -1;
   if (!v)
     return run_say("%s needs a value", o), -1;
   if (strcmp(o, "-o") == 0)

@@ -27,7 +27,10 @@ static const char usage[] =
 /* One option and its value (run_cli.option); 2, or -1 after saying why. */
 static int option(void *ctx, const char *o, const char *v)
 {
+  static const char *const known[] = {"-o", "--op", "--axis", "--backend"};
   reduce_args *r = ctx;
+  if (!run_known_option(o, known, sizeof known / sizeof known[0]))
+    return run_say("unknown option '%s'", o), -1;
   if (!v)
     return run_say("%s needs a value", o), -1;
   if (strcmp(o, "-o") == 0) {

@@ -20,11 +20,9 @@
  * through the last parameter, and is left NULL on failure. Destroy functions
  * accept NULL.
  *
- * Threads: see "Thread safety" in README.md. In short: calls on one runtime
- * from several threads are serialised where they touch shared state (memory
- * accounting, error text), and the OpenCL queue is thread-safe; the error
- * text returned to a thread stays valid until that thread's next
- * kiln_last_error() call.
+ * Threads: one runtime may be shared by all threads, or each may have its
+ * own; the "Threads" section below says which calls may run at once and
+ * which need the caller's own lock.
  *
  * OpenCL handles (context, queue, cl_mem) are available through
  * <kiln/kiln_cl.h>, which includes the OpenCL headers; this header does not.
@@ -289,10 +287,14 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt);
  * @rt : the runtime whose last failure you want, or NULL for the last
  *        failure of this thread that had no runtime (kiln_runtime_create(),
  *        or a call given a NULL runtime or buffer).
- * @return : the message of the most recent failure, "" when there was none.
- *           Successful calls do not clear it. The text belongs to kiln and
- *           stays valid until this thread calls kiln_last_error() again.
- *           Never NULL. */
+ * @return : the message of the calling thread's most recent failure on rt,
+ *           whatever other threads fail meanwhile; for a thread that has
+ *           had no failure on rt, the runtime's most recent failure of any
+ *           thread; "" when there was none. Successful calls do not clear
+ *           it. A thread keeps its messages for the last 8 runtimes it
+ *           failed on. The text is a copy that belongs to kiln and stays
+ *           valid until this thread calls kiln_last_error() again. Never
+ *           NULL. */
 KILN_API const char *kiln_last_error(const kiln_runtime *rt);
 
 /*! kiln_runtime_diagnostics() :
@@ -307,6 +309,57 @@ KILN_API const char *kiln_runtime_diagnostics(const kiln_runtime *rt);
  *           and what the ranking alone would have picked. "" when neither
  *           was set. Owned by the runtime; NULL for rt == NULL. */
 KILN_API const char *kiln_runtime_selection(const kiln_runtime *rt);
+
+/*====================================================================
+ * Threads
+ *====================================================================*/
+
+/* Share one runtime among threads, or give each thread its own: both are
+ * supported. A shared runtime has one in-order queue, so its threads' work
+ * runs one command at a time on the device; separate runtimes run side by
+ * side. tests/test-threads.c checks all of this with 8 threads, under
+ * ThreadSanitizer in CI.
+ *
+ * These may run at the same time on one runtime, from any threads:
+ *  - every operation (kiln_gemm(), kiln_conv2d(), kiln_reduce(), kiln_fft(),
+ *    kiln_convert(), kiln_gemm_host(), kiln_reduce_host()), also on the
+ *    same shapes: the runtime keeps one FFT plan per shape, and each call
+ *    enqueues its commands under the plan's lock;
+ *  - the buffer calls on different buffers (create, wrap, write, read, the
+ *    _async forms, copy, fill, destroy); several threads may read one
+ *    buffer, or use it as an operation's input;
+ *  - kiln_program_create*(), kiln_kernel_create() (also of one program),
+ *    kiln_program_destroy(), and calls on different kiln_kernels;
+ *  - kiln_finish(): it waits for every thread's work on the runtime, and
+ *    the failure of a command of any thread goes to the first kiln_finish()
+ *    after it;
+ *  - kiln_memory_stats(), kiln_cache_stats(), kiln_cache_contents(),
+ *    kiln_cache_clear(), the profiling calls, and the getters;
+ *  - kiln_runtime_create() and kiln_device_list_create(), and destroying
+ *    other runtimes and lists.
+ *
+ * These need the caller's own ordering:
+ *  - one kiln_kernel holds its arguments: kiln_kernel_set_arg*() and the
+ *    kiln_kernel_launch() they are for must not interleave with another
+ *    thread's calls on that kernel (hold a lock from the first set_arg to
+ *    the launch, or create a kernel per thread);
+ *  - kiln_buffer_destroy() must not run while another thread's call uses
+ *    the buffer (commands already enqueued on it are fine); a write to a
+ *    range that another thread reads or writes at the same time lands in
+ *    whichever order the calls reach the queue;
+ *  - kiln_runtime_destroy(): no call on the runtime or its buffers,
+ *    programs and kernels may be in flight or follow.
+ *
+ * Errors are per thread, as errno: see kiln_last_error().
+ *
+ * The process as a whole: kiln never changes the locale (it gives VkFFT's
+ * code generator the C locale on the building thread only). clFFT's state
+ * is process-wide: kiln sets it up for its first plan and tears it down
+ * after its last. kiln makes one call at a time into clFFT, and into
+ * CLBlast, in the whole process: neither is safe to call from two threads
+ * at once. While discovering devices, kiln_runtime_create() raises the
+ * process's default thread stack size for the drivers' worker threads; a
+ * thread the program creates at that moment gets it too. */
 
 /*====================================================================
  * Device information

@@ -20,6 +20,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 /* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
@@ -229,6 +230,59 @@ uint16_t kiln__half_from_double(double d)
   return (uint16_t)(sign | (round_shift(((uint64_t)e << 52) | mant, 42)));
 }
 
+/* ---- the runtimes that use CLBlast ---------------------------------------- */
+
+/* CLBlast keeps every program it builds in a process-wide cache keyed by
+ * context, which keeps that context alive: without this, each runtime that
+ * ran CLBlast left its programs and its context behind when destroyed.
+ * CLBlast can only empty the whole cache, so kiln does it when the last
+ * runtime that used CLBlast goes, not under the feet of one still using it. */
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long users; /* runtimes with used_clblast set */
+
+void kiln__clblast_use(kiln_runtime *rt)
+{
+  pthread_mutex_lock(&users_lock);
+  if (!rt->used_clblast) {
+    rt->used_clblast = 1;
+    users++;
+  }
+  pthread_mutex_unlock(&users_lock);
+}
+
+void kiln__clblast_release(kiln_runtime *rt)
+{
+  pthread_mutex_lock(&users_lock);
+  if (rt->used_clblast && --users == 0) {
+    kiln__clblast_lock();
+    CLBlastClearCache();
+    kiln__clblast_unlock();
+  }
+  rt->used_clblast = 0;
+  pthread_mutex_unlock(&users_lock);
+}
+
+/* ---- one call at a time -------------------------------------------------- */
+
+/* CLBlast 1.5.3 (Debian 12's) is not safe to call from two threads at once:
+ * two threads whose first call of a routine both miss its process-wide
+ * caches both build and store, and one reads a database the other is still
+ * filling (ThreadSanitizer, in kiln's thread test; CLBlast's pull request
+ * 495 fixed a race of this kind in its caches in 2023). So kiln makes one
+ * CLBlast call at a time in the process. A first call holds the lock while
+ * CLBlast compiles its kernels; later calls only while CLBlast enqueues. */
+static pthread_mutex_t call_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void kiln__clblast_lock(void)
+{
+  pthread_mutex_lock(&call_lock);
+}
+
+void kiln__clblast_unlock(void)
+{
+  pthread_mutex_unlock(&call_lock);
+}
+
 /* ---- the backend --------------------------------------------------------- */
 
 /* Margin for CLBlast's padding of each dimension to its tile sizes (at most
@@ -330,27 +384,25 @@ static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
   cl_command_queue queue = rt->queue;
   cl_event ev = NULL;
   const char *call = "CLBlast";
+  kiln__clblast_use(rt);
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
   /* CLBlast skips reading C only when beta compares equal to zero, and for
    * half it compares the bits: a -0 would read C (and NaN in it). */
   double beta = g->beta == 0 ? 0.0 : g->beta;
-  CLBlastStatusCode st;
-  switch (g->dtype) {
-  case KILN_F32:
-    st = CLBLAST_GEMM(S, (float)g->alpha, (float)beta);
-    break;
-  case KILN_F64:
-    st = CLBLAST_GEMM(D, g->alpha, beta);
-    break;
-  case KILN_F16:
-    st = CLBLAST_GEMM(H, (cl_half)kiln__half_from_double(g->alpha),
-                      (cl_half)kiln__half_from_double(beta));
-    break;
-  default:
+  if (g->dtype != KILN_F32 && g->dtype != KILN_F64 && g->dtype != KILN_F16)
     return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
                       "kiln_gemm(clblast): %s; expected float16, float32 or float64",
                       kiln_dtype_name(g->dtype));
-  }
+  CLBlastStatusCode st;
+  kiln__clblast_lock();
+  if (g->dtype == KILN_F32)
+    st = CLBLAST_GEMM(S, (float)g->alpha, (float)beta);
+  else if (g->dtype == KILN_F64)
+    st = CLBLAST_GEMM(D, g->alpha, beta);
+  else
+    st = CLBLAST_GEMM(H, (cl_half)kiln__half_from_double(g->alpha),
+                      (cl_half)kiln__half_from_double(beta));
+  kiln__clblast_unlock();
   if (st != CLBlastSuccess) {
     if (ev)
       clReleaseEvent(ev);

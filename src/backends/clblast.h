@@ -27,6 +27,12 @@ kiln_status kiln__status_from_clblast(int code);
 kiln_status kiln__fail_clblast(kiln_runtime *rt, int code, const char *call,
                                const char *fmt, ...) KILN__PRINTF(4, 5);
 
+/* Taken around every CLBlast call: kiln makes one at a time in the process,
+ * as CLBlast 1.5.3 is not safe to call from two threads at once (clblast.c
+ * says why). Never held with another kiln lock. */
+void kiln__clblast_lock(void);
+void kiln__clblast_unlock(void);
+
 /* d as an IEEE binary16 bit pattern, rounded to nearest even in one step
  * (no double rounding through float); overflow gives infinity, NaN stays a
  * quiet NaN of the same sign. CLBlast's Hgemm takes alpha and beta so. */

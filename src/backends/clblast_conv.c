@@ -182,13 +182,16 @@ static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_conv2d(clblast): %s", why);
   const kiln_conv2d_desc *d = &cv->d;
   size_t chunk = images_per_call(rt, cv);
+  kiln__clblast_use(rt);
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
   for (size_t first = 0; first < d->n; first += chunk) {
     size_t count = d->n - first < chunk ? d->n - first : chunk;
     cl_command_queue queue = rt->queue;
     cl_event ev = NULL;
     int dbl = d->dtype == KILN_F64;
+    kiln__clblast_lock();
     CLBlastStatusCode st = dbl ? CLBLAST_CONVGEMM(D) : CLBLAST_CONVGEMM(S);
+    kiln__clblast_unlock();
     if (st != CLBlastSuccess) {
       if (ev)
         clReleaseEvent(ev);

@@ -148,9 +148,12 @@ static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
   int k = find_routine(r); /* found: cannot() checked */
   cl_command_queue queue = rt->queue;
   cl_event ev = NULL;
+  kiln__clblast_use(rt);
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
+  kiln__clblast_lock();
   CLBlastStatusCode st = routines[k].fn(r->len, r->out, r->out_offset, r->in,
                                         r->offset, 1, &queue, &ev);
+  kiln__clblast_unlock();
   if (st != CLBlastSuccess) {
     if (ev)
       clReleaseEvent(ev);

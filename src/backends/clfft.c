@@ -11,6 +11,16 @@
  * created and destroyed on several threads never tear down under another's
  * plans.
  *
+ * clFFT is not safe to call from several threads at once, whatever its
+ * per-plan locks suggest: plans of one signature share one cl_program and
+ * cl_kernel in its repository, so two threads baking the same length at
+ * once both insert the program (an assertion in FFTRepo::setclProgram
+ * aborts the process; kiln's stress test hit it), and two plans enqueued at
+ * once set the arguments of one cl_kernel (clFFT's own TODO in
+ * FFTAction::enqueue). So kiln makes one clFFT call at a time in the
+ * process (call_lock). A bake holds it for as long as clFFT compiles;
+ * enqueueing holds it only while clFFT sets arguments and enqueues.
+ *
  * What clFFT does that kiln does not see: its bake generates and compiles
  * OpenCL kernels (seconds on a CPU device), and the temporary buffer some
  * plans need (allocated here, once per plan) sits outside kiln's memory
@@ -75,6 +85,9 @@ static kiln_status fail_clfft(kiln_runtime *rt, clfftStatus code, const char *ca
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t setup_lock;
 static unsigned long live_plans; /* guarded by setup_lock */
+/* Held around every clFFT call but setup and teardown (see the top); never
+ * together with setup_lock. */
+static pthread_mutex_t call_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void setup_lock_init(void)
 {
@@ -141,7 +154,9 @@ static void clfft_release(void *p)
   clfft_plan *plan = p;
   if (!plan)
     return;
+  pthread_mutex_lock(&call_lock);
   clfftDestroyPlan(&plan->handle);
+  pthread_mutex_unlock(&call_lock);
   if (plan->tmp)
     clReleaseMemObject(plan->tmp);
   free(plan);
@@ -181,9 +196,11 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "%s: no host memory", what);
   }
   const char *call = "clfftCreateDefaultPlan";
+  pthread_mutex_lock(&call_lock);
   clfftStatus err = clfftCreateDefaultPlan(&plan->handle, rt->context,
                                            (clfftDim)d->ndim, len);
   if (err != CLFFT_SUCCESS) {
+    pthread_mutex_unlock(&call_lock);
     free(plan);
     plans_release();
     return fail_clfft(rt, err, call, what);
@@ -210,6 +227,7 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
     call = "clfftGetTmpBufSize";
     err = clfftGetTmpBufSize(plan->handle, &tmp_bytes);
   }
+  pthread_mutex_unlock(&call_lock);
   if (err != CLFFT_SUCCESS) {
     st = fail_clfft(rt, err, call, what);
     clfft_release(plan);
@@ -235,10 +253,12 @@ static kiln_status clfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   cl_mem in = f->in, out = f->out;
   cl_event ev = NULL;
   kiln__profile_mark(rt); /* clFFT's event is its last kernel's */
+  pthread_mutex_lock(&call_lock);
   clfftStatus err = clfftEnqueueTransform(plan->handle,
                                           f->d.inverse ? CLFFT_BACKWARD : CLFFT_FORWARD,
                                           1, &rt->queue, 0, NULL, &ev, &in, &out,
                                           plan->tmp);
+  pthread_mutex_unlock(&call_lock);
   if (err != CLFFT_SUCCESS)
     return fail_clfft(rt, err, "clfftEnqueueTransform", "kiln_fft(clfft): enqueueing");
   return kiln__runtime_track(rt, ev, "kiln_fft(clfft)");

@@ -21,12 +21,18 @@
  * kiln's memory accounting. VkFFT enqueues kernels without events, so run()
  * enqueues a marker after them and tracks the marker.
  *
- * VkFFT switches the process's locale to "C" while it generates code and
- * switches it back afterwards (setlocale is process-wide). kiln builds one
- * VkFFT plan at a time in the process, so two kiln threads never interleave
- * those switches; other threads of the program are not covered.
+ * Locale. VkFFT's code generator calls setlocale(LC_ALL, "C"), so that
+ * printf writes "0.5" and not "0,5", and puts the old name back when it is
+ * done. setlocale changes every thread's locale: threads of the program
+ * that format or parse numbers meanwhile would do it in "C", and two
+ * generators on two threads would restore each other's names (glibc may
+ * even free the old name VkFFT keeps). So kiln, which compiles VkFFT's
+ * header, replaces those calls with vkfft_setlocale(), which changes
+ * nothing, and gives the building thread alone the C locale (uselocale)
+ * while VkFFT generates code. VkFFT has no other state outside its
+ * application object, so plans are built on several threads at once.
  */
-#include <pthread.h>
+#include <locale.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +41,114 @@
  * that vkFFT.h includes. */
 #include "internal.h"
 
+/* VkFFT turns each failed OpenCL call into a code of its own
+ * (VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL, ...) and drops the OpenCL error,
+ * which is what tells a device out of memory from a failed build. VkFFT's
+ * OpenCL calls go through these wrappers, which keep the thread's last
+ * failure for fail_vkfft(). And VkFFT prints a failed build's log and its
+ * whole generated source to stdout: kiln never prints, so inside vkFFT.h
+ * printf does nothing (the message still names the build's error). */
+static _Thread_local struct {
+  cl_int err;
+  const char *call;
+} vk_last;
+
+static cl_int vk_note(cl_int err, const char *call)
+{
+  if (err != CL_SUCCESS)
+    vk_last.err = err, vk_last.call = call;
+  return err;
+}
+
+/* A call that returns its error; one that returns an object and reports
+ * through its parameter e. */
+#define VK_INT(name, params, args)                                             \
+  static cl_int vk_##name params { return vk_note(name args, #name); }
+#define VK_OBJ(type, name, params, args)                                       \
+  static type vk_##name params                                                 \
+  {                                                                            \
+    type o_ = name args;                                                       \
+    if (!o_ && e)                                                              \
+      vk_note(*e, #name);                                                      \
+    return o_;                                                                 \
+  }
+VK_INT(clBuildProgram, (cl_program p, cl_uint n, const cl_device_id *d, const char *o,
+                        void(CL_CALLBACK *f)(cl_program, void *), void *u),
+       (p, n, d, o, f, u))
+VK_INT(clEnqueueNDRangeKernel, (cl_command_queue q, cl_kernel k, cl_uint dims,
+                                const size_t *off, const size_t *g, const size_t *l,
+                                cl_uint nw, const cl_event *w, cl_event *ev),
+       (q, k, dims, off, g, l, nw, w, ev))
+VK_INT(clEnqueueWriteBuffer, (cl_command_queue q, cl_mem m, cl_bool b, size_t o,
+                              size_t s, const void *p, cl_uint nw, const cl_event *w,
+                              cl_event *ev),
+       (q, m, b, o, s, p, nw, w, ev))
+VK_INT(clSetKernelArg, (cl_kernel k, cl_uint i, size_t s, const void *v), (k, i, s, v))
+VK_INT(clFinish, (cl_command_queue q), (q))
+VK_OBJ(cl_mem, clCreateBuffer, (cl_context c, cl_mem_flags f, size_t s, void *h,
+                                cl_int *e),
+       (c, f, s, h, e))
+VK_OBJ(cl_program, clCreateProgramWithSource, (cl_context c, cl_uint n, const char **s,
+                                               const size_t *l, cl_int *e),
+       (c, n, s, l, e))
+VK_OBJ(cl_program, clCreateProgramWithBinary,
+       (cl_context c, cl_uint n, const cl_device_id *d, const size_t *l,
+        const unsigned char **b, cl_int *st, cl_int *e),
+       (c, n, d, l, b, st, e))
+VK_OBJ(cl_kernel, clCreateKernel, (cl_program p, const char *name, cl_int *e),
+       (p, name, e))
+VK_OBJ(cl_command_queue, clCreateCommandQueue,
+       (cl_context c, cl_device_id d, cl_command_queue_properties pr, cl_int *e),
+       (c, d, pr, e))
+#undef VK_INT
+#undef VK_OBJ
+#define clBuildProgram vk_clBuildProgram
+#define clEnqueueNDRangeKernel vk_clEnqueueNDRangeKernel
+#define clEnqueueWriteBuffer vk_clEnqueueWriteBuffer
+#define clSetKernelArg vk_clSetKernelArg
+#define clFinish vk_clFinish
+#define clCreateBuffer vk_clCreateBuffer
+#define clCreateProgramWithSource vk_clCreateProgramWithSource
+#define clCreateProgramWithBinary vk_clCreateProgramWithBinary
+#define clCreateKernel vk_clCreateKernel
+#define clCreateCommandQueue vk_clCreateCommandQueue
+#undef printf /* a macro with _FORTIFY_SOURCE on some compilers */
+#define printf(...) ((void)0)
+
 #define VKFFT_BACKEND 3 /* OpenCL */
+/* With -fsanitize=address GCC 12 inlines VkFFT's code generator deeper and
+ * then warns of a NULL sprintf destination on a path VkFFT guards at run
+ * time (sc->output is set before any line is appended). Not kiln's code.
+ * Clang has no such warning, and would warn of the unknown option. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-overflow"
+#endif
+/* See "Locale" above. <locale.h> is already in: the macro renames only
+ * VkFFT's calls. */
+static char *vkfft_setlocale(int category, const char *name)
+{
+  (void)category;
+  (void)name;
+  return (char *)"C";
+}
+#define setlocale vkfft_setlocale
 #include <vkFFT.h>
+#undef clBuildProgram
+#undef clEnqueueNDRangeKernel
+#undef clEnqueueWriteBuffer
+#undef clSetKernelArg
+#undef clFinish
+#undef clCreateBuffer
+#undef clCreateProgramWithSource
+#undef clCreateProgramWithBinary
+#undef clCreateKernel
+#undef clCreateCommandQueue
+#undef printf
+#undef setlocale
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* ---- status codes ------------------------------------------------------- */
 
@@ -90,22 +202,27 @@ static const vkfft_status statuses[] = {
 };
 #undef ROW
 
-/* Records a failed VkFFT call: "<what>: <call> failed with <NAME> (<code>)". */
+/* Records a failed VkFFT call: "<what>: <call> failed with <NAME> (<code>)",
+ * then the OpenCL call that failed inside it, if one did: its error gives
+ * the status. */
 static kiln_status fail_vkfft(kiln_runtime *rt, VkFFTResult code, const char *call,
                               const char *what)
 {
-  for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+  const vkfft_status *row = NULL;
+  for (size_t i = 0; i < sizeof statuses / sizeof statuses[0] && !row; i++)
     if (statuses[i].code == (int)code)
-      return kiln__fail(rt, statuses[i].status, "%s: %s failed with %s (%d)", what, call,
-                        statuses[i].name, (int)code);
+      row = &statuses[i];
+  if (vk_last.err != CL_SUCCESS)
+    return kiln__fail_cl(rt, vk_last.err, vk_last.call, "%s: %s failed with %s (%d)",
+                         what, call, row ? row->name : "a VkFFT result", (int)code);
+  if (row)
+    return kiln__fail(rt, row->status, "%s: %s failed with %s (%d)", what, call,
+                      row->name, (int)code);
   return kiln__fail(rt, KILN_ERR_OPENCL, "%s: %s failed with VkFFT result %d (see "
                     "VkFFTResult in vkFFT.h)", what, call, (int)code);
 }
 
 /* ---- the backend --------------------------------------------------------- */
-
-/* One VkFFT build at a time in the process: see the locale note above. */
-static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct vkfft_plan {
   VkFFTApplication app;
@@ -162,13 +279,42 @@ static const char *vkfft_cannot(kiln_runtime *rt, const kiln__fft *f)
   return NULL;
 }
 
+/* VkFFT 1.2's deleteVkFFT() releases axes[i][j] but not the program and
+ * kernel it builds for each later upload of a multi-upload Bluestein axis,
+ * inverseBluesteinAxes[i][1..] (their LUT is axes[i][j]'s, released with
+ * it). Each such plan left those programs, ~2 MiB of PoCL memory apiece,
+ * and so the runtime's context alive (LeakSanitizer, test_fft_real_long_odd).
+ * VkFFT 1.3 releases them itself; the handles are zeroed here, and its
+ * deleteAxis() skips zero handles. */
+static void release_bluestein_uploads(VkFFTApplication *app, VkFFTPlan *fft)
+{
+  if (!fft)
+    return;
+  for (uint64_t i = 0; i < app->configuration.FFTdim && i < 3; i++) {
+    if (!app->useBluesteinFFT[i])
+      continue;
+    for (uint64_t j = 1; j < fft->numAxisUploads[i] && j < 4; j++) {
+      VkFFTAxis *axis = &fft->inverseBluesteinAxes[i][j];
+      if (axis->kernel)
+        clReleaseKernel(axis->kernel);
+      if (axis->program)
+        clReleaseProgram(axis->program);
+      axis->kernel = 0;
+      axis->program = 0;
+    }
+  }
+}
+
 static void vkfft_release(void *p)
 {
   vkfft_plan *plan = p;
   if (!plan)
     return;
-  if (!plan->copy_only)
+  if (!plan->copy_only) {
+    release_bluestein_uploads(&plan->app, plan->app.localFFTPlan);
+    release_bluestein_uploads(&plan->app, plan->app.localFFTPlan_inverse);
     deleteVkFFT(&plan->app);
+  }
   if (plan->scratch)
     clReleaseMemObject(plan->scratch);
   free(plan);
@@ -241,9 +387,17 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
    * VkFFT's 64 ran 1-D 2^20 15% faster (`kiln bench fft`). */
   if (dev->info.type & KILN_DEVICE_CPU)
     c.coalescedMemory = 32;
-  pthread_mutex_lock(&build_lock);
+  locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  if (c_locale == (locale_t)0) {
+    free(plan);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for the C "
+                      "locale VkFFT writes its code in", what);
+  }
+  locale_t before = uselocale(c_locale); /* this thread's only */
+  vk_last.err = CL_SUCCESS;
   VkFFTResult res = initializeVkFFT(&plan->app, c);
-  pthread_mutex_unlock(&build_lock);
+  uselocale(before);
+  freelocale(c_locale);
   if (res != VKFFT_SUCCESS) {
     /* initializeVkFFT() cleans up after itself on failure. */
     free(plan);
@@ -297,6 +451,7 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   lp.buffer = &buffer;
   lp.inputBuffer = &input;
   /* VkFFT: -1 forward, 1 inverse. */
+  vk_last.err = CL_SUCCESS;
   VkFFTResult res = VkFFTAppend(&plan->app, plan->inverse ? 1 : -1, &lp);
   if (res != VKFFT_SUCCESS)
     return fail_vkfft(rt, res, "VkFFTAppend", what);

@@ -30,15 +30,26 @@ static kiln_conv2d_desc resolved(const kiln_conv2d_desc *d)
   return r;
 }
 
-/* One output side: (in + pads - dilation * (f - 1) - 1) / stride + 1. */
-static int side(size_t in, size_t pad_a, size_t pad_b, size_t f, size_t dil, size_t stride,
-                size_t *out)
+/* One output side: (padded - dilation * (f - 1) - 1) / stride + 1; -1 when
+ * the dilated filter does not fit, a product too large for size_t included
+ * (wrapped, it would look small and fit). */
+static int side(size_t padded, size_t f, size_t dil, size_t stride, size_t *out)
 {
-  size_t span = dil * (f - 1) + 1, padded = in + pad_a + pad_b;
-  if (f == 0 || span > padded)
+  size_t reach; /* from the filter's first tap to its last */
+  if (f == 0 || kiln__mul_overflow(dil, f - 1, &reach) || reach >= padded)
     return -1;
-  *out = (padded - span) / stride + 1;
+  *out = (padded - reach - 1) / stride + 1;
   return 0;
+}
+
+/* in + pad_a + pad_b, or -1 when it is 2^31 or more: the kernels compute an
+ * input row or column as (int)(pi * stride + ri * dilation) - (int)pad in
+ * 32 bits, which is exact only below that. */
+static int padded_side(size_t in, size_t pad_a, size_t pad_b, size_t *padded)
+{
+  if (kiln__add_overflow(in, pad_a, padded) || kiln__add_overflow(*padded, pad_b, padded))
+    return -1;
+  return *padded < (size_t)1 << 31 ? 0 : -1;
 }
 
 static kiln_status check_sizes(kiln_runtime *rt, const kiln_conv2d_desc *d, size_t *p,
@@ -56,8 +67,15 @@ static kiln_status check_sizes(kiln_runtime *rt, const kiln_conv2d_desc *d, size
                       "(%zu) and k (%zu) to be multiples of groups", d->groups,
                       d->c % d->groups ? "c" : "k", d->c % d->groups ? d->c : d->k,
                       d->c, d->k);
-  if (side(d->h, d->pad_top, d->pad_bottom, d->r, d->dilation_h, d->stride_h, p) ||
-      side(d->w, d->pad_left, d->pad_right, d->s, d->dilation_w, d->stride_w, q))
+  size_t ph, pw;
+  if (padded_side(d->h, d->pad_top, d->pad_bottom, &ph) ||
+      padded_side(d->w, d->pad_left, d->pad_right, &pw))
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_conv2d: the input padded is %zu + %zu + %zu rows and %zu + "
+                      "%zu + %zu columns; expected each below 2^31", d->h, d->pad_top,
+                      d->pad_bottom, d->w, d->pad_left, d->pad_right);
+  if (side(ph, d->r, d->dilation_h, d->stride_h, p) ||
+      side(pw, d->s, d->dilation_w, d->stride_w, q))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: a %zu x %zu filter (dilation %zu x %zu) does not "
                       "fit the %zu x %zu input padded by %zu, %zu, %zu, %zu: the output "
@@ -179,6 +197,15 @@ static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
              : KILN_OK;
 }
 
+kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                             const kiln_buffer *x, const kiln_buffer *weights,
+                             const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv,
+                             const kiln__conv_backend **be)
+{
+  kiln_status st = check(rt, desc, x, weights, bias, y, cv);
+  return st == KILN_OK ? choose(rt, cv, be) : st;
+}
+
 KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *x, const kiln_buffer *weights,
                                  const kiln_buffer *bias, kiln_buffer *y)
@@ -190,9 +217,7 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
   kiln__profile_begin(rt, &ps, "conv2d");
   kiln__conv cv;
   const kiln__conv_backend *be = NULL;
-  kiln_status st = check(rt, desc, x, weights, bias, y, &cv);
-  if (st == KILN_OK)
-    st = choose(rt, &cv, &be);
+  kiln_status st = kiln__conv_check(rt, desc, x, weights, bias, y, &cv, &be);
   if (st == KILN_OK) {
     const kiln_conv2d_desc *d = &cv.d;
     uint64_t outputs = (uint64_t)d->n * d->k * cv.p * cv.q;

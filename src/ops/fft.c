@@ -13,6 +13,16 @@
  * it; the first to insert wins and the other releases its copy. Plans live
  * until the runtime is destroyed (kiln__fft_release_plans), so a plan found
  * in the list stays valid while any call uses it.
+ *
+ * A plan is state, not only a recipe: kiln's own keeps a scratch buffer its
+ * passes go through, VkFFT's sets the arguments of its own kernels at each
+ * VkFFTAppend, and some of VkFFT's and clFFT's keep temporary buffers. Two
+ * threads running one plan at once would interleave their commands on the
+ * in-order queue (A's first pass, B's first pass into the same scratch, then
+ * A's second pass reading B's data). So each plan has a lock held while its
+ * commands are enqueued: each run's commands are then consecutive on the
+ * queue, which runs them in order, and the next run's first command starts
+ * after the last one's has finished.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +43,7 @@ struct kiln__fft_plan {
   int inverse; /* 0 or 1; C2R is 1, R2C 0 */
   const kiln__fft_backend *backend;
   void *plan;
+  pthread_mutex_t run_lock; /* held while a call enqueues this plan's work */
   struct kiln__fft_plan *next;
 };
 
@@ -237,6 +248,15 @@ static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
   return 0;
 }
 
+kiln_status kiln__fft_check(kiln_runtime *rt, const kiln_fft_desc *desc,
+                            const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f,
+                            const kiln__fft_backend *be[3], unsigned *n)
+{
+  kiln_status st = check(rt, desc, in, out, f);
+  *n = st == KILN_OK ? choose(rt, f, be, &st) : 0;
+  return st;
+}
+
 /* ---- the plan cache ------------------------------------------------------ */
 
 static int plan_matches(const struct kiln__fft_plan *p, const kiln__fft *f,
@@ -247,43 +267,51 @@ static int plan_matches(const struct kiln__fft_plan *p, const kiln__fft *f,
          !memcmp(p->shape, f->d.shape, sizeof p->shape);
 }
 
-static void *plan_find(kiln_runtime *rt, const kiln__fft *f, const kiln__fft_backend *be)
+static struct kiln__fft_plan *plan_find(kiln_runtime *rt, const kiln__fft *f,
+                                        const kiln__fft_backend *be)
 {
-  void *plan = NULL;
+  struct kiln__fft_plan *found = NULL;
   pthread_mutex_lock(&rt->lock);
-  for (struct kiln__fft_plan *p = rt->fft_plans; p && !plan; p = p->next)
+  for (struct kiln__fft_plan *p = rt->fft_plans; p && !found; p = p->next)
     if (plan_matches(p, f, be))
-      plan = p->plan;
+      found = p;
   pthread_mutex_unlock(&rt->lock);
-  return plan;
+  return found;
 }
 
 /* The cached plan for f on be, built (without holding rt->lock) when the
  * cache has none. */
 static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
-                            const kiln__fft_backend *be, void **out)
+                            const kiln__fft_backend *be, struct kiln__fft_plan **out)
 {
   *out = plan_find(rt, f, be);
   if (*out)
     return KILN_OK;
   struct kiln__fft_plan *node = malloc(sizeof *node);
-  if (!node)
+  if (!node || pthread_mutex_init(&node->run_lock, NULL) != 0) {
+    free(node);
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "kiln_fft: no host memory for a plan");
+  }
   void *plan = NULL;
   kiln_status st = be->plan(rt, f, &plan);
   if (st != KILN_OK) {
+    pthread_mutex_destroy(&node->run_lock);
     free(node);
     return st;
   }
-  *node = (struct kiln__fft_plan){.kind = f->d.kind, .dtype = f->d.dtype,
-                                  .ndim = f->d.ndim, .batch = f->d.batch,
-                                  .inverse = f->d.inverse, .backend = be, .plan = plan};
+  node->kind = f->d.kind;
+  node->dtype = f->d.dtype;
+  node->ndim = f->d.ndim;
+  node->batch = f->d.batch;
+  node->inverse = f->d.inverse;
+  node->backend = be;
+  node->plan = plan;
   memcpy(node->shape, f->d.shape, sizeof node->shape);
-  void *raced = NULL;
+  struct kiln__fft_plan *raced = NULL;
   pthread_mutex_lock(&rt->lock);
   for (struct kiln__fft_plan *p = rt->fft_plans; p && !raced; p = p->next)
     if (plan_matches(p, f, be))
-      raced = p->plan;
+      raced = p;
   if (!raced) {
     node->next = rt->fft_plans;
     rt->fft_plans = node;
@@ -291,10 +319,11 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   pthread_mutex_unlock(&rt->lock);
   if (raced) { /* another thread built the same plan first */
     be->release(plan);
+    pthread_mutex_destroy(&node->run_lock);
     free(node);
-    plan = raced;
+    node = raced;
   }
-  *out = plan;
+  *out = node;
   return KILN_OK;
 }
 
@@ -305,6 +334,7 @@ void kiln__fft_release_plans(kiln_runtime *rt)
   while (p) {
     struct kiln__fft_plan *next = p->next;
     p->backend->release(p->plan);
+    pthread_mutex_destroy(&p->run_lock);
     free(p);
     p = next;
   }
@@ -378,11 +408,11 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
 {
   kiln__fft f;
   const kiln__fft_backend *be[3];
-  void *plan = NULL;
-  kiln_status st = check(rt, desc, in, out, &f);
+  struct kiln__fft_plan *plan = NULL;
+  unsigned n;
+  kiln_status st = kiln__fft_check(rt, desc, in, out, &f, be, &n);
   if (st != KILN_OK)
     return st;
-  unsigned n = choose(rt, &f, be, &st);
   /* A backend may refuse a shape only when it plans it (VkFFT's multi-pass
    * R2C of odd lengths): AUTO then goes on to the next, and runs a real
    * transform that none can do as a complex one (fft_real.c). */
@@ -397,7 +427,9 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
     kiln__profile_describe(ps, kiln_backend_name(be[i]->id), profile_bytes(&f),
                            profile_flops(&f), "%s",
                            profile_shape(&f, shape, sizeof shape));
-    st = be[i]->run(rt, plan, &f);
+    pthread_mutex_lock(&plan->run_lock); /* see the top of this file */
+    st = be[i]->run(rt, plan->plan, &f);
+    pthread_mutex_unlock(&plan->run_lock);
   }
   if (st == KILN_OK)
     st = scale(rt, &f);

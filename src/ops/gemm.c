@@ -245,6 +245,15 @@ static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm
   return KILN_OK;
 }
 
+kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                             const kiln_buffer *a, const kiln_buffer *b,
+                             const kiln_buffer *c, kiln__gemm *g,
+                             const kiln__gemm_backend **be)
+{
+  kiln_status st = resolve(rt, desc, a, b, c, g);
+  return st == KILN_OK ? choose(rt, desc->backend, g, be) : st;
+}
+
 KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                const kiln_buffer *a, const kiln_buffer *b,
                                kiln_buffer *c)
@@ -256,9 +265,7 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
   kiln__profile_begin(rt, &ps, "gemm");
   kiln__gemm g;
   const kiln__gemm_backend *be = NULL;
-  kiln_status st = resolve(rt, desc, a, b, c, &g);
-  if (st == KILN_OK)
-    st = choose(rt, desc->backend, &g, &be);
+  kiln_status st = kiln__gemm_check(rt, desc, a, b, c, &g, &be);
   if (st == KILN_OK) {
     /* A and B read, C written (and read when beta is not 0); the batch
      * shown only above 1 (%.0zu prints nothing for 0). */

@@ -113,8 +113,11 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
     if (kiln__mul_overflow(*into, d->shape[i], into))
       return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: the view's size overflows");
   }
-  *count = dims[0] * dims[1] * dims[2];
-  *outputs = dims[0] * dims[2];
+  /* Each part fits, but their products may not: a view of 2^62 x 4 along
+   * axis 0 would count 2^64 elements, 0 once wrapped, and pass any buffer. */
+  if (kiln__mul_overflow(dims[0], dims[2], outputs) ||
+      kiln__mul_overflow(*outputs, dims[1], count))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: the view's size overflows");
   *r = (kiln__reduce){.op = d->op, .in_type = d->dtype, .out_type = out,
                       .outer = dims[0], .len = dims[1], .inner = dims[2],
                       .offset = d->offset};
@@ -186,6 +189,25 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
              : KILN_OK;
 }
 
+kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
+                               const kiln_buffer *in, const kiln_buffer *out,
+                               kiln__reduce *r, size_t *count, size_t *outputs)
+{
+  size_t need_in;
+  kiln_status st = kiln__reduce_plan(rt, desc, r, count, outputs);
+  if (st == KILN_OK && kiln__add_overflow(desc->offset, *count, &need_in))
+    st = kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: offset + view overflows");
+  if (st == KILN_OK)
+    st = check_buffer(rt, in, "in", desc->dtype, need_in);
+  if (st == KILN_OK)
+    st = check_buffer(rt, out, "out", r->out_type, *outputs);
+  if (st != KILN_OK)
+    return st;
+  r->in = kiln_buffer_cl_mem(in);
+  r->out = kiln_buffer_cl_mem(out);
+  return KILN_OK;
+}
+
 KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                  const kiln_buffer *in, kiln_buffer *out)
 {
@@ -196,15 +218,9 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
   kiln__profile_begin(rt, &ps, profile_name(desc->op));
   char view[64];
   kiln__reduce r;
-  size_t count, outputs, need_in;
+  size_t count, outputs;
   const kiln__reduce_backend *be = NULL;
-  kiln_status st = kiln__reduce_plan(rt, desc, &r, &count, &outputs);
-  if (st == KILN_OK && kiln__add_overflow(desc->offset, count, &need_in))
-    st = kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: offset + view overflows");
-  if (st == KILN_OK)
-    st = check_buffer(rt, in, "in", desc->dtype, need_in);
-  if (st == KILN_OK)
-    st = check_buffer(rt, out, "out", r.out_type, outputs);
+  kiln_status st = kiln__reduce_check(rt, desc, in, out, &r, &count, &outputs);
   if (st != KILN_OK || outputs == 0)
     return kiln__profile_end(&ps, st);
   if (r.len == 0) {
@@ -212,8 +228,6 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
                            view_text(desc, view, sizeof view));
     return kiln__profile_end(&ps, kiln__reduce_empty(rt, &r, out, outputs));
   }
-  r.in = kiln_buffer_cl_mem(in);
-  r.out = kiln_buffer_cl_mem(out);
   st = kiln__reduce_choose(rt, desc->backend, &r, &be);
   if (st == KILN_OK) {
     /* one operation per element read; norm's square and add count two */

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite again, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, LeakSanitizer on, in its own build folder
+# (build-asan). Run by ci/test.sh after the plain suite, so PoCL's kernel
+# cache (~/.cache/pocl) is warm and the slow LLVM compiles are not repeated.
+# Any sanitizer report fails the test it happens in: UBSan halts on its first
+# report, LeakSanitizer makes the process exit non-zero.
+#
+# With -Dfault_injection=true: the faults test (tests/test-faults.c) makes
+# each OpenCL allocation, enqueue, build and map of every operation fail in
+# turn, and LeakSanitizer checks that nothing leaks on those paths.
+#
+# Suppressions: tests/lsan.supp, leaks inside PoCL and clFFT only, each
+# justified there. The install suite is left out: it links a program against
+# the staged library with plain pkg-config flags, which an instrumented
+# libkiln cannot satisfy (it would need the sanitizers' runtimes too).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+builddir=${KILN_ASAN_BUILD_DIR:-build-asan}
+
+options=(-Db_sanitize=address,undefined -Db_lundef=false -Dfault_injection=true -Dwerror=true)
+if [ -f "$builddir/build.ninja" ]; then
+  meson setup --reconfigure "$builddir" "${options[@]}" >/dev/null || exit 1
+else
+  meson setup "$builddir" "${options[@]}" >/dev/null || exit 1
+fi
+meson compile -C "$builddir" >/dev/null || { meson compile -C "$builddir"; exit 1; }
+
+# fast_unwind_on_malloc=0: PoCL and LLVM have no frame pointers, and the
+# suppressions match frames inside them (tests/lsan.supp says why).
+# verify_asan_link_order=0: two tests load the instrumented libkiln.so into an
+# uninstrumented python3 through ctypes; ASan then starts late, which is
+# enough for what those tests call.
+# new_delete_type_mismatch=0: clFFT 2.12's FFTRepo::deletePlan frees a plan
+# with a delete of another size than its new (inside clFFT; the memory is
+# freed, which LeakSanitizer still checks).
+export ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=64:verify_asan_link_order=0:new_delete_type_mismatch=0
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Instrumented code is 2-3 times slower, host references included.
+meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite install \
+  --timeout-multiplier 4
