@@ -2,8 +2,8 @@
  * fft.cl — kiln's own FFT: one radix-R pass of a Stockham autosort FFT over
  * complex rows of a power-of-two length n, batched (src/ops/fft_kiln.c).
  *
- *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
- *                                    uint p, uint n, T sign, global const T *tw)
+ *   kernel void kiln_fft_r<R>[w]_<type>(global const T *in, global T *out,
+ *                                       uint p, uint n, T sign, global const T *tw)
  *
  * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
@@ -17,7 +17,8 @@
  *
  * Why it is written like this: reads of consecutive work-items are
  * consecutive for every r, and so are writes once p is at least the SIMD
- * width, which lets PoCL vectorise across work-items; the code is scalar
+ * width (the w kernels are indexed so that the compiler can see it), which
+ * lets PoCL vectorise across work-items; the code is scalar
  * (no float2) for the same reason (LLVM's loop vectoriser skips vector-typed
  * instructions); and the twiddle comes from a table, not sincos(), whose
  * out-of-line argument reduction also blocks vectorisation. Every loop has a
@@ -118,19 +119,17 @@ inline uint kiln_fft_bitrev(uint r, uint R)
     }                                                                                   \
   }
 
-/* The kernel of radix R, T the real type. R is a literal in the body, so
- * that every loop is unrolled before PoCL vectorises across work-items (R
- * as a parameter of an inline function, even a constant one, left them
- * rolled: 4x slower). */
-#define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
-  kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
-                                       uint n, T sign, global const T *tw)              \
+/* The body of a radix-R pass for work-item i of the row, k = i mod p. R is a
+ * literal in the body, so that every loop is unrolled before PoCL
+ * vectorises across work-items (R as a parameter of an inline function,
+ * even a constant one, left them rolled: 4x slower). */
+#define KILN_FFT_BODY(R, T, SUFFIX, I, K, ROW)                                          \
   {                                                                                     \
-    uint i = get_global_id(0);                                                          \
-    size_t row = get_global_id(1) * (size_t)n * 2;                                      \
+    uint i = (I), k = (K);                                                              \
+    size_t row = (ROW) * (size_t)n * 2;                                                 \
     in += row;                                                                          \
     out += row;                                                                         \
-    uint q = n / R, k = i & (p - 1);                                                    \
+    uint q = n / R;                                                                     \
     T xr[32], xi[32];                                                                   \
     _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
       xr[r] = in[2 * (i + r * q)];                                                      \
@@ -145,6 +144,21 @@ inline uint kiln_fft_bitrev(uint r, uint R)
       out[2 * (j + r * p) + 1] = xi[s];                                                 \
     }                                                                                   \
   }
+
+/* The kernels of radix R, T the real type: kiln_fft_r<R> over the global
+ * range (n/R, batch), and kiln_fft_r<R>w over (p, n/(R p), batch) for the
+ * passes of stride p >= 16 (src/tuning.c), where work-item (k, block) is
+ * i = block p + k: the same points, but indexed so that the compiler sees
+ * neighbouring work-items touch neighbouring points and twiddles. */
+#define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
+  kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
+                                       uint n, T sign, global const T *tw)              \
+  KILN_FFT_BODY(R, T, SUFFIX, get_global_id(0), get_global_id(0) & (p - 1),             \
+                get_global_id(1))                                                       \
+  kernel void kiln_fft_r##R##w_##SUFFIX(global const T *in, global T *out, uint p,      \
+                                        uint n, T sign, global const T *tw)             \
+  KILN_FFT_BODY(R, T, SUFFIX, get_global_id(1) * p + get_global_id(0),                  \
+                get_global_id(0), get_global_id(2))
 
 #define KILN_FFT_KERNELS(T, SUFFIX, LIT)                                                \
   KILN_FFT_TABLES(T, SUFFIX, LIT)                                                       \

@@ -266,6 +266,14 @@ typedef struct kiln__reduce_tuning {
 
 void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t);
 
+/* kiln's own FFT (cl/fft.cl): passes whose stride p is at least wide_from
+ * run the 2-D indexed kernel in groups of `group` work-items along k. */
+typedef struct kiln__fft_tuning {
+  unsigned wide_from, group;
+} kiln__fft_tuning;
+
+void kiln__fft_tuning_for(const kiln_device_info *dev, kiln__fft_tuning *t);
+
 /* Test seams: when set, every device gets these parameters (runtimes
  * created afterwards build their kernels with them). Tests link the static
  * library to set them; nothing else does. */

@@ -168,14 +168,23 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   double sign = f->d.inverse ? 1 : -1;
   /* With an odd number of passes the first writes `out`, else the scratch. */
   cl_mem src = f->in, dst = plan->npass % 2 ? f->out : plan->scratch;
+  kiln__fft_tuning t;
+  kiln__fft_tuning_for(kiln_runtime_device(rt), &t);
   cl_uint stride = 1;
   for (unsigned s = 0; s < plan->npass; s++) {
+    /* Wide passes: (k, block, row) in groups of t.group along k; the
+     * others: (i, row), groups as the driver likes. */
+    int wide = stride >= t.wide_from;
+    size_t blocks = n / plan->radix[s] / stride;
+    size_t global[3] = {wide ? stride : n / plan->radix[s], wide ? blocks : f->d.batch,
+                        f->d.batch};
+    size_t local[3] = {stride < t.group ? stride : t.group, 1, 1};
     char kernel[32];
-    snprintf(kernel, sizeof kernel, "kiln_fft_r%u_%s", plan->radix[s], f64 ? "f64" : "f32");
-    size_t global[2] = {n / plan->radix[s], f->d.batch};
-    kiln_status st = kiln__launch(rt, what, "fft", kernel, 2, global, NULL,
-                                  f64 ? "mmuudm" : "mmuufm", src, dst, stride, n, sign,
-                                  plan->twiddles);
+    snprintf(kernel, sizeof kernel, "kiln_fft_r%u%s_%s", plan->radix[s], wide ? "w" : "",
+             f64 ? "f64" : "f32");
+    kiln_status st = kiln__launch(rt, what, "fft", kernel, wide ? 3 : 2, global,
+                                  wide ? local : NULL, f64 ? "mmuudm" : "mmuufm", src,
+                                  dst, stride, n, sign, plan->twiddles);
     if (st != KILN_OK)
       return st;
     stride *= plan->radix[s];
