@@ -2,8 +2,9 @@
  * fft.cl — kiln's own FFT: one radix-R pass of a Stockham autosort FFT over
  * complex rows of a power-of-two length n, batched (src/ops/fft_kiln.c).
  *
- *   kernel void kiln_fft_r<R>[w]_<type>(global const T *in, global T *out,
- *                                       uint p, uint n, T sign, global const T *tw)
+ *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
+ *                                    uint p, uint n, T sign, global const T *tw)
+ *   kernel void kiln_fft_r32w_<type>(...the same)
  *
  * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
@@ -17,7 +18,7 @@
  *
  * Why it is written like this: reads of consecutive work-items are
  * consecutive for every r, and so are writes once p is at least the SIMD
- * width (the w kernels are indexed so that the compiler can see it), which
+ * width (kiln_fft_r32w is indexed so that the compiler can see it), which
  * lets PoCL vectorise across work-items; the code is scalar
  * (no float2) for the same reason (LLVM's loop vectoriser skips vector-typed
  * instructions); and the twiddle comes from a table, not sincos(), whose
@@ -145,19 +146,23 @@ inline uint kiln_fft_bitrev(uint r, uint R)
     }                                                                                   \
   }
 
-/* The kernels of radix R, T the real type: kiln_fft_r<R> over the global
- * range (n/R, batch), and kiln_fft_r<R>w over (p, n/(R p), batch) for the
- * passes of stride p >= 16 (src/tuning.c), where work-item (k, block) is
- * i = block p + k: the same points, but indexed so that the compiler sees
- * neighbouring work-items touch neighbouring points and twiddles. */
+/* The kernel of radix R, T the real type, over the global range (n/R,
+ * batch). */
 #define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
   kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
                                        uint n, T sign, global const T *tw)              \
   KILN_FFT_BODY(R, T, SUFFIX, get_global_id(0), get_global_id(0) & (p - 1),             \
-                get_global_id(1))                                                       \
-  kernel void kiln_fft_r##R##w_##SUFFIX(global const T *in, global T *out, uint p,      \
-                                        uint n, T sign, global const T *tw)             \
-  KILN_FFT_BODY(R, T, SUFFIX, get_global_id(1) * p + get_global_id(0),                  \
+                get_global_id(1))
+
+/* The radix-32 kernel again over (p, n/(32 p), batch), for the passes of
+ * stride p >= 16 (src/tuning.c): work-item (k, block) is i = block p + k,
+ * the same points, but indexed so that the compiler sees that neighbouring
+ * work-items touch neighbouring points and twiddles. The smaller radices
+ * run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need no such kernel. */
+#define KILN_FFT_KERNEL_WIDE(T, SUFFIX)                                                 \
+  kernel void kiln_fft_r32w_##SUFFIX(global const T *in, global T *out, uint p,         \
+                                     uint n, T sign, global const T *tw)                \
+  KILN_FFT_BODY(32, T, SUFFIX, get_global_id(1) * p + get_global_id(0),                 \
                 get_global_id(0), get_global_id(2))
 
 #define KILN_FFT_KERNELS(T, SUFFIX, LIT)                                                \
@@ -165,7 +170,8 @@ inline uint kiln_fft_bitrev(uint r, uint R)
   KILN_FFT_KERNEL(2, T, SUFFIX)                                                         \
   KILN_FFT_KERNEL(4, T, SUFFIX)                                                         \
   KILN_FFT_KERNEL(8, T, SUFFIX)                                                         \
-  KILN_FFT_KERNEL(32, T, SUFFIX)
+  KILN_FFT_KERNEL(32, T, SUFFIX)                                                        \
+  KILN_FFT_KERNEL_WIDE(T, SUFFIX)
 
 /* Literals: float constants need the f suffix where the device has no fp64. */
 #define KILN_FFT_F32(x) x##f

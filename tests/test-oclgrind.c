@@ -735,17 +735,19 @@ static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int 
   kiln_buffer_destroy(real_in), kiln_buffer_destroy(in), kiln_buffer_destroy(out);
 }
 
-/* Every radix (2, 4, 8, 4 x 4, 32, and 8 then 32), both directions and the
- * scalings that launch scale.cl; float64 too. */
+/* Every radix (2, 4, 8, 4 x 4, 32, 8 then 32, and 4 x 4 then a radix-32
+ * pass of stride 16, kiln_fft_r32w), both directions and the scalings that
+ * launch scale.cl; float64 too. */
 static void test_oclgrind_fft_c2c(void **state)
 {
   (void)state;
-  static const size_t lengths[] = {2, 4, 8, 16, 32, 256};
+  static const size_t lengths[] = {2, 4, 8, 16, 32, 256, 512};
   for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++)
     fft_c2c(gpu_rt, KILN_F32, lengths[i], 3, (int)(i & 1), KILN_FFT_NORM_BACKWARD);
   fft_c2c(gpu_rt, KILN_F32, 16, 1, 0, KILN_FFT_NORM_ORTHO);
   fft_c2c(gpu_rt, KILN_F64, 8, 2, 1, KILN_FFT_NORM_BACKWARD);
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
+  fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
 }
 
 /* R2C and C2R as complex transforms (src/ops/fft_real.c), the path kiln_fft()

@@ -172,9 +172,9 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   kiln__fft_tuning_for(kiln_runtime_device(rt), &t);
   cl_uint stride = 1;
   for (unsigned s = 0; s < plan->npass; s++) {
-    /* Wide passes: (k, block, row) in groups of t.group along k; the
-     * others: (i, row), groups as the driver likes. */
-    int wide = stride >= t.wide_from;
+    /* Wide radix-32 passes: (k, block, row) in groups of t.group along k;
+     * the others: (i, row), groups as the driver likes. */
+    int wide = plan->radix[s] == 32 && stride >= t.wide_from;
     size_t blocks = n / plan->radix[s] / stride;
     size_t global[3] = {wide ? stride : n / plan->radix[s], wide ? blocks : f->d.batch,
                         f->d.batch};
