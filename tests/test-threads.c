@@ -26,9 +26,6 @@
 
 #include <locale.h>
 #include <math.h>
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -855,13 +852,5 @@ int main(int argc, char **argv)
     cmocka_set_test_filter(argv[1]);
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   pthread_barrier_destroy(&start_barrier);
-#ifdef __SANITIZE_ADDRESS__
-  /* LeakSanitizer's check at exit stops every thread with a tracer; here it
-   * crashed now and then ("Tracer caught signal 11", about 1 run in 7) while
-   * the threads that this test's many runtimes left to PoCL were being torn
-   * down. Checking now, with them idle, finds the same leaks, and makes the
-   * check at exit a no-op. */
-  __lsan_do_leak_check();
-#endif
   return failed;
 }
