@@ -2,7 +2,9 @@
  * test-oclgrind.c — every kernel of kiln's cl/ files runs on Oclgrind, the
  * OpenCL simulator, with its checks on: out-of-bounds accesses (always on),
  * data races (OCLGRIND_DATA_RACES) and misuse of the OpenCL API
- * (OCLGRIND_CHECK_API); main() says why not uninitialised values.
+ * (OCLGRIND_CHECK_API); with --uninit, reads of uninitialised values too
+ * (OCLGRIND_UNINITIALIZED), a separate run because it is slower (main()
+ * says why).
  * Oclgrind reports what it finds on stderr and lets the call succeed, so
  * each test runs with the process's stderr in a file, and any text there
  * fails the test (and is shown).
@@ -17,7 +19,7 @@
  * by this executable's clEnqueueNDRangeKernel, which libkiln (linked
  * statically) calls instead of the ICD loader's, and which forwards to it.
  *
- * usage: test-oclgrind FILE.cl...   (kiln's cl/ files, passed by meson)
+ * usage: test-oclgrind [--uninit] FILE.cl...   (kiln's cl/ files, from meson)
  * Needs Oclgrind registered with the ICD loader (OCL_ICD_VENDORS, set by
  * meson): exits 77 (skipped) without it, except under CI.
  */
@@ -78,6 +80,72 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
   return err;
 }
 
+/* ---- --uninit: this executable's clReleaseMemObject ---------------------- */
+
+/*
+ * Oclgrind 21.10's uninitialised-value check keeps a shadow copy of each
+ * buffer, found by the buffer's number, and does not drop it when the buffer
+ * is released. Oclgrind hands a released buffer's number to the next buffer
+ * created, which then inherits the old buffer's shadow: its size, and which
+ * bytes were written. A larger new buffer reads as uninitialised past the old
+ * size even where a kernel has just written it (its stores there are lost),
+ * and a new buffer that reuses a written one hides real reads of unwritten
+ * memory. Kiln releases its GEMM workspace and the caller's buffers between
+ * operations, so reports came and went with the order of the tests. With
+ * --uninit, releases wait until both runtimes are gone: no number is reused
+ * and every buffer starts with a shadow of its own. (The plain run releases
+ * at once, and ASan checks the use of released buffers.)
+ */
+static int uninit; /* --uninit: the uninitialised-value run */
+static cl_mem *deferred;
+static size_t ndeferred, deferred_cap;
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef cl_int (*release_fn)(cl_mem);
+
+static release_fn real_release(void)
+{
+  static release_fn real;
+  if (!real)
+    *(void **)&real = dlsym(RTLD_NEXT, "clReleaseMemObject");
+  return real;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clReleaseMemObject(cl_mem mem)
+{
+  release_fn real = real_release();
+  if (!real)
+    return CL_INVALID_OPERATION;
+  if (!uninit || !mem)
+    return real(mem);
+  pthread_mutex_lock(&deferred_lock);
+  if (ndeferred == deferred_cap) {
+    size_t cap = deferred_cap ? 2 * deferred_cap : 256;
+    cl_mem *grown = realloc(deferred, cap * sizeof *grown);
+    if (!grown) { /* cannot defer: release now, at the cost of a reuse */
+      pthread_mutex_unlock(&deferred_lock);
+      return real(mem);
+    }
+    deferred = grown;
+    deferred_cap = cap;
+  }
+  deferred[ndeferred++] = mem;
+  pthread_mutex_unlock(&deferred_lock);
+  return CL_SUCCESS;
+}
+
+/* Makes the releases that waited; 0 when each succeeded. */
+static int release_deferred(void)
+{
+  int bad = 0;
+  for (size_t i = 0; i < ndeferred; i++)
+    bad |= real_release()(deferred[i]) != CL_SUCCESS;
+  free(deferred);
+  deferred = NULL;
+  ndeferred = deferred_cap = 0;
+  return bad ? -1 : 0;
+}
+
 /* ---- Oclgrind's reports: stderr in a file around each test --------------- */
 
 static int saved_stderr = -1;
@@ -118,6 +186,23 @@ static int capture_end(const char *when)
   return lines ? -1 : 0;
 }
 
+/* Ends the capture running, puts what was written in text (at most cap - 1
+ * bytes, NUL-terminated) and starts another, for a test that expects a
+ * report. */
+static void capture_swap(char *text, size_t cap)
+{
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  FILE *f = fopen(capture_path, "r");
+  unlink(capture_path);
+  size_t n = f ? fread(text, 1, cap - 1, f) : 0;
+  text[n] = 0;
+  if (f)
+    fclose(f);
+  assert_int_equal(capture_begin(), 0);
+}
+
 /* ---- the two runtimes on Oclgrind ---------------------------------------- */
 
 static kiln_runtime *gpu_rt; /* Oclgrind's own shapes: it calls itself a GPU */
@@ -141,6 +226,9 @@ static kiln_runtime *oclgrind_runtime(void)
   kiln_options opts;
   kiln_options_init(&opts);
   opts.device = "oclgrind";
+  /* --uninit builds without optimisation (main() says why), which kiln's
+   * cache key cannot see: build every program anew. */
+  opts.no_cache = uninit;
   kiln_runtime *rt = NULL;
   if (kiln_runtime_create(&opts, &rt) != KILN_OK)
     return NULL;
@@ -164,8 +252,9 @@ static int group_teardown(void **state)
   if (capture_begin())
     return -1;
   kiln_status a = kiln_runtime_destroy(gpu_rt), b = kiln_runtime_destroy(cpu_rt);
+  int released = release_deferred();
   int bad = capture_end("runtime destruction");
-  return a == KILN_OK && b == KILN_OK && !bad ? 0 : -1;
+  return a == KILN_OK && b == KILN_OK && !released && !bad ? 0 : -1;
 }
 
 static int test_setup(void **state)
@@ -303,6 +392,36 @@ static void convert_pair(kiln_runtime *rt, kiln_dtype from, kiln_dtype to)
   }
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);
+}
+
+/* --uninit only, first: a kernel that reads a buffer nobody wrote is
+ * reported, so the check is on, and a run of kiln's kernels that reports
+ * nothing means something. */
+static void test_oclgrind_uninit_check_is_on(void **state)
+{
+  (void)state;
+  static const char *source =
+    "kernel void reads_unwritten(global const float *x, global float *y)\n"
+    "{ y[get_global_id(0)] = x[get_global_id(0)] + 1; }\n";
+  kiln_program *p = NULL;
+  kiln_kernel *k = NULL;
+  kiln_buffer *x = NULL, *y = NULL;
+  assert_kiln_ok(gpu_rt, kiln_program_create(gpu_rt, source, NULL, &p));
+  assert_kiln_ok(gpu_rt, kiln_kernel_create(p, "reads_unwritten", &k));
+  assert_kiln_ok(gpu_rt, kiln_buffer_create(gpu_rt, KILN_F32, 4, 0, &x));
+  assert_kiln_ok(gpu_rt, kiln_buffer_create(gpu_rt, KILN_F32, 4, 0, &y));
+  assert_kiln_ok(gpu_rt, kiln_kernel_set_args(k, "bb", x, y));
+  assert_kiln_ok(gpu_rt, kiln_kernel_launch(k, 1, (size_t[]){4}, NULL));
+  assert_kiln_ok(gpu_rt, kiln_finish(gpu_rt));
+  char report[4096];
+  capture_swap(report, sizeof report);
+  if (!strstr(report, "Uninitialized value written to global memory"))
+    fail_msg("Oclgrind did not report a read of an unwritten buffer; it said:\n%s",
+             report);
+  kiln_buffer_destroy(x);
+  kiln_buffer_destroy(y);
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(p);
 }
 
 static void test_oclgrind_convert(void **state)
@@ -990,25 +1109,31 @@ static void test_oclgrind_every_kernel_ran(void **state)
 
 int main(int argc, char **argv)
 {
-  cl_files = argv + 1;
-  ncl_files = argc - 1;
+  uninit = argc > 1 && !strcmp(argv[1], "--uninit");
+  cl_files = argv + 1 + uninit;
+  ncl_files = argc - 1 - uninit;
   /* Oclgrind reads these when the ICD loader loads it: set before any
    * OpenCL call. A log file or quick mode would hide what it finds.
-   * The uninitialised-value check stays off: in Oclgrind 21.10 (Debian 12)
-   * it stops every optimised kernel that divides ("OCLGRIND FATAL ERROR
-   * (Uninitialized.cpp:1805) Unsupported instruction: freeze", and wrong
-   * results), and with -cl-opt-disable it runs 10 times slower and reports
-   * the second GEMM of a runtime's packed panels, which its pack kernel has
-   * just written, as uninitialised. Out-of-bounds accesses (always on),
-   * races and the API are checked. */
+   * Out-of-bounds accesses are always checked, races and the API here.
+   * The uninitialised-value check is a run of its own (--uninit): Oclgrind
+   * 21.10 (Debian 12) cannot follow LLVM's `freeze`, which optimised kernels
+   * that divide contain ("OCLGRIND FATAL ERROR (Uninitialized.cpp:1805)
+   * Unsupported instruction: freeze"), so kernels are built with
+   * -cl-opt-disable there, and run about 10 times slower. */
   setenv("OCLGRIND_DATA_RACES", "1", 1);
   setenv("OCLGRIND_CHECK_API", "1", 1);
-  unsetenv("OCLGRIND_UNINITIALIZED");
+  if (uninit) {
+    setenv("OCLGRIND_UNINITIALIZED", "1", 1);
+    setenv("OCLGRIND_BUILD_OPTIONS", "-cl-opt-disable", 1);
+  } else {
+    unsetenv("OCLGRIND_UNINITIALIZED");
+    unsetenv("OCLGRIND_BUILD_OPTIONS");
+  }
   unsetenv("OCLGRIND_QUICK");
   unsetenv("OCLGRIND_LOG");
   unsetenv("OCLGRIND_MAX_ERRORS");
   if (ncl_files < 1) {
-    fprintf(stderr, "usage: test-oclgrind FILE.cl...\n");
+    fprintf(stderr, "usage: test-oclgrind [--uninit] FILE.cl...\n");
     return 1;
   }
   kiln_runtime *probe = oclgrind_runtime();
@@ -1019,6 +1144,7 @@ int main(int argc, char **argv)
   kiln_runtime_destroy(probe);
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup, test_teardown)
   const struct CMUnitTest tests[] = {
+    T(test_oclgrind_uninit_check_is_on), /* --uninit only */
     T(test_oclgrind_convert),
     T(test_oclgrind_gemm_gpu_shape),
     T(test_oclgrind_gemm_cpu_shape),
@@ -1030,5 +1156,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_fft_real),
     T(test_oclgrind_every_kernel_ran), /* last: counts what the others ran */
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  size_t first = uninit ? 0 : 1, count = sizeof tests / sizeof tests[0] - first;
+  return _cmocka_run_group_tests("tests", tests + first, count, group_setup,
+                                 group_teardown);
 }
