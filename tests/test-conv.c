@@ -22,6 +22,7 @@
 
 #include <math.h>
 
+#include "conv-case.h"
 #include "kiln_config.h"
 #include "values.h"
 
@@ -51,11 +52,6 @@ static double *values(size_t n, kiln_dtype t, uint64_t *seed)
 
 /* ---- the cases ----------------------------------------------------------- */
 
-/* Zero strides, dilations and groups are the header's defaults (1). */
-typedef struct conv_case {
-  size_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, groups;
-  int bias, relu;
-} conv_case;
 
 static const conv_case cases[] = {
   /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  r */
@@ -100,20 +96,6 @@ static const conv_case cases[] = {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-static size_t or1(size_t v) { return v ? v : 1; }
-
-static kiln_conv2d_desc desc_of(const conv_case *cc, kiln_dtype t, kiln_tensor_layout l)
-{
-  kiln_conv2d_desc d;
-  kiln_conv2d_desc_init(&d, t, cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s);
-  d.layout = l;
-  d.stride_h = cc->sh, d.stride_w = cc->sw;
-  d.pad_top = cc->pt, d.pad_bottom = cc->pb, d.pad_left = cc->pl, d.pad_right = cc->pr;
-  d.dilation_h = cc->dh, d.dilation_w = cc->dw;
-  d.groups = cc->groups, d.relu = cc->relu;
-  return d;
-}
-
 /* ---- the reference --------------------------------------------------------- */
 
 typedef struct problem {
@@ -122,33 +104,14 @@ typedef struct problem {
   double *x, *w, *b; /* b is NULL without bias */
 } problem;
 
-/* Offsets of image element (b, ch, i, j) of a tensor of `chans` channels
- * of hh x ww, and of filter element (kk, cc, a, e), by the layout. */
-static size_t img(const kiln_conv2d_desc *d, size_t chans, size_t hh, size_t ww,
-                  size_t b, size_t ch, size_t i, size_t j)
-{
-  return d->layout == KILN_NCHW ? ((b * chans + ch) * hh + i) * ww + j
-                                : ((b * hh + i) * ww + j) * chans + ch;
-}
-
-static size_t flt(const kiln_conv2d_desc *d, size_t cg, size_t kk, size_t cc, size_t a,
-                  size_t e)
-{
-  return d->layout == KILN_NCHW ? ((kk * cg + cc) * d->r + a) * d->s + e
-                                : ((kk * d->r + a) * d->s + e) * cg + cc;
-}
-
 static void make(problem *p, const conv_case *cc, kiln_dtype t, kiln_tensor_layout l,
                  uint64_t seed)
 {
-  p->d = desc_of(cc, t, l);
+  p->d = conv_case_desc(cc, t, l);
   const kiln_conv2d_desc *d = &p->d;
-  p->p = (d->h + d->pad_top + d->pad_bottom - or1(d->dilation_h) * (d->r - 1) - 1) /
-             or1(d->stride_h) + 1;
-  p->q = (d->w + d->pad_left + d->pad_right - or1(d->dilation_w) * (d->s - 1) - 1) /
-             or1(d->stride_w) + 1;
+  conv_case_output(d, &p->p, &p->q);
   p->nx = d->n * d->c * d->h * d->w;
-  p->nw = d->k * (d->c / or1(d->groups)) * d->r * d->s;
+  p->nw = d->k * (d->c / conv_or1(d->groups)) * d->r * d->s;
   p->ny = d->n * d->k * p->p * p->q;
   p->x = values(p->nx, t, &seed);
   p->w = values(p->nw, t, &seed);
@@ -162,41 +125,21 @@ static void unmake(problem *p)
   free(p->b);
 }
 
-/* Cross-correlation, as every deep-learning framework computes it: output
- * (i, j) reads input (i*stride - pad + a*dilation, ...), the filter not
- * flipped. want and bound are in y's layout. */
+/* want and bound, in y's layout, from conv-case.h's reference. */
 static void reference(const problem *p, double *want, double *bound)
 {
   const kiln_conv2d_desc *d = &p->d;
-  size_t g = or1(d->groups), cg = d->c / g, kg = d->k / g;
-  size_t sh = or1(d->stride_h), sw = or1(d->stride_w);
-  size_t dh = or1(d->dilation_h), dw = or1(d->dilation_w);
-  double u = ldexp(1, d->dtype == KILN_F64 ? -53 : -24), m = (double)(cg * d->r * d->s + 1);
+  double u = ldexp(1, d->dtype == KILN_F64 ? -53 : -24);
+  double m = (double)(d->c / conv_or1(d->groups) * d->r * d->s + 1);
   double gamma = m * u / (1 - m * u);
-  for (size_t b = 0; b < d->n; b++)
-    for (size_t kk = 0; kk < d->k; kk++)
-      for (size_t i = 0; i < p->p; i++)
-        for (size_t j = 0; j < p->q; j++) {
-          double sum = p->b ? p->b[kk] : 0, mag = fabs(sum);
-          for (size_t cc = 0; cc < cg; cc++)
-            for (size_t a = 0; a < d->r; a++)
-              for (size_t e = 0; e < d->s; e++) {
-                long long yi = (long long)(i * sh + a * dh) - (long long)d->pad_top;
-                long long xj = (long long)(j * sw + e * dw) - (long long)d->pad_left;
-                if (yi < 0 || xj < 0 || yi >= (long long)d->h || xj >= (long long)d->w)
-                  continue;
-                double v = p->x[img(d, d->c, d->h, d->w, b, kk / kg * cg + cc, (size_t)yi,
-                                    (size_t)xj)] *
-                           p->w[flt(d, cg, kk, cc, a, e)];
-                sum += v;
-                mag += fabs(v);
-              }
-          size_t o = img(d, d->k, p->p, p->q, b, kk, i, j);
-          want[o] = d->relu && sum < 0 ? 0 : sum;
-          bound[o] = gamma * mag;
-          if (d->dtype == KILN_F16)
-            bound[o] += ldexp(1, -11) * (fabs(sum) + gamma * mag) + ldexp(1, -24);
-        }
+  conv_case_reference(d, p->x, p->w, p->b, want, bound); /* sums, magnitudes */
+  for (size_t o = 0; o < p->ny; o++) {
+    double sum = want[o], mag = bound[o];
+    want[o] = d->relu && sum < 0 ? 0 : sum;
+    bound[o] = gamma * mag;
+    if (d->dtype == KILN_F16)
+      bound[o] += ldexp(1, -11) * (fabs(sum) + gamma * mag) + ldexp(1, -24);
+  }
 }
 
 /* ---- running --------------------------------------------------------------- */
@@ -395,7 +338,7 @@ static void test_conv_output_sizes(void **state)
     {{1, 3, 7, 9, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 5, 7},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-    kiln_conv2d_desc d = desc_of(&t[i].cc, KILN_F32, (kiln_tensor_layout)(i & 1));
+    kiln_conv2d_desc d = conv_case_desc(&t[i].cc, KILN_F32, (kiln_tensor_layout)(i & 1));
     size_t p = 0, q = 0;
     assert_kiln_ok(NULL, kiln_conv2d_output(&d, &p, &q));
     if (p != t[i].p || q != t[i].q)
@@ -419,7 +362,7 @@ static void test_conv_output_too_small(void **state)
   kiln_buffer *buf = NULL;
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 4096, KILN_BUFFER_ZERO, &buf));
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    kiln_conv2d_desc d = desc_of(&bad[i], KILN_F32, KILN_NCHW);
+    kiln_conv2d_desc d = conv_case_desc(&bad[i], KILN_F32, KILN_NCHW);
     size_t p = 99, q = 99;
     kiln_status st = kiln_conv2d_output(&d, &p, &q);
     if (st != KILN_ERR_INVALID_ARGUMENT)

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
+#include "conv-case.h"
 #include "internal.h" /* the tuning seams, kiln__program_cl(), the real-FFT path */
 #include "values.h"
 
@@ -661,64 +662,34 @@ static void test_oclgrind_reduce_cpu_shape(void **state)
 
 /* ---- conv.cl -------------------------------------------------------------- */
 
-/* y for desc d of x, weights and bias (NULL: none), as kiln.h defines it. */
+/* want and bound for desc d, from conv-case.h's reference; y has p x q
+ * images. */
 static void conv_reference(const kiln_conv2d_desc *d, size_t p, size_t q, const double *x,
                            const double *wt, const double *bias, double *want,
                            double *bound)
 {
-  size_t cg = d->c / d->groups, kg = d->k / d->groups;
-  int nhwc = d->layout == KILN_NHWC;
-  for (size_t ni = 0; ni < d->n; ni++)
-    for (size_t ki = 0; ki < d->k; ki++)
-      for (size_t pi = 0; pi < p; pi++)
-        for (size_t qi = 0; qi < q; qi++) {
-          double s = bias ? bias[ki] : 0, mag = fabs(s);
-          for (size_t cj = 0; cj < cg; cj++)
-            for (size_t ri = 0; ri < d->r; ri++)
-              for (size_t si = 0; si < d->s; si++) {
-                long hi = (long)(pi * d->stride_h + ri * d->dilation_h) - (long)d->pad_top;
-                long wi = (long)(qi * d->stride_w + si * d->dilation_w) - (long)d->pad_left;
-                if (hi < 0 || hi >= (long)d->h || wi < 0 || wi >= (long)d->w)
-                  continue;
-                size_t ci = ki / kg * cg + cj;
-                size_t xi = nhwc ? ((ni * d->h + (size_t)hi) * d->w + (size_t)wi) * d->c + ci
-                                 : ((ni * d->c + ci) * d->h + (size_t)hi) * d->w + (size_t)wi;
-                size_t wj = nhwc ? ((ki * d->r + ri) * d->s + si) * cg + cj
-                                 : ((ki * cg + cj) * d->r + ri) * d->s + si;
-                s += x[xi] * wt[wj];
-                mag += fabs(x[xi] * wt[wj]);
-              }
-          if (d->relu && s < 0)
-            s = 0;
-          size_t yi = nhwc ? ((ni * p + pi) * q + qi) * d->k + ki
-                           : ((ni * d->k + ki) * p + pi) * q + qi;
-          want[yi] = s;
-          double arith = d->dtype == KILN_F64 ? 0x1p-52 : 0x1p-24;
-          /* half storage: the bias is rounded into y before the GEMMs add */
-          bound[yi] = arith * (double)(cg * d->r * d->s + 2) * mag +
-                      unit(d->dtype) * (2 * fabs(s) + (bias ? fabs(bias[ki]) : 0));
-        }
+  size_t ny = d->n * d->k * p * q, terms = d->c / d->groups * d->r * d->s;
+  double arith = d->dtype == KILN_F64 ? 0x1p-52 : 0x1p-24;
+  conv_case_reference(d, x, wt, bias, want, bound); /* sums, magnitudes */
+  for (size_t o = 0; o < ny; o++) {
+    size_t ki = d->layout == KILN_NHWC ? o % d->k : o / (p * q) % d->k;
+    double s = d->relu && want[o] < 0 ? 0 : want[o];
+    want[o] = s;
+    /* half storage: the bias is rounded into y before the GEMMs add */
+    bound[o] = arith * (double)(terms + 2) * bound[o] +
+               unit(d->dtype) * (2 * fabs(s) + (bias ? fabs(bias[ki]) : 0));
+  }
 }
-
-typedef struct conv_case {
-  size_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, groups;
-  int bias, relu;
-} conv_case;
 
 static void conv_one(kiln_runtime *rt, kiln_dtype t, kiln_tensor_layout layout,
                      kiln_backend backend, const conv_case *cc)
 {
-  kiln_conv2d_desc d;
-  kiln_conv2d_desc_init(&d, t, cc->n, cc->c, cc->h, cc->w, cc->k, cc->r, cc->s);
-  d.layout = layout;
-  d.stride_h = cc->sh, d.stride_w = cc->sw;
-  d.pad_top = cc->pt, d.pad_bottom = cc->pb, d.pad_left = cc->pl, d.pad_right = cc->pr;
-  d.dilation_h = cc->dh, d.dilation_w = cc->dw;
-  d.groups = cc->groups;
-  d.relu = cc->relu;
+  kiln_conv2d_desc d = conv_case_desc(cc, t, layout);
   d.backend = backend;
-  size_t p, q;
-  assert_kiln_ok(NULL, kiln_conv2d_output(&d, &p, &q));
+  size_t p, q, kp, kq;
+  conv_case_output(&d, &p, &q);
+  assert_kiln_ok(NULL, kiln_conv2d_output(&d, &kp, &kq));
+  assert_true(kp == p && kq == q);
   size_t nx = cc->n * cc->c * cc->h * cc->w, nw = cc->k * (cc->c / cc->groups) * cc->r * cc->s;
   size_t ny = cc->n * cc->k * p * q;
   double *x = malloc(nx * sizeof *x), *wt = malloc(nw * sizeof *wt), bias[16];
