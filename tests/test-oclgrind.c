@@ -165,15 +165,23 @@ static int capture_begin(void)
   return 0;
 }
 
-/* Puts stderr back; fails (-1) when anything was written to it, which is
- * then shown on the real stderr. */
-static int capture_end(const char *when)
+/* Puts stderr back; what was written to it is in the file returned (NULL
+ * when it cannot be read). */
+static FILE *capture_stop(void)
 {
   fflush(stderr);
   dup2(saved_stderr, 2);
   close(saved_stderr);
   FILE *f = fopen(capture_path, "r");
   unlink(capture_path);
+  return f;
+}
+
+/* Puts stderr back; fails (-1) when anything was written to it, which is
+ * then shown on the real stderr. */
+static int capture_end(const char *when)
+{
+  FILE *f = capture_stop();
   if (!f)
     return -1;
   char line[1024];
@@ -192,11 +200,7 @@ static int capture_end(const char *when)
  * report. */
 static void capture_swap(char *text, size_t cap)
 {
-  fflush(stderr);
-  dup2(saved_stderr, 2);
-  close(saved_stderr);
-  FILE *f = fopen(capture_path, "r");
-  unlink(capture_path);
+  FILE *f = capture_stop();
   size_t n = f ? fread(text, 1, cap - 1, f) : 0;
   text[n] = 0;
   if (f)
