@@ -11,6 +11,12 @@
  * on a miss. Nothing here prints or fails the caller: the cache only ever
  * saves time.
  *
+ * An entry is code the device will run, so the folder and each entry must
+ * pass trust.c's checks first: a folder another user could write, or an
+ * entry they own, is never used, and never deleted either (it is not
+ * kiln's). Every access goes through the folder's descriptor, opened and
+ * checked once, so a folder renamed into its place later changes nothing.
+ *
  * An entry, <dir>/<32 hex digits of the key>.bin:
  *   offset  size  field
  *        0     8  magic "KILNBIN\n" (the newline catches text-mode mangling)
@@ -26,6 +32,7 @@
  * ending in ".bin", so nothing mistakes one for an entry.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +40,13 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "internal.h"
+#include "trust.h"
 
 enum { HEADER_SIZE = 48, FORMAT_VERSION = 1 };
 
@@ -86,19 +95,13 @@ static const char *error_text(int err, char *buf, size_t size)
   return buf;
 }
 
-/* "<dir>/<hex><suffix>", malloc'd; NULL when out of memory. */
-static char *entry_path(const kiln__cache *c, const kiln__cache_key *key,
-                        const char *prefix, const char *suffix)
+/* "<hex><suffix>": an entry's name in the folder. */
+static void entry_name(const kiln__cache_key *key, const char *suffix, char *out,
+                       size_t size)
 {
   char hex[33];
   key_hex(key, hex);
-  kiln__str s = {0};
-  kiln__str_appendf(&s, "%s/%s%s%s", c->dir, prefix, hex, suffix);
-  if (s.failed) {
-    kiln__str_free(&s);
-    return NULL;
-  }
-  return s.data;
+  snprintf(out, size, "%s%s", hex, suffix);
 }
 
 /* Reads exactly n bytes: 0, or -1 on an error or an early end of file. */
@@ -225,25 +228,33 @@ static void open_dir(kiln__cache *c, const kiln__config *cfg, kiln__str *notes)
   if (!dir)
     return;
   char why[128];
+  kiln__str problem = {0};
   int err = make_dirs(dir);
   if (err) {
     kiln__str_appendf(notes, "kernel cache off: cannot create %s: %s\n", dir,
                       error_text(err, why, sizeof why));
   } else if (!is_dir(dir)) {
     kiln__str_appendf(notes, "kernel cache off: %s is not a folder\n", dir);
+  } else if (c->trust.shared = cfg->cache_shared,
+             (c->dirfd = kiln__trust_open_dir(dir, &c->trust, &problem)) < 0) {
+    kiln__str_appendf(notes, "kernel cache off: %s\n", kiln__str_get(&problem));
   } else if (access(dir, W_OK | X_OK) != 0) {
     kiln__str_appendf(notes, "kernel cache off: cannot write to %s: %s\n", dir,
                       error_text(errno, why, sizeof why));
+    close(c->dirfd);
+    c->dirfd = -1;
   } else {
     c->dir = dir;
-    return;
+    dir = NULL;
   }
+  kiln__str_free(&problem);
   free(dir);
 }
 
 void kiln__cache_open(kiln__cache *c, const kiln__config *cfg, kiln__str *notes)
 {
   memset(c, 0, sizeof *c);
+  c->dirfd = -1;
   if (!cfg || cfg->no_cache)
     return;
   kiln__str ignored = {0}; /* a caller without notes still gets the checks */
@@ -255,8 +266,19 @@ void kiln__cache_close(kiln__cache *c)
 {
   if (!c)
     return;
+  if (c->dirfd >= 0)
+    close(c->dirfd);
   free(c->dir);
   memset(c, 0, sizeof *c);
+  c->dirfd = -1;
+}
+
+/* Counts a file left alone because it is not to be trusted, and keeps the
+ * reason for kiln_cache_stats(). */
+static void note_untrusted(kiln__cache *c, const kiln__str *why)
+{
+  c->untrusted++;
+  snprintf(c->untrusted_note, sizeof c->untrusted_note, "%s", kiln__str_get(why));
 }
 
 /* ---- loading ---------------------------------------------------------------- */
@@ -293,17 +315,16 @@ static enum entry_check read_entry(int fd, const struct stat *st,
   return ENTRY_OK;
 }
 
-/* Deletes a bad entry, but only if the name still holds the file that was
- * read: a concurrent writer may have renamed a good one over it since. A
- * directory is left alone (kiln did not make it, and it may hold anything);
- * it is refused on every load, and store cannot replace it. */
-static void discard(kiln__cache *c, const char *path, const struct stat *seen)
+/* Deletes a bad entry of kiln's, but only if the name still holds the file
+ * that was read: a concurrent writer may have renamed a good one over it
+ * since. */
+static void discard(kiln__cache *c, const char *name, const struct stat *seen)
 {
   struct stat now;
   c->rejected++;
-  if (lstat(path, &now) == 0 && !S_ISDIR(now.st_mode) &&
+  if (fstatat(c->dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(now.st_mode) &&
       now.st_dev == seen->st_dev && now.st_ino == seen->st_ino)
-    unlink(path);
+    unlinkat(c->dirfd, name, 0);
 }
 
 int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
@@ -315,31 +336,28 @@ int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
     *size = 0;
   if (!c || !c->dir || !key || !data || !size)
     return -1;
-  char *path = entry_path(c, key, "", ".bin");
-  if (!path)
-    return -1;
-  /* O_NONBLOCK: a FIFO at the entry's name must not hang the open; it has no
-   * effect on the regular files entries are. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    c->misses++; /* ENOENT mostly; an unreadable entry is no better */
-    free(path);
+  char name[48];
+  entry_name(key, ".bin", name, sizeof name);
+  int fd;
+  struct stat st;
+  kiln__str why = {0};
+  enum kiln__trust_result trust =
+    kiln__trust_open_file(&c->trust, c->dirfd, name, &fd, &st, &why);
+  if (trust == KILN__TRUST_REFUSED)
+    note_untrusted(c, &why);
+  kiln__str_free(&why);
+  if (trust != KILN__TRUST_OK) {
+    c->misses++; /* absent mostly; an unreadable or untrusted one is no better */
     return -1;
   }
-  struct stat st;
-  enum entry_check check = ENTRY_BAD;
-  if (fstat(fd, &st) == 0)
-    check = read_entry(fd, &st, key, data, size);
-  else
-    memset(&st, 0, sizeof st); /* matches no file: discard() keeps it */
+  enum entry_check check = read_entry(fd, &st, key, data, size);
   close(fd);
   if (check == ENTRY_OK)
     c->hits++;
   else if (check == ENTRY_NO_MEMORY)
     c->misses++; /* the entry may be fine; keep it for a process with room */
   else
-    discard(c, path, &st);
-  free(path);
+    discard(c, name, &st);
   return check == ENTRY_OK ? 0 : -1;
 }
 
@@ -365,6 +383,38 @@ static int write_entry(int fd, const kiln__cache_key *key,
   return ok ? 0 : -1;
 }
 
+/* Creates ".<hex>.tmp.<12 hex digits>" in the folder, exclusively, as
+ * mkstemp() would but relative to the checked folder's descriptor. Entries
+ * of a team folder are readable by the team; chmod after the open, as the
+ * umask may have taken bits away. Returns the descriptor, or -1. */
+static int create_temp(const kiln__cache *c, const kiln__cache_key *key, char *name,
+                       size_t size)
+{
+  static atomic_uint_fast64_t counter;
+  const mode_t mode = c->trust.shared ? 0640 : 0600;
+  char hex[33];
+  key_hex(key, hex);
+  for (int attempt = 0; attempt < 64; attempt++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed[4] = {(uint64_t)getpid(), atomic_fetch_add(&counter, 1),
+                        (uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec};
+    uint64_t r = XXH3_64bits(seed, sizeof seed);
+    snprintf(name, size, ".%s.tmp.%012llx", hex,
+             (unsigned long long)(r & 0xffffffffffffull));
+    int fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    mode);
+    if (fd >= 0 && fchmod(fd, mode) != 0) {
+      close(fd);
+      unlinkat(c->dirfd, name, 0);
+      return -1;
+    }
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
 int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
                       const unsigned char *data, size_t size)
 {
@@ -372,34 +422,36 @@ int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
    * one, so it is not written. */
   if (!c || !c->dir || !key || !data || size == 0 || (uint64_t)size > MAX_PAYLOAD)
     return -1;
-  char *final = entry_path(c, key, "", ".bin");
-  char *tmp = entry_path(c, key, ".", ".tmp.XXXXXX");
+  char final[48], tmp[64];
+  entry_name(key, ".bin", final, sizeof final);
+  /* A file kiln does not trust is not kiln's to replace either. */
+  struct stat st;
+  kiln__str why = {0};
+  int foreign = fstatat(c->dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                kiln__trust_check_file(&c->trust, final, &st, &why) != 0;
+  kiln__str_free(&why);
   /* In the same folder, so rename() never crosses a file system. */
-  int fd = final && tmp ? mkstemp(tmp) : -1;
-  int rc = -1;
-  if (fd >= 0) {
-    /* mkstemp has no O_CLOEXEC; keep the fd from a concurrent exec(). */
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (write_entry(fd, key, data, size) == 0 && rename(tmp, final) == 0) {
-      c->stores++;
-      rc = 0;
-    } else {
-      unlink(tmp);
-    }
+  int fd = foreign ? -1 : create_temp(c, key, tmp, sizeof tmp);
+  if (fd < 0)
+    return -1;
+  if (write_entry(fd, key, data, size) != 0 ||
+      renameat(c->dirfd, tmp, c->dirfd, final) != 0) {
+    unlinkat(c->dirfd, tmp, 0);
+    return -1;
   }
-  free(final);
-  free(tmp);
-  return rc;
+  c->stores++;
+  return 0;
 }
 
+/* Deletes an entry that was loaded (so trusted) but that the driver
+ * refused. */
 void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key)
 {
   if (!c || !c->dir || !key)
     return;
-  char *path = entry_path(c, key, "", ".bin");
-  if (path)
-    unlink(path);
-  free(path);
+  char name[48];
+  entry_name(key, ".bin", name, sizeof name);
+  unlinkat(c->dirfd, name, 0);
 }
 
 /* ---- the folder as a whole: `kiln cache` --------------------------------- */
@@ -421,50 +473,66 @@ static int is_temp_name(const char *name)
 }
 
 /* Walks the runtime's cache folder; for each entry (temporaries too when
- * `temps`) calls visit with its path and stat; a visit that fails (-1, with
- * errno) stops the walk. Returns KILN_OK or KILN_ERR_IO. */
+ * `temps`) that kiln trusts, calls visit with its name and stat; a visit
+ * that fails (-1, with errno) stops the walk. Entries kiln does not trust
+ * are counted and left alone. Returns KILN_OK or KILN_ERR_IO. */
 static kiln_status walk(kiln_runtime *rt, const char *fn, int temps,
-                        int (*visit)(const char *path, const struct stat *st, void *arg),
+                        int (*visit)(int dirfd, const char *name, const struct stat *st,
+                                     void *arg),
                         void *arg)
 {
-  const char *dir = rt->cache.dir;
-  if (!dir)
+  kiln__cache *c = &rt->cache;
+  if (!c->dir)
     return KILN_OK;
-  DIR *d = opendir(dir);
-  if (!d)
-    return kiln__fail(rt, KILN_ERR_IO, "%s: cannot read the cache folder %s: %s", fn,
-                      dir, strerror(errno));
+  int fd = dup(c->dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    kiln_status st = kiln__fail(rt, KILN_ERR_IO, "%s: cannot read the cache folder "
+                                "%s: %s", fn, c->dir, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return st;
+  }
+  rewinddir(d); /* the offset is shared with c->dirfd: an earlier walk's end */
   kiln_status st = KILN_OK;
   struct dirent *e;
   while (st == KILN_OK && (e = readdir(d)) != NULL) {
-    if (!is_entry_name(e->d_name) && !(temps && is_temp_name(e->d_name)))
-      continue;
-    kiln__str path = {0};
-    kiln__str_appendf(&path, "%s/%s", dir, e->d_name);
+    int entry = is_entry_name(e->d_name);
     struct stat sb;
-    if (!path.failed && lstat(path.data, &sb) == 0 && S_ISREG(sb.st_mode) &&
-        visit(path.data, &sb, arg) != 0)
-      st = kiln__fail(rt, KILN_ERR_IO, "%s: cannot delete %s: %s", fn, path.data,
-                      strerror(errno));
-    kiln__str_free(&path);
+    if ((!entry && !(temps && is_temp_name(e->d_name))) ||
+        fstatat(c->dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    kiln__str why = {0};
+    if (kiln__trust_check_file(&c->trust, e->d_name, &sb, &why) != 0) {
+      if (entry) {
+        pthread_mutex_lock(&rt->lock);
+        note_untrusted(c, &why);
+        pthread_mutex_unlock(&rt->lock);
+      }
+    } else if (visit(c->dirfd, e->d_name, &sb, arg) != 0) {
+      st = kiln__fail(rt, KILN_ERR_IO, "%s: cannot delete %s/%s: %s", fn, c->dir,
+                      e->d_name, strerror(errno));
+    }
+    kiln__str_free(&why);
   }
   closedir(d);
   return st;
 }
 
-static int add_up(const char *path, const struct stat *st, void *arg)
+static int add_up(int dirfd, const char *name, const struct stat *st, void *arg)
 {
-  (void)path;
+  (void)dirfd;
+  (void)name;
   uint64_t *sums = arg;
   sums[0]++;
   sums[1] += (uint64_t)st->st_size;
   return 0;
 }
 
-static int delete_one(const char *path, const struct stat *st, void *arg)
+static int delete_one(int dirfd, const char *name, const struct stat *st, void *arg)
 {
   (void)st;
-  if (unlink(path) != 0 && errno != ENOENT)
+  if (unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
     return -1;
   ++*(uint64_t *)arg;
   return 0;

@@ -20,6 +20,22 @@ KILN_API void kiln_options_init(kiln_options *opts)
   memset(opts, 0, sizeof *opts);
 }
 
+/* Reads a 0-or-1 variable into *out (negated when `inverted`, as KILN_CACHE=0
+ * sets no_cache); leaves *out alone when unset or empty. `expected` says
+ * what each value means, for the message. */
+static kiln_status parse_flag(const char *name, const char *expected, int inverted,
+                              int *out)
+{
+  const char *v = getenv(name);
+  if (!v || !*v)
+    return KILN_OK;
+  if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV, "%s='%s' is not 0 or 1; expected %s",
+                      name, v, expected);
+  *out = (strcmp(v, "1") == 0) != inverted;
+  return KILN_OK;
+}
+
 /* Parses "123", "1.5" into a double and, when there is no fraction, an exact
  * integer. Locale-independent, unlike strtod. Returns the end, or NULL. */
 static const char *parse_number(const char *s, double *value, uint64_t *exact,
@@ -122,6 +138,7 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->gemm_backend = opts->gemm_backend;
   cfg->cache_dir = opts->cache_dir;
   cfg->no_cache = opts->no_cache;
+  cfg->cache_shared = opts->cache_shared != 0;
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";
@@ -162,24 +179,19 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   const char *cl_dir = getenv("KILN_CL_DIR");
   if (cl_dir && *cl_dir)
     cfg->cl_dir = cl_dir;
-  const char *cache = getenv("KILN_CACHE");
-  if (cache && *cache && !cfg->no_cache) {
-    if (strcmp(cache, "0") != 0 && strcmp(cache, "1") != 0)
-      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
-                        "KILN_CACHE='%s' is not 0 or 1; expected 0 to turn the "
-                        "on-disk kernel cache off, or 1 for the default (on)",
-                        cache);
-    cfg->no_cache = strcmp(cache, "0") == 0;
-  }
-  const char *profile = getenv("KILN_PROFILE");
-  if (profile && *profile && !cfg->profile) {
-    if (strcmp(profile, "0") != 0 && strcmp(profile, "1") != 0)
-      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
-                        "KILN_PROFILE='%s' is not 0 or 1; expected 1 to record "
-                        "every operation's times, or 0 for the default (off)",
-                        profile);
-    cfg->profile = strcmp(profile, "1") == 0;
-  }
+  kiln_status st = KILN_OK;
+  if (!cfg->no_cache)
+    st = parse_flag("KILN_CACHE", "0 to turn the on-disk kernel cache off, or 1 "
+                    "for the default (on)", 1, &cfg->no_cache);
+  if (st == KILN_OK && !cfg->cache_shared)
+    st = parse_flag("KILN_CACHE_SHARED", "1 to accept a team cache folder "
+                    "shared by its group, or 0 for the default (off)", 0,
+                    &cfg->cache_shared);
+  if (st == KILN_OK && !cfg->profile)
+    st = parse_flag("KILN_PROFILE", "1 to record every operation's times, or 0 "
+                    "for the default (off)", 0, &cfg->profile);
+  if (st != KILN_OK)
+    return st;
   const char *trace = getenv("KILN_TRACE");
   if (trace && *trace && !cfg->trace) {
     cfg->trace = trace;

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
@@ -80,6 +81,7 @@ typedef struct kiln__config {
   const char *cache_dir;     /* NULL: the default below */
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
+  int cache_shared;          /* a team folder is acceptable */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */
@@ -175,15 +177,27 @@ typedef struct kiln__cache_key {
   uint8_t bytes[16];
 } kiln__cache_key;
 
+/* Whom a folder's files may come from (trust.c). */
+typedef struct kiln__trust {
+  int shared;  /* in: a team folder is acceptable (KILN_CACHE_SHARED);
+                  out: the folder is one, so its group's members are trusted */
+  gid_t group; /* out: the folder's group */
+} kiln__trust;
+
 typedef struct kiln__cache {
-  char *dir; /* NULL when the cache is off or unusable */
+  char *dir;  /* NULL when the cache is off or unusable */
+  int dirfd;  /* the folder, opened once it passed its checks; -1 when off */
+  kiln__trust trust;
   /* counters, for tests and `kiln cache`; guarded by the runtime's lock */
-  uint64_t hits, misses, stores, rejected;
+  uint64_t hits, misses, stores, rejected, untrusted;
+  char untrusted_note[256]; /* why the last untrusted entry was left alone */
 } kiln__cache;
 
 /* Resolves the folder (cfg->cache_dir, else $XDG_CACHE_HOME/kiln, else
- * $HOME/.cache/kiln), creating it as needed. A folder that cannot be made or
- * written leaves the cache off, with a note saying why; never an error. */
+ * $HOME/.cache/kiln), creating it as needed, and checks that no one but the
+ * user (or, with cfg->cache_shared, the folder's group) can plant code in
+ * it (trust.c). A folder that cannot be made, written or trusted leaves the
+ * cache off, with a note saying why and how to fix it; never an error. */
 void kiln__cache_open(kiln__cache *c, const kiln__config *cfg, kiln__str *notes);
 void kiln__cache_close(kiln__cache *c);
 
@@ -195,13 +209,17 @@ kiln__cache_key kiln__cache_key_of(const char *source, size_t source_len,
 
 /* Loads the entry of `key` into a malloc'd buffer. Returns 0 on a hit; -1 on
  * a miss, or when the entry is truncated, corrupt, empty or another key's,
- * in which case it is deleted. Never crashes on any file content. */
+ * in which case it is deleted, or when it is not to be trusted (a link, not
+ * a regular file, another user's, writable by others), in which case it is
+ * counted in `untrusted` and left alone. Never crashes on any file content. */
 int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
                      unsigned char **data, size_t *size);
 
 /* Stores an entry atomically: a temporary file in the same folder, then
- * rename(), so a concurrent reader sees the whole entry or none. Returns 0,
- * or -1 when it could not (the cache stays usable). */
+ * rename(), so a concurrent reader sees the whole entry or none. Owner-only
+ * (0600), or group-readable (0640) in a team folder. Never replaces a file
+ * kiln does not trust. Returns 0, or -1 when it could not (the cache stays
+ * usable). */
 int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
                       const unsigned char *data, size_t size);
 

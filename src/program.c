@@ -379,7 +379,10 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
     .misses = rt->cache.misses,
     .stores = rt->cache.stores,
     .rejected = rt->cache.rejected,
+    .untrusted = rt->cache.untrusted,
+    .shared = rt->cache.trust.shared,
   };
+  snprintf(out->untrusted_note, sizeof out->untrusted_note, "%s", rt->cache.untrusted_note);
   pthread_mutex_unlock(&rt->lock);
   return KILN_OK;
 }

@@ -50,7 +50,14 @@ check "cache lists entries" 0 "entries +[1-9]" cache
 check "cache clears" 0 "files removed" cache --clear
 check "cache is empty" 0 "entries +0$" cache
 check "cache refuses options" 2 "usage: kiln cache" cache --all
-KILN_CACHE=0 check "cache off" 0 "cache is off" cache
+KILN_CACHE=0 check "cache off" 0 "kernel cache off: KILN_CACHE=0" cache
+check "devices names the cache" 0 "^kernel cache: $cache$" devices
+# A folder every user may write is refused, and both commands say why.
+chmod 777 "$cache"
+check "cache refuses a folder others may write" 0 \
+  "^kernel cache off: $cache is writable by every user .*fix: chmod 700 $cache" cache
+check "devices says the cache is off" 0 "^kernel cache off: $cache is writable" devices
+chmod 700 "$cache"
 KILN_CACHE=2 check "KILN_CACHE must be 0 or 1" 1 "KILN_CACHE='2' is not 0 or 1" cache
 
 # kiln build: a user's kernel file, and one that does not compile.

@@ -1,8 +1,8 @@
 /*
  * test-cache.c — the on-disk binary cache (src/cache.c), through its
  * internal interface: entries round-trip, keys cover every input, every
- * kind of damaged or foreign entry is a miss that deletes it, an unusable
- * folder turns the cache off, and two processes writing one entry at once
+ * kind of damaged or foreign entry is a miss that deletes it, what is not
+ * a file is left alone, an unusable folder turns the cache off, and two processes writing one entry at once
  * never let a reader see a mix. No device needed: a hand-filled
  * kiln_device_info stands in for one. Each test gets a fresh folder under
  * /tmp, removed afterwards.
@@ -422,32 +422,32 @@ static void test_cache_garbage(void **state)
   free(buf);
 }
 
-/* A directory where the entry should be: load refuses it without crashing
- * and counts it, but leaves it (kiln did not make it); store cannot rename
- * over it, fails, and leaves no temporary behind. A FIFO must not hang the
- * load, and is deleted like any bad file. */
+/* What is not a regular file where the entry should be (a directory, a
+ * FIFO) is not kiln's: load refuses it without crashing or hanging, counts
+ * it as untrusted, and leaves it; store does not replace it either. */
 static void test_cache_entry_not_a_file(void **state)
 {
   fixture *fx = *state;
   char path[256];
   entry_name(fx, &fx->key, path, sizeof path);
-  assert_int_equal(mkdir(path, 0700), 0);
-  unsigned char *out = NULL;
-  size_t size;
-  assert_int_equal(kiln__cache_load(&fx->cache, &fx->key, &out, &size), -1);
-  assert_null(out);
-  assert_int_equal(fx->cache.rejected, 1);
-  struct stat st;
-  assert_int_equal(stat(path, &st), 0);
-  assert_true(S_ISDIR(st.st_mode));
-  unsigned char byte = 1;
-  assert_int_equal(kiln__cache_store(&fx->cache, &fx->key, &byte, 1), -1);
-  int entries;
-  assert_int_equal(count_files(fx->dir, &entries), 1); /* the directory */
-  assert_int_equal(rmdir(path), 0);
-
-  assert_int_equal(mkfifo(path, 0600), 0);
-  expect_rejected(fx, "a FIFO");
+  for (int fifo = 0; fifo <= 1; fifo++) {
+    assert_int_equal(fifo ? mkfifo(path, 0600) : mkdir(path, 0700), 0);
+    unsigned char *out = NULL;
+    size_t size;
+    assert_int_equal(kiln__cache_load(&fx->cache, &fx->key, &out, &size), -1);
+    assert_null(out);
+    assert_int_equal(fx->cache.untrusted, (uint64_t)fifo + 1);
+    assert_int_equal(fx->cache.rejected, 0);
+    assert_non_null(strstr(fx->cache.untrusted_note, "is not a regular file"));
+    unsigned char byte = 1;
+    assert_int_equal(kiln__cache_store(&fx->cache, &fx->key, &byte, 1), -1);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(fifo ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode));
+    int entries;
+    assert_int_equal(count_files(fx->dir, &entries), 1); /* no temporary */
+    assert_int_equal(fifo ? unlink(path) : rmdir(path), 0);
+  }
 }
 
 /* ---- the folder ------------------------------------------------------------ */

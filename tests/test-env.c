@@ -138,6 +138,30 @@ static void test_env_profile_and_trace(void **state)
   unsetenv("KILN_PROFILE");
 }
 
+/* KILN_CACHE_SHARED: 0 or 1, and the option wins over a 0. */
+static void test_env_cache_shared(void **state)
+{
+  (void)state;
+  kiln__config cfg;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  setenv("KILN_CACHE_SHARED", "1", 1);
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_true(cfg.cache_shared);
+  setenv("KILN_CACHE_SHARED", "0", 1);
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_false(cfg.cache_shared);
+  opts.cache_shared = 1;
+  assert_int_equal(kiln__config_resolve(&opts, &cfg), KILN_OK);
+  assert_true(cfg.cache_shared);
+  opts.cache_shared = 0;
+  setenv("KILN_CACHE_SHARED", "yes", 1);
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV,
+                    "KILN_CACHE_SHARED='yes' is not 0 or 1; expected 1 to accept a "
+                    "team cache folder", kiln__config_resolve(&opts, &cfg));
+  unsetenv("KILN_CACHE_SHARED");
+}
+
 static void test_env_bad_options(void **state)
 {
   (void)state;
@@ -171,6 +195,7 @@ int main(void)
     cmocka_unit_test(test_env_memory_limit_from_env),
     cmocka_unit_test(test_env_bad_value_is_named),
     cmocka_unit_test(test_env_profile_and_trace),
+    cmocka_unit_test(test_env_cache_shared),
     cmocka_unit_test(test_env_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
  *        test-kernels --build-child DIR   (one process of the concurrency test)
  */
 #include "common.h"
+#include "saxpy.h"
 
 #include "internal.h" /* to plant a cache entry the driver will refuse */
 
@@ -23,10 +24,6 @@ extern char **environ;
 static int builtin_count;
 static char **builtin_names;
 static char cache_dir[64];
-
-static const char saxpy[] =
-  "kernel void saxpy(float a, global const float *x, global float *y, int n)\n"
-  "{ int i = get_global_id(0); if (i < n) y[i] += a * x[i]; }\n";
 
 /* A runtime on the first device the selector picks, with its own cache. */
 static kiln_runtime *runtime_on(const char *device, const char *dir, int no_cache)
@@ -79,34 +76,6 @@ static void test_kernels_builtin_unknown_name(void **state)
                     kiln_program_create_builtin(rt, "nope", &p));
   assert_null(p);
   assert_non_null(strstr(kiln_last_error(rt), builtin_names[0]));
-}
-
-/* saxpy from source, through set_args and launch, against the host. */
-static void run_saxpy(kiln_runtime *rt, kiln_program *p, int n)
-{
-  kiln_kernel *k = NULL;
-  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
-  float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
-  kiln_buffer *bx = NULL, *by = NULL;
-  for (int i = 0; i < n; i++) {
-    x[i] = (float)i * 0.25f;
-    y[i] = (float)(n - i);
-  }
-  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, (size_t)n, 0, &bx));
-  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, (size_t)n, 0, &by));
-  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, (size_t)n, x));
-  assert_kiln_ok(rt, kiln_buffer_write(by, 0, (size_t)n, y));
-  assert_kiln_ok(rt, kiln_kernel_set_args(k, "fbbi", 3.0, bx, by, (int32_t)n));
-  assert_kiln_ok(rt, kiln_kernel_launch(k, 1, (size_t[]){(size_t)n}, NULL));
-  assert_kiln_ok(rt, kiln_buffer_read(by, 0, (size_t)n, y));
-  for (int i = 0; i < n; i++) /* exact: small integers and quarters */
-    assert_true(y[i] == (float)((double)(n - i) + 3.0 * i * 0.25));
-  assert_kiln_ok(rt, kiln_finish(rt));
-  kiln_buffer_destroy(bx);
-  kiln_buffer_destroy(by);
-  free(x);
-  free(y);
-  assert_kiln_ok(rt, kiln_kernel_destroy(k));
 }
 
 static void test_kernels_program_from_source_and_file(void **state)
@@ -277,11 +246,14 @@ static void test_kernels_cache_entry_refused_by_driver(void **state)
 {
   (void)state;
   kiln_runtime *rt = runtime_on(NULL, cache_dir, 0);
-  kiln__cache plant = {.dir = cache_dir};
+  kiln__config cfg = {.cache_dir = cache_dir};
+  kiln__cache plant;
+  kiln__cache_open(&plant, &cfg, NULL);
   kiln__cache_key key = kiln__cache_key_of(saxpy, sizeof saxpy - 1, "-DCACHE_TEST",
                                            kiln_runtime_device(rt));
   static const unsigned char junk[] = "this is not a program binary";
   assert_int_equal(kiln__cache_store(&plant, &key, junk, sizeof junk), 0);
+  kiln__cache_close(&plant);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
   kiln_cache_usage u = cache_after_saxpy(cache_dir, 0);
   assert_int_equal(u.rejected, 1);

@@ -46,7 +46,7 @@ int kiln_cmd_cache(int argc, char **argv)
   uint64_t entries = 0, bytes = 0, removed = 0;
   kiln_cache_stats(rt, &u);
   if (!u.dir) {
-    printf("the kernel cache is off (KILN_CACHE=0, or no folder could be made)\n");
+    kiln_cli_print_cache(stdout, rt);
   } else if (clear) {
     if ((st = kiln_cache_clear(rt, &removed)) == KILN_OK)
       printf("cleared %s: %llu files removed\n", u.dir, (unsigned long long)removed);
@@ -54,6 +54,11 @@ int kiln_cmd_cache(int argc, char **argv)
     printf("location  %s\nentries   %llu\nsize      %.1f KiB\n", u.dir,
            (unsigned long long)entries, (double)bytes / 1024.0);
   }
+  kiln_cache_stats(rt, &u); /* the walk counts what it left alone */
+  if (st == KILN_OK && u.untrusted)
+    printf("left alone: %llu untrusted entries (kiln neither loads nor deletes "
+           "them); the last: %s\n",
+           (unsigned long long)u.untrusted, u.untrusted_note);
   int rc = st == KILN_OK ? 0 : failed("cache", st, rt);
   kiln_cli_runtime_destroy(rt);
   return rc;

@@ -6,6 +6,8 @@
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H
 
+#include <stdio.h>
+
 #include "kiln/kiln.h"
 
 /* `kiln info [--raw | --list | --json] [--device SEL]` (info.c). */
@@ -35,6 +37,11 @@ int kiln_cmd_run(int argc, char **argv);
  * "; ", or a space after a colon, and the indentation after them goes. So a
  * failure is always one line, whatever the library said. */
 void kiln_cli_say(const char *who, const char *msg);
+
+/* One line on the runtime's kernel cache (kiln.c): its folder, and whether
+ * it is a team folder; or, when it is off, why, as the runtime's
+ * diagnostics say it, with the fix. */
+void kiln_cli_print_cache(FILE *out, kiln_runtime *rt);
 
 /* What every command does with its runtime at the end (kiln.c): with
  * profiling on (KILN_PROFILE=1, KILN_TRACE), waits for the queue and prints

@@ -62,6 +62,23 @@ static int fail(const char *what, kiln_status st, const kiln_runtime *rt)
   return 1;
 }
 
+void kiln_cli_print_cache(FILE *out, kiln_runtime *rt)
+{
+  kiln_cache_usage u;
+  kiln_cache_stats(rt, &u);
+  if (u.dir) {
+    fprintf(out, "kernel cache: %s%s\n", u.dir,
+            u.shared ? " (a team folder: every member of its group is trusted)" : "");
+    return;
+  }
+  static const char off[] = "kernel cache off: ";
+  const char *line = strstr(kiln_runtime_diagnostics(rt), off);
+  if (line)
+    fprintf(out, "%.*s\n", (int)strcspn(line, "\n"), line);
+  else
+    fprintf(out, "%sKILN_CACHE=0 or kiln_options.no_cache asked for it\n", off);
+}
+
 void kiln_cli_runtime_destroy(kiln_runtime *rt)
 {
   if (kiln_profile_enabled(rt)) {
@@ -119,6 +136,7 @@ static int cmd_devices(int argc, char **argv)
          *selection ? selection
                     : "KILN_DEVICE and KILN_VISIBLE_DEVICES are not set: the best "
                       "ranked device is picked\n");
+  kiln_cli_print_cache(stdout, rt);
   free(order);
   kiln_cli_runtime_destroy(rt);
   return 0;

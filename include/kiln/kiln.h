@@ -218,8 +218,13 @@ typedef struct kiln_options {
    * Env: KILN_VISIBLE_DEVICES. */
   const char *visible_devices;
   /* The folder of kiln's on-disk cache of compiled kernels. NULL: the
-   * default, $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. Env: KILN_CACHE_DIR.
-   * A folder kiln cannot create or write means no cache, not an error. */
+   * default, $XDG_CACHE_HOME/kiln, else ~/.cache/kiln (created 0700).
+   * Env: KILN_CACHE_DIR. The cache holds code the device will run, so kiln
+   * uses a folder only when no other user can plant code in it: owned by
+   * the user (or root), writable by no one else, and no folder above it
+   * that another user could replace it from. A folder kiln cannot create,
+   * write or trust means no cache, not an error: kiln_runtime_diagnostics()
+   * says why and how to fix it. */
   const char *cache_dir;
   /* Non-zero: no on-disk cache; kernels are compiled in every process.
    * Env: KILN_CACHE=0 (or 1 for the default). */
@@ -237,6 +242,14 @@ typedef struct kiln_options {
   const char *trace;
   /* Non-zero: ignore every KILN_* environment variable. */
   int ignore_env;
+  /* Non-zero: cache_dir may be a team cache, shared by the members of its
+   * group, who must all be trusted: each can plant code every other member
+   * will run. kiln then accepts a folder of a group this process has, not
+   * world-writable, group-writable only with the setgid bit; loads entries
+   * owned by the group's members; and writes entries group-readable (0640).
+   * A folder that passes the ordinary checks is used as always.
+   * Env: KILN_CACHE_SHARED=1 (or 0 for the default, off). */
+  int cache_shared;
 } kiln_options;
 
 /*! kiln_options_init() :
@@ -812,6 +825,12 @@ typedef struct kiln_cache_usage {
   uint64_t stores;    /* entries written */
   uint64_t rejected;  /* entries found corrupt, foreign or refused by the
                          driver: deleted and rebuilt */
+  uint64_t untrusted; /* entries left alone, neither loaded nor deleted, as
+                         kiln does not trust them: links, not regular files,
+                         another user's, writable by others (by loads and by
+                         kiln_cache_contents() and kiln_cache_clear()) */
+  char untrusted_note[256]; /* why the last of those was left alone, or "" */
+  int shared;         /* the folder is a team cache (kiln_options.cache_shared) */
 } kiln_cache_usage;
 
 /*! kiln_cache_stats() : fills *out; dir is owned by the runtime.
@@ -819,7 +838,8 @@ typedef struct kiln_cache_usage {
 KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out);
 
 /*! kiln_cache_contents() :
- * Counts the entries in the runtime's cache folder and their bytes.
+ * Counts the entries in the runtime's cache folder and their bytes; entries
+ * kiln does not trust are not counted here but in kiln_cache_usage.untrusted.
  * @return : KILN_OK (zeros when the cache is off); KILN_ERR_IO when the
  *           folder cannot be read. */
 KILN_API kiln_status kiln_cache_contents(kiln_runtime *rt, uint64_t *entries,
@@ -828,6 +848,8 @@ KILN_API kiln_status kiln_cache_contents(kiln_runtime *rt, uint64_t *entries,
 /*! kiln_cache_clear() :
  * Deletes every entry of the runtime's cache folder (and temporary files
  * left by a writer that died), for every device: the folder is shared.
+ * Entries kiln does not trust are left alone (they are not kiln's), and
+ * counted in kiln_cache_usage.untrusted.
  * *removed (may be NULL) gets how many files went.
  * @return : KILN_OK; KILN_ERR_IO when the folder cannot be read or an entry
  *           cannot be deleted (the message names it). */
