@@ -3,7 +3,9 @@
  *
  * kiln_runtime_create() merges kiln_options with KILN_* variables here: an
  * option the caller set wins, a variable fills an option left at its
- * default, and a value kiln cannot use is an error that names it.
+ * default, and a value kiln cannot use is an error that names it. Which
+ * variables there are, and what each means, is env.def: one row each, read
+ * here and printed by `kiln help env`.
  */
 #include <ctype.h>
 #include <math.h>
@@ -20,15 +22,11 @@ KILN_API void kiln_options_init(kiln_options *opts)
   memset(opts, 0, sizeof *opts);
 }
 
-/* Reads a 0-or-1 variable into *out (negated when `inverted`, as KILN_CACHE=0
- * sets no_cache); leaves *out alone when unset or empty. `expected` says
- * what each value means, for the message. */
-static kiln_status parse_flag(const char *name, const char *expected, int inverted,
-                              int *out)
+/* Reads a 0-or-1 value into *out (negated when `inverted`, as KILN_CACHE=0
+ * sets no_cache). `expected` says what each value means, for the message. */
+static kiln_status parse_flag(const char *name, const char *v, const char *expected,
+                              int inverted, int *out)
 {
-  const char *v = getenv(name);
-  if (!v || !*v)
-    return KILN_OK;
   if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
     return kiln__fail(NULL, KILN_ERR_INVALID_ENV, "%s='%s' is not 0 or 1; expected %s",
                       name, v, expected);
@@ -109,6 +107,140 @@ int kiln__parse_size(const char *s, uint64_t *bytes, double *fraction)
   return -1;
 }
 
+/* ---- the readers of env.def ------------------------------------------------
+ *
+ * Each gets a non-empty value (an empty variable counts as unset, as shells
+ * make `KILN_DEVICE= prog` easy) and leaves alone what an option set. */
+
+typedef kiln_status (*env_reader)(const char *name, const char *value, kiln__config *cfg);
+
+/* Selectors are parsed against the devices, once they are found. */
+static kiln_status read_device(const char *name, const char *value, kiln__config *cfg)
+{
+  if (!cfg->device) {
+    cfg->device = value;
+    cfg->device_source = name;
+  }
+  return KILN_OK;
+}
+
+static kiln_status read_visible_devices(const char *name, const char *value,
+                                        kiln__config *cfg)
+{
+  if (!cfg->visible) {
+    cfg->visible = value;
+    cfg->visible_source = name;
+  }
+  return KILN_OK;
+}
+
+static kiln_status read_trace(const char *name, const char *value, kiln__config *cfg)
+{
+  if (!cfg->trace) {
+    cfg->trace = value;
+    cfg->trace_source = name;
+  }
+  return KILN_OK;
+}
+
+/* The variables whose value is a path kiln takes as it is. */
+#define KILN__READ_PATH(reader, field, unless)                                 \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg) \
+  {                                                                            \
+    (void)name;                                                                \
+    if (!(unless))                                                             \
+      cfg->field = value;                                                      \
+    return KILN_OK;                                                            \
+  }
+KILN__READ_PATH(read_cache_dir, cache_dir, cfg->cache_dir)
+KILN__READ_PATH(read_cl_dir, cl_dir, 0)
+KILN__READ_PATH(read_xdg_cache_home, xdg_cache_home, 0)
+KILN__READ_PATH(read_home, home, 0)
+KILN__READ_PATH(read_icd_vendors, icd_vendors, 0)
+#undef KILN__READ_PATH
+
+static kiln_status read_cache(const char *name, const char *value, kiln__config *cfg)
+{
+  return cfg->no_cache ? KILN_OK
+                       : parse_flag(name, value, "0 to turn the on-disk kernel cache "
+                                    "off, or 1 for the default (on)", 1, &cfg->no_cache);
+}
+
+static kiln_status read_cache_shared(const char *name, const char *value,
+                                     kiln__config *cfg)
+{
+  return cfg->cache_shared
+           ? KILN_OK
+           : parse_flag(name, value, "1 to accept a team cache folder shared by its "
+                        "group, or 0 for the default (off)", 0, &cfg->cache_shared);
+}
+
+static kiln_status read_profile(const char *name, const char *value, kiln__config *cfg)
+{
+  return cfg->profile ? KILN_OK
+                      : parse_flag(name, value, "1 to record every operation's "
+                                   "times, or 0 for the default (off)", 0, &cfg->profile);
+}
+
+static kiln_status read_gemm_backend(const char *name, const char *value,
+                                     kiln__config *cfg)
+{
+  static const kiln_backend gemm_backends[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
+                                               KILN_BACKEND_CLBLAST};
+  if (cfg->gemm_backend != KILN_BACKEND_AUTO)
+    return KILN_OK;
+  size_t i = 0;
+  while (i < 3 && strcmp(value, kiln_backend_name(gemm_backends[i])) != 0)
+    i++;
+  if (i == 3)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                      "%s='%s' is not a GEMM backend; expected auto, kiln or clblast",
+                      name, value);
+  cfg->gemm_backend = gemm_backends[i];
+  return KILN_OK;
+}
+
+static kiln_status read_memory_limit(const char *name, const char *value,
+                                     kiln__config *cfg)
+{
+  if (cfg->memory_source)
+    return KILN_OK;
+  if (kiln__parse_size(value, &cfg->memory_limit, &cfg->memory_fraction) != 0)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                      "%s='%s' is not a memory size; expected bytes with an optional "
+                      "K, M, G or T suffix (powers of 1024), such as 512M or 1.5G, or "
+                      "a percentage of the device's global memory in (0, 100], such "
+                      "as 50%%", name, value);
+  cfg->memory_source = name;
+  return KILN_OK;
+}
+
+/* env.def, as env.c reads it. */
+static const struct {
+  const char *name;
+  env_reader read;
+} env_vars[] = {
+#define KILN_ENV(name, reader, option, meaning) {#name, reader},
+#include "env.def"
+#undef KILN_ENV
+};
+
+/* Reads every variable of env.def that is set, in its order; KILN_* ones
+ * only when the caller did not ask to ignore them. */
+static kiln_status read_environment(const kiln_options *opts, kiln__config *cfg)
+{
+  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+    const char *value = getenv(env_vars[i].name);
+    if (!env_vars[i].read || !value || !*value ||
+        (opts->ignore_env && strncmp(env_vars[i].name, "KILN_", 5) == 0))
+      continue;
+    kiln_status st = env_vars[i].read(env_vars[i].name, value, cfg);
+    if (st != KILN_OK)
+      return st;
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
 {
   kiln_options defaults;
@@ -142,71 +274,5 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";
-  cfg->xdg_cache_home = getenv("XDG_CACHE_HOME");
-  cfg->home = getenv("HOME");
-  if (opts->ignore_env)
-    return KILN_OK;
-
-  cfg->icd_vendors = getenv("OCL_ICD_VENDORS");
-  /* Selectors are parsed against the devices, once they are found. An empty
-   * variable counts as unset, as shells make `KILN_DEVICE= prog` easy. */
-  const char *device = getenv("KILN_DEVICE");
-  if (!cfg->device && device && *device) {
-    cfg->device = device;
-    cfg->device_source = "KILN_DEVICE";
-  }
-  const char *visible = getenv("KILN_VISIBLE_DEVICES");
-  if (!cfg->visible && visible && *visible) {
-    cfg->visible = visible;
-    cfg->visible_source = "KILN_VISIBLE_DEVICES";
-  }
-  const char *cache_dir = getenv("KILN_CACHE_DIR");
-  if (!cfg->cache_dir && cache_dir && *cache_dir)
-    cfg->cache_dir = cache_dir;
-  const char *gemm = getenv("KILN_GEMM_BACKEND");
-  if (gemm && *gemm && cfg->gemm_backend == KILN_BACKEND_AUTO) {
-    static const kiln_backend gemm_backends[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
-                                                 KILN_BACKEND_CLBLAST};
-    size_t i = 0;
-    while (i < 3 && strcmp(gemm, kiln_backend_name(gemm_backends[i])) != 0)
-      i++;
-    if (i == 3)
-      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
-                        "KILN_GEMM_BACKEND='%s' is not a GEMM backend; expected "
-                        "auto, kiln or clblast", gemm);
-    cfg->gemm_backend = gemm_backends[i];
-  }
-  const char *cl_dir = getenv("KILN_CL_DIR");
-  if (cl_dir && *cl_dir)
-    cfg->cl_dir = cl_dir;
-  kiln_status st = KILN_OK;
-  if (!cfg->no_cache)
-    st = parse_flag("KILN_CACHE", "0 to turn the on-disk kernel cache off, or 1 "
-                    "for the default (on)", 1, &cfg->no_cache);
-  if (st == KILN_OK && !cfg->cache_shared)
-    st = parse_flag("KILN_CACHE_SHARED", "1 to accept a team cache folder "
-                    "shared by its group, or 0 for the default (off)", 0,
-                    &cfg->cache_shared);
-  if (st == KILN_OK && !cfg->profile)
-    st = parse_flag("KILN_PROFILE", "1 to record every operation's times, or 0 "
-                    "for the default (off)", 0, &cfg->profile);
-  if (st != KILN_OK)
-    return st;
-  const char *trace = getenv("KILN_TRACE");
-  if (trace && *trace && !cfg->trace) {
-    cfg->trace = trace;
-    cfg->trace_source = "KILN_TRACE";
-  }
-  const char *limit = getenv("KILN_MEMORY_LIMIT");
-  if (limit && *limit && !cfg->memory_source) {
-    if (kiln__parse_size(limit, &cfg->memory_limit, &cfg->memory_fraction) != 0)
-      return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
-                        "KILN_MEMORY_LIMIT='%s' is not a memory size; expected "
-                        "bytes with an optional K, M, G or T suffix (powers of "
-                        "1024), such as 512M or 1.5G, or a percentage of the "
-                        "device's global memory in (0, 100], such as 50%%",
-                        limit);
-    cfg->memory_source = "KILN_MEMORY_LIMIT";
-  }
-  return KILN_OK;
+  return read_environment(opts, cfg);
 }

@@ -33,7 +33,7 @@ static int usage(FILE *out)
           "             bandwidth|compile [--sizes] [--backend] (see kiln bench --help)\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
-          "  help       print this help\n");
+          "  help       print this help; help env: the environment variables\n");
   return out == stdout ? 0 : 2;
 }
 
@@ -60,6 +60,28 @@ static int fail(const char *what, kiln_status st, const kiln_runtime *rt)
            kiln_status_name(st));
   kiln_cli_say(who, kiln_last_error(rt));
   return 1;
+}
+
+/* `kiln help env`: src/env.def, the table the library reads them by. */
+static int help_env(void)
+{
+  static const struct {
+    const char *name, *option, *meaning;
+  } vars[] = {
+#define KILN_ENV(name, reader, option, meaning) {#name, option, meaning},
+#include "src/env.def"
+#undef KILN_ENV
+  };
+  printf("kiln reads these when a runtime is created; a kiln_options field set by\n"
+         "the program wins over its variable, and ignore_env ignores the KILN_ ones.\n"
+         "A value kiln cannot use is an error that names it.\n\n");
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    printf("  %-21s %s\n", vars[i].name, vars[i].meaning);
+    if (*vars[i].option)
+      printf("  %-21s option: %s\n", "", vars[i].option);
+  }
+  printf("\nThe README's \"Environment variables\" says more of each.\n");
+  return 0;
 }
 
 void kiln_cli_print_cache(FILE *out, kiln_runtime *rt)
@@ -169,6 +191,8 @@ int main(int argc, char **argv)
     printf("kiln %s\n", kiln_version());
     return 0;
   }
+  if (strcmp(cmd, "help") == 0 && argc == 3 && strcmp(argv[2], "env") == 0)
+    return help_env();
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
     return usage(stdout);
   fprintf(stderr, "kiln: unknown command '%s'; kiln help lists the commands\n", cmd);
