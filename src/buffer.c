@@ -262,6 +262,25 @@ KILN_API kiln_dtype kiln_buffer_dtype(const kiln_buffer *buf)
   return buf ? buf->dtype : (kiln_dtype)0;
 }
 
+kiln_status kiln__check_operand(kiln_runtime *rt, const char *fn, const char *name,
+                                const kiln_buffer *b, kiln_dtype want, size_t need,
+                                const char *detail)
+{
+  if (!b)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+  if (b->rt != rt)
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME, "%s: %s belongs to another runtime",
+                      fn, name);
+  if (b->dtype != want)
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "%s: %s holds %s; expected %s", fn,
+                      name, kiln_dtype_name(b->dtype), kiln_dtype_name(want));
+  if (b->count < need)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS, "%s: %s needs %zu elements%s%s but "
+                      "holds %zu", fn, name, need, detail ? " " : "", detail ? detail : "",
+                      b->count);
+  return KILN_OK;
+}
+
 KILN_API size_t kiln_buffer_count(const kiln_buffer *buf)
 {
   return buf ? buf->count : 0;

@@ -12,7 +12,6 @@
 
 #include "devprop.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- the tables ------------------------------------------------------------ */
 
@@ -44,8 +43,8 @@ const kiln__row kiln__platform_rows[] = {
 #undef KILN_PLATFORM_PROP
 #undef KILN_PLATFORM_SHOW
 
-const size_t kiln__device_row_count = COUNT(kiln__device_rows);
-const size_t kiln__platform_row_count = COUNT(kiln__platform_rows);
+const size_t kiln__device_row_count = KILN__COUNT(kiln__device_rows);
+const size_t kiln__platform_row_count = KILN__COUNT(kiln__platform_rows);
 
 /* ---- names of bits and enum values ------------------------------------------ */
 
@@ -148,19 +147,19 @@ static const struct {
   [AS_BOOL] = {YESNO, NULL, 0},         [AS_VERSION] = {VERSION, NULL, 0},
   [AS_NAMEVER] = {NAMEVERS, NULL, 0},   [AS_SIZES] = {LIST, NULL, 0},
   [AS_ALIGN] = {ALIGN, NULL, 0},
-  [AS_DEVTYPE] = {BITFIELD, device_types, COUNT(device_types)},
-  [AS_FP] = {BITFIELD, fp_configs, COUNT(fp_configs)},
-  [AS_FP_SINGLE] = {BITFIELD, fp_single_configs, COUNT(fp_single_configs)},
-  [AS_QUEUE] = {BITFIELD, queue_props, COUNT(queue_props)},
-  [AS_EXEC] = {BITFIELD, exec_caps, COUNT(exec_caps)},
-  [AS_SVM] = {BITFIELD, svm_caps, COUNT(svm_caps)},
-  [AS_ATOMIC] = {BITFIELD, atomic_caps, COUNT(atomic_caps)},
-  [AS_ENQUEUE] = {BITFIELD, enqueue_caps, COUNT(enqueue_caps)},
-  [AS_AFFINITY] = {BITFIELD, affinity_domains, COUNT(affinity_domains)},
-  [AS_CMDBUF] = {BITFIELD, command_buffer_caps, COUNT(command_buffer_caps)},
-  [AS_CACHE] = {ENUM, cache_types, COUNT(cache_types)},
-  [AS_LMEM] = {ENUM, local_mem_types, COUNT(local_mem_types)},
-  [AS_PARTITION] = {ENUMS, partition_types, COUNT(partition_types)},
+  [AS_DEVTYPE] = {BITFIELD, device_types, KILN__COUNT(device_types)},
+  [AS_FP] = {BITFIELD, fp_configs, KILN__COUNT(fp_configs)},
+  [AS_FP_SINGLE] = {BITFIELD, fp_single_configs, KILN__COUNT(fp_single_configs)},
+  [AS_QUEUE] = {BITFIELD, queue_props, KILN__COUNT(queue_props)},
+  [AS_EXEC] = {BITFIELD, exec_caps, KILN__COUNT(exec_caps)},
+  [AS_SVM] = {BITFIELD, svm_caps, KILN__COUNT(svm_caps)},
+  [AS_ATOMIC] = {BITFIELD, atomic_caps, KILN__COUNT(atomic_caps)},
+  [AS_ENQUEUE] = {BITFIELD, enqueue_caps, KILN__COUNT(enqueue_caps)},
+  [AS_AFFINITY] = {BITFIELD, affinity_domains, KILN__COUNT(affinity_domains)},
+  [AS_CMDBUF] = {BITFIELD, command_buffer_caps, KILN__COUNT(command_buffer_caps)},
+  [AS_CACHE] = {ENUM, cache_types, KILN__COUNT(cache_types)},
+  [AS_LMEM] = {ENUM, local_mem_types, KILN__COUNT(local_mem_types)},
+  [AS_PARTITION] = {ENUMS, partition_types, KILN__COUNT(partition_types)},
 };
 
 typedef unsigned long long ull;
@@ -184,7 +183,7 @@ static void append_mem(kiln__str *s, uint64_t bytes)
   double v = (double)bytes;
   size_t u = 0;
   /* clinfo's rule: divide while above 1024, so 1048576 reads "1024KiB". */
-  while (v > 1024 && u + 1 < COUNT(units)) {
+  while (v > 1024 && u + 1 < KILN__COUNT(units)) {
     v /= 1024;
     u++;
   }

@@ -26,6 +26,9 @@
 #  define KILN__PRINTF(fmt, args)
 #endif
 
+/* The number of elements of an array. */
+#define KILN__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 /* ---- growable strings (util.c) ---------------------------------------- */
 
 typedef struct kiln__str {
@@ -672,6 +675,15 @@ struct kiln_buffer {
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
+
+/* Checks an operation's operand before anything is enqueued: not NULL,
+ * rt's, of dtype `want`, and holding at least `need` elements. fn names the
+ * call and `name` the operand ("x", "buffer A"); `detail` (or NULL) says
+ * where `need` comes from. The one place these messages are worded
+ * (buffer.c). */
+kiln_status kiln__check_operand(kiln_runtime *rt, const char *fn, const char *name,
+                                const kiln_buffer *b, kiln_dtype want, size_t need,
+                                const char *detail);
 
 /* Blocking copies of a rows x cols block between host memory (row pitch ld
  * elements, the block at element `at`) and the packed start of buf

@@ -12,7 +12,6 @@
 
 #include "internal.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 KILN_API const char *kiln_vendor_name(kiln_vendor vendor)
 {
@@ -24,7 +23,7 @@ KILN_API const char *kiln_vendor_name(kiln_vendor vendor)
     [KILN_VENDOR_POCL] = "pocl",         [KILN_VENDOR_OCLGRIND] = "oclgrind",
     [KILN_VENDOR_MESA] = "mesa",
   };
-  return (unsigned)vendor < COUNT(names) ? names[vendor] : "other";
+  return (unsigned)vendor < KILN__COUNT(names) ? names[vendor] : "other";
 }
 
 /* Runtimes that are not their hardware's vendor's, known by their platform:
@@ -68,14 +67,14 @@ static int contains_nocase(const char *hay, const char *needle)
 
 static kiln_vendor vendor_family(const kiln_device_info *d)
 {
-  for (size_t i = 0; i < COUNT(runtimes); i++)
+  for (size_t i = 0; i < KILN__COUNT(runtimes); i++)
     if (strstr(d->platform_name, runtimes[i].platform) ||
         strstr(d->platform_vendor, runtimes[i].platform))
       return runtimes[i].vendor;
-  for (size_t i = 0; i < COUNT(vendors); i++)
+  for (size_t i = 0; i < KILN__COUNT(vendors); i++)
     if (vendors[i].id && d->vendor_id == vendors[i].id)
       return vendors[i].vendor;
-  for (size_t i = 0; i < COUNT(vendors); i++)
+  for (size_t i = 0; i < KILN__COUNT(vendors); i++)
     if (contains_nocase(d->vendor, vendors[i].word))
       return vendors[i].vendor;
   return KILN_VENDOR_OTHER;

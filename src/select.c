@@ -34,7 +34,6 @@ static const struct {
   {"accelerator", KILN_DEVICE_ACCELERATOR},
 };
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Parses a run of digits into *v; returns the end, or NULL. */
 static const char *parse_index(const char *s, const char *end, unsigned long *v)
@@ -75,7 +74,7 @@ static int parse_term(const char *s, size_t len, term *t)
     t->kind = TERM_PD;
     return 0;
   }
-  for (size_t i = 0; i < COUNT(type_words); i++)
+  for (size_t i = 0; i < KILN__COUNT(type_words); i++)
     if (word_is(s, len, type_words[i].word)) {
       t->kind = TERM_TYPE;
       t->type = type_words[i].type;

@@ -20,6 +20,18 @@
 /* meson counts exit code 77 as a skipped test. */
 #define KILN_TEST_SKIP 77
 
+/* The number of elements of an array. */
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The tests' one random-number generator (Knuth's MMIX LCG): the same
+ * numbers on every run and machine, unlike rand(). Returns 53 random bits,
+ * the state's high ones (an LCG's low bits are poor). */
+static inline uint64_t kiln_test_random(uint64_t *state)
+{
+  *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *state >> 11;
+}
+
 /* Fails the test with kiln's message unless expr returns KILN_OK. */
 #define assert_kiln_ok(rt, expr)                                               \
   do {                                                                         \

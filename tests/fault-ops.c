@@ -11,7 +11,6 @@
 #include "fault-ops.h"
 #include "values.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define TAU 6.283185307179586476925286766559005768 /* 2 pi */
 
 /* ---- inputs ----------------------------------------------------------------- */

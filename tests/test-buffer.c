@@ -23,7 +23,6 @@ static const struct dt {
   {KILN_I64, 8, "int64"},
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const size_t counts[] = {1, 3, 17, 1000003};
 

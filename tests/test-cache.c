@@ -44,20 +44,11 @@ static void fill_device(kiln_device_info *d)
   d->driver_version = "5.0+debian";
 }
 
-/* xorshift64: the same bytes on every run, unlike rand(). */
-static uint64_t next_random(uint64_t *s)
-{
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
-
 static void fill_random(unsigned char *buf, size_t n, uint64_t seed)
 {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (size_t i = 0; i < n; i++)
-    buf[i] = (unsigned char)(next_random(&s) >> 32);
+    buf[i] = (unsigned char)(kiln_test_random(&s) >> 21);
 }
 
 static void entry_name(const fixture *fx, const kiln__cache_key *key, char *out,
@@ -406,7 +397,7 @@ static void test_cache_garbage(void **state)
   unsigned char *buf = malloc(9000);
   assert_non_null(buf);
   for (int i = 0; i < 300; i++) {
-    size_t len = (size_t)(next_random(&s) % 9000);
+    size_t len = (size_t)(kiln_test_random(&s) % 9000);
     if (i < 100)
       len %= 2 * HEADER; /* around the header's size */
     fill_random(buf, len, (uint64_t)i + 1000);

@@ -35,10 +35,10 @@ static void *to_bytes(const double *x, size_t n, kiln_dtype t)
 }
 
 
+/* 31 random bits. */
 static uint64_t lcg(uint64_t *s)
 {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return *s >> 33;
+  return kiln_test_random(s) >> 22;
 }
 
 static double *values(size_t n, kiln_dtype t, uint64_t *seed)

@@ -43,7 +43,6 @@
 #include "fault-ops.h"
 #include "kiln/kiln_cl.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* What a failed call of each class answers, taken in turn, and what kiln
  * must make of each (kiln__status_from_cl()). */

@@ -60,16 +60,11 @@ static double worst;   /* the largest error / bound of the test so far */
 
 /* ---- the reference ---------------------------------------------------- */
 
-static uint64_t lcg(uint64_t *s) /* 53 random bits */
-{
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return *s >> 11;
-}
 
 /* Uniform in [-1, 1), rounded to dtype as the device will see it. */
 static double random_value(kiln_dtype t, uint64_t *s)
 {
-  double v = (double)lcg(s) * 0x1p-52 - 1;
+  double v = (double)kiln_test_random(s) * 0x1p-52 - 1;
   return t == KILN_F32 ? (double)(float)v : v;
 }
 
@@ -340,7 +335,7 @@ static fcase make_sparse(const kiln_fft_desc *d, uint64_t seed, size_t nnz)
   c.scale = norm_scale(d, (double)c.n);
   for (size_t bb = 0; bb < b; bb++) {
     for (size_t m = 0; m < nnz; m++) {
-      at[m] = lcg(&seed) % per_in;
+      at[m] = kiln_test_random(&seed) % per_in;
       double *v = c.x + 2 * (bb * per_in + at[m]);
       v[0] = random_value(d->dtype, &seed);
       v[1] = r2c ? 0 : random_value(d->dtype, &seed);

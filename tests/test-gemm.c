@@ -36,10 +36,10 @@ static size_t packed_ld(const kiln_gemm_desc *d, size_t rows, size_t cols)
   return d->layout == KILN_ROW_MAJOR ? cols : rows;
 }
 
+/* 31 random bits. */
 static uint64_t lcg(uint64_t *s)
 {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return *s >> 33;
+  return kiln_test_random(s) >> 22;
 }
 
 /* Values on a 2^-8 grid in [-2, 2): exact in every dtype, and products

@@ -176,11 +176,6 @@ static int cmp_ptr(const void *a, const void *b)
 
 /* A fixed-seed 64-bit LCG (Knuth's MMIX constants): the same shuffles on
  * every run and every libc. */
-static uint32_t lcg_next(uint64_t *s)
-{
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(*s >> 33);
-}
 
 static void test_rank_derive_real_devices(void **state)
 {
@@ -471,7 +466,7 @@ static void test_rank_order_ignores_input_order(void **state)
     for (int i = 0; i < NDEV; i++) /* round 0: reversed */
       order[i] = NDEV - 1 - i;
     for (int i = NDEV - 1; round > 0 && i > 0; i--) { /* Fisher-Yates */
-      int j = (int)(lcg_next(&seed) % (uint32_t)(i + 1));
+      int j = (int)((uint32_t)(kiln_test_random(&seed) >> 22) % (uint32_t)(i + 1));
       int t = order[i];
       order[i] = order[j];
       order[j] = t;

@@ -45,11 +45,6 @@ static unsigned clblast_ran[NOPS + 1][8];
 
 /* ---- values on the host ----------------------------------------------- */
 
-static uint64_t lcg(uint64_t *s) /* 53 random bits */
-{
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return *s >> 11;
-}
 
 /* A random value of type t, exactly representable in it. float16: 3500
  * values of a 2^-10 grid in (-2, 2), all exact in half, so long inputs have
@@ -58,7 +53,7 @@ static uint64_t lcg(uint64_t *s) /* 53 random bits */
  * int32 at once. */
 static double random_value(kiln_dtype t, uint64_t *s)
 {
-  uint64_t r = lcg(s);
+  uint64_t r = kiln_test_random(s);
   switch (t) {
   case KILN_F16: return ((double)(r % 3500) - 1500) / 1024;
   case KILN_F32: return (float)((double)r * 0x1p-52 - 0.8);
@@ -682,7 +677,7 @@ static void test_reduce_float32_sum_1e8(void **state)
   double sum = 0, sq = 0, sq_c = 0;
   float naive = 0;
   for (size_t i = 0; i < n; i++) {
-    x[i] = (float)((double)(lcg(&seed) >> 29) * 0x1p-24);
+    x[i] = (float)((double)(kiln_test_random(&seed) >> 29) * 0x1p-24);
     sum += x[i];
     neumaier(&sq, &sq_c, (double)x[i] * x[i]);
     naive += x[i];

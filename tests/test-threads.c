@@ -68,12 +68,9 @@ static unsigned rounds = 24;
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static uint64_t next(worker *w) /* splitmix64 */
+static uint64_t next(worker *w)
 {
-  uint64_t z = (w->rng += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return kiln_test_random(&w->rng);
 }
 
 static size_t pick(worker *w, size_t lo, size_t hi) /* in [lo, hi] */

@@ -107,19 +107,7 @@ static kiln_status holds(kiln_runtime *rt, const kiln_buffer *b, const char *nam
   for (size_t i = 0; i < ndims; i++)
     if (kiln__mul_overflow(need, dims[i], &need))
       return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_conv2d: %s's size overflows", name);
-  if (!b)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL", name);
-  if (kiln_buffer_runtime(b) != rt)
-    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
-                      "kiln_conv2d: %s belongs to another runtime", name);
-  if (kiln_buffer_dtype(b) != dtype)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_conv2d: %s holds %s; expected %s",
-                      name, kiln_dtype_name(kiln_buffer_dtype(b)), kiln_dtype_name(dtype));
-  if (kiln_buffer_count(b) < need)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
-                      "kiln_conv2d: %s needs %zu elements but holds %zu", name, need,
-                      kiln_buffer_count(b));
-  return KILN_OK;
+  return kiln__check_operand(rt, "kiln_conv2d", name, b, dtype, need, NULL);
 }
 
 static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,

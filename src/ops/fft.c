@@ -72,23 +72,6 @@ static int is_inverse(const kiln_fft_desc *d)
   return d->kind == KILN_FFT_C2R || (d->kind == KILN_FFT_C2C && d->inverse);
 }
 
-static kiln_status check_buffer(kiln_runtime *rt, const kiln_buffer *b, const char *name,
-                                kiln_dtype want, size_t need)
-{
-  if (!b)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: %s is NULL", name);
-  if (kiln_buffer_runtime(b) != rt)
-    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
-                      "kiln_fft: %s belongs to another runtime", name);
-  if (kiln_buffer_dtype(b) != want)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_fft: %s holds %s; expected %s",
-                      name, kiln_dtype_name(kiln_buffer_dtype(b)), kiln_dtype_name(want));
-  if (kiln_buffer_count(b) < need)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
-                      "kiln_fft: %s needs %zu elements but holds %zu", name, need,
-                      kiln_buffer_count(b));
-  return KILN_OK;
-}
 
 static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc, kiln_fft_desc *d)
 {
@@ -146,9 +129,9 @@ static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
   kiln_dtype out_type = d.kind == KILN_FFT_C2R ? real : cplx;
   size_t in_count = d.kind == KILN_FFT_C2R ? half : full;
   size_t out_count = d.kind == KILN_FFT_R2C ? half : full;
-  st = check_buffer(rt, in, "in", in_type, in_count);
+  st = kiln__check_operand(rt, "kiln_fft", "in", in, in_type, in_count, NULL);
   if (st == KILN_OK)
-    st = check_buffer(rt, out, "out", out_type, out_count);
+    st = kiln__check_operand(rt, "kiln_fft", "out", out, out_type, out_count, NULL);
   if (st != KILN_OK)
     return st;
   if (in == out)

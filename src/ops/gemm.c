@@ -3,6 +3,7 @@
  * device, resolves its defaults, normalises it to row-major, chooses a
  * backend and dispatches.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "kiln_config.h"
@@ -86,30 +87,20 @@ static kiln_status shape(kiln_runtime *rt, const kiln_gemm_desc *d, operand *o,
 static kiln_status fits(kiln_runtime *rt, const kiln_gemm_desc *d, const operand *o,
                         const kiln_buffer *buf, size_t batch)
 {
-  if (!buf)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: buffer %s is NULL",
-                      o->name);
-  if (kiln_buffer_runtime(buf) != rt)
-    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
-                      "kiln_gemm: buffer %s belongs to another runtime", o->name);
-  if (kiln_buffer_dtype(buf) != d->dtype)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
-                      "kiln_gemm: buffer %s holds %s; expected %s, the descriptor's dtype",
-                      o->name, kiln_dtype_name(kiln_buffer_dtype(buf)),
-                      kiln_dtype_name(d->dtype));
-  size_t last, need;
-  if (kiln__mul_overflow(batch - 1, o->stride, &last) ||
-      kiln__add_overflow(last, o->offset, &last) ||
-      kiln__add_overflow(last, o->extent, &need))
+  size_t last, need = 0;
+  int overflow = kiln__mul_overflow(batch - 1, o->stride, &last) ||
+                 kiln__add_overflow(last, o->offset, &last) ||
+                 kiln__add_overflow(last, o->extent, &need);
+  char name[16], detail[160];
+  snprintf(name, sizeof name, "buffer %s", o->name);
+  snprintf(detail, sizeof detail, "(offset %zu, %zu matrices of %zu x %zu with ld %zu, "
+           "stride %zu)", o->offset, batch, o->rows, o->cols, o->ld, o->stride);
+  kiln_status st = kiln__check_operand(rt, "kiln_gemm", name, buf, d->dtype,
+                                       overflow ? 0 : need, detail);
+  if (st == KILN_OK && overflow)
     return kiln__fail(rt, KILN_ERR_OVERFLOW,
                       "kiln_gemm: %s's batch extent overflows size_t", o->name);
-  if (need > kiln_buffer_count(buf))
-    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
-                      "kiln_gemm: %s needs %zu elements (offset %zu, %zu matrices of "
-                      "%zu x %zu with ld %zu, stride %zu) but its buffer holds %zu",
-                      o->name, need, o->offset, batch, o->rows, o->cols, o->ld,
-                      o->stride, kiln_buffer_count(buf));
-  return KILN_OK;
+  return st;
 }
 
 static kiln_status check_request(kiln_runtime *rt, const kiln_gemm_desc *d)

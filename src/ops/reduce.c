@@ -124,23 +124,6 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
   return KILN_OK;
 }
 
-static kiln_status check_buffer(kiln_runtime *rt, const kiln_buffer *buf, const char *name,
-                                kiln_dtype want, size_t need)
-{
-  if (!buf)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: %s is NULL", name);
-  if (kiln_buffer_runtime(buf) != rt)
-    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
-                      "kiln_reduce: %s belongs to another runtime", name);
-  if (kiln_buffer_dtype(buf) != want)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_reduce: %s holds %s; expected %s",
-                      name, kiln_dtype_name(kiln_buffer_dtype(buf)), kiln_dtype_name(want));
-  if (kiln_buffer_count(buf) < need)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
-                      "kiln_reduce: %s needs %zu elements but holds %zu", name, need,
-                      kiln_buffer_count(buf));
-  return KILN_OK;
-}
 
 kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buffer *out,
                          size_t outputs)
@@ -198,9 +181,9 @@ kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
   if (st == KILN_OK && kiln__add_overflow(desc->offset, *count, &need_in))
     st = kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: offset + view overflows");
   if (st == KILN_OK)
-    st = check_buffer(rt, in, "in", desc->dtype, need_in);
+    st = kiln__check_operand(rt, "kiln_reduce", "in", in, desc->dtype, need_in, NULL);
   if (st == KILN_OK)
-    st = check_buffer(rt, out, "out", r->out_type, *outputs);
+    st = kiln__check_operand(rt, "kiln_reduce", "out", out, r->out_type, *outputs, NULL);
   if (st != KILN_OK)
     return st;
   r->in = kiln_buffer_cl_mem(in);
