@@ -266,7 +266,9 @@ void kiln__cache_close(kiln__cache *c)
 {
   if (!c)
     return;
-  if (c->dirfd >= 0)
+  /* By dir, not dirfd: a runtime that failed before opening its cache has
+   * a zeroed one, whose dirfd 0 is someone else's descriptor (stdin). */
+  if (c->dir)
     close(c->dirfd);
   free(c->dir);
   memset(c, 0, sizeof *c);

@@ -494,6 +494,22 @@ static void test_cache_unwritable_folder(void **state)
   expect_off(&c, &notes, "Permission denied");
 }
 
+/* A runtime that fails before it opens its cache releases a zeroed one,
+ * whose descriptor field reads 0: closing it must not close stdin, which
+ * would hand fd 0 to the next open() of another thread, and close that. */
+static void test_cache_close_zeroed(void **state)
+{
+  (void)state;
+  int opened = fcntl(0, F_GETFD) == -1 ? open("/dev/null", O_RDONLY) : -1;
+  assert_int_not_equal(fcntl(0, F_GETFD), -1);
+  kiln__cache c;
+  memset(&c, 0, sizeof c);
+  kiln__cache_close(&c);
+  assert_int_not_equal(fcntl(0, F_GETFD), -1);
+  if (opened >= 0)
+    close(opened);
+}
+
 static void test_cache_creates_parents(void **state)
 {
   fixture *fx = *state;
@@ -709,6 +725,7 @@ int main(void)
     T(test_cache_garbage),
     T(test_cache_entry_not_a_file),
     T(test_cache_unwritable_folder),
+    T(test_cache_close_zeroed),
     T(test_cache_creates_parents),
     T(test_cache_folder_resolution),
     T(test_cache_turned_off),
