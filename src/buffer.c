@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profile.h"
 
 #define DTYPE_LIST "KILN_F16, KILN_F32, KILN_F64, KILN_C32, KILN_C64, KILN_I32 or KILN_I64"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profile.h"
 
 struct kiln_kernel {
   kiln_runtime *rt;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "npy.h"
 
 /* Elements are copied between disk and memory as they are, so the host must
  * store them as .npy's '<' does. Every host OpenCL runs on today does. */

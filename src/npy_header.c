@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "npy.h"
 
 #define ALIGN 64         /* numpy's ARRAY_ALIGN: where the data starts */
 #define GROWTH_DIGITS 21 /* numpy's GROWTH_AXIS_MAX_DIGITS */

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "profile.h"
 
 /* The calling thread's scope in progress, and its number for the trace. */
 static _Thread_local kiln__profile_scope *current;
@@ -132,13 +133,13 @@ kiln_status kiln__profile_close(kiln__profile_scope *ps, kiln_status st)
     release_cmds(ps->cmds, ps->ncmds);
     if (st == KILN_OK && ps->lost) {
       pthread_mutex_lock(&rt->lock);
-      rt->prof.dropped++;
+      rt->prof->dropped++;
       pthread_mutex_unlock(&rt->lock);
     }
     return st;
   }
   pthread_mutex_lock(&rt->lock);
-  kiln__profiler *p = &rt->prof;
+  kiln__profiler *p = rt->prof;
   if (grow_records(p) != 0) {
     p->dropped++;
     pthread_mutex_unlock(&rt->lock);
@@ -213,7 +214,8 @@ static void resolve_op(kiln__prof_op *op)
 
 void kiln__profile_resolve(kiln_runtime *rt, int all)
 {
-  kiln__profiler *p = &rt->prof;
+  KILN__ASSERT_HELD(&rt->lock);
+  kiln__profiler *p = rt->prof;
   for (size_t i = p->first_pending; i < p->nops; i++) {
     kiln__prof_op *op = &p->ops[i];
     if (op->state != KILN__PROF_PENDING)
@@ -258,8 +260,8 @@ static cl_int align_clocks(kiln_runtime *rt, int64_t *offset)
  * so kiln_runtime_destroy() tries again and says when it fails. */
 static kiln_status open_trace(kiln_runtime *rt, const kiln__config *cfg)
 {
-  rt->prof.trace = strdup(cfg->trace);
-  if (!rt->prof.trace)
+  rt->prof->trace = strdup(cfg->trace);
+  if (!rt->prof->trace)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: out of host memory");
   FILE *f = fopen(cfg->trace, "w");
@@ -280,8 +282,12 @@ kiln_status kiln__profile_init(kiln_runtime *rt, const kiln__config *cfg)
   rt->profile = cfg->profile || cfg->trace; /* a trace needs the records */
   if (!rt->profile)
     return KILN_OK;
-  rt->prof.origin = now_ns();
-  cl_int err = align_clocks(rt, &rt->prof.offset);
+  rt->prof = calloc(1, sizeof *rt->prof);
+  if (!rt->prof)
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_runtime_create: out of host memory");
+  rt->prof->origin = now_ns();
+  cl_int err = align_clocks(rt, &rt->prof->offset);
   if (err != CL_SUCCESS)
     kiln__str_appendf(&rt->devices.notes,
                       "profiling: the device's clock could not be read (%s); the "
@@ -302,10 +308,13 @@ static void drop_records(kiln__profiler *p)
 
 void kiln__profile_free(kiln_runtime *rt)
 {
-  drop_records(&rt->prof);
-  free(rt->prof.ops);
-  free(rt->prof.trace);
-  rt->prof = (kiln__profiler){0};
+  if (!rt->prof)
+    return;
+  drop_records(rt->prof);
+  free(rt->prof->ops);
+  free(rt->prof->trace);
+  free(rt->prof);
+  rt->prof = NULL;
 }
 
 KILN_API int kiln_profile_enabled(const kiln_runtime *rt)
@@ -320,7 +329,8 @@ KILN_API kiln_status kiln_profile_reset(kiln_runtime *rt)
                       "kiln_profile_reset: rt is NULL; expected a runtime from "
                       "kiln_runtime_create()");
   pthread_mutex_lock(&rt->lock);
-  drop_records(&rt->prof);
+  if (rt->prof)
+    drop_records(rt->prof);
   pthread_mutex_unlock(&rt->lock);
   return KILN_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profile.h"
 
 /* What the rows leave out. */
 typedef struct left_out {
@@ -59,7 +60,7 @@ static kiln_status gather(kiln_runtime *rt, const char *fn, kiln_profile_row **o
     return KILN_OK;
   pthread_mutex_lock(&rt->lock);
   kiln__profile_resolve(rt, 1);
-  const kiln__profiler *p = &rt->prof;
+  const kiln__profiler *p = rt->prof;
   kiln_profile_row *rows = p->nops ? malloc(p->nops * sizeof *rows) : NULL;
   if (p->nops && !rows) {
     pthread_mutex_unlock(&rt->lock);

@@ -248,6 +248,7 @@ static size_t builtin_index(const char *name)
 /* Builds builtin i unless it is built. Called with rt->build_lock held. */
 static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
 {
+  KILN__ASSERT_HELD(&rt->build_lock);
   if (rt->builtins[i])
     return KILN_OK;
   const kiln__builtin_source *b = &kiln__builtin_sources[i];

@@ -8,6 +8,9 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "profile.h"
+#include "ops/ops.h"
+#include "backends/clblast.h"
 
 /* Numbers the runtimes of the process, for error.c. */
 static atomic_uint_fast64_t runtimes_made;
@@ -213,7 +216,7 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
   }
   clFinish(rt->queue); /* errors no longer have anyone to go to */
   /* The trace's failure is the thread's to read: the runtime is gone. */
-  kiln_status st = rt->prof.trace ? kiln__trace_write(rt, NULL, rt->prof.trace,
+  kiln_status st = rt->prof && rt->prof->trace ? kiln__trace_write(rt, NULL, rt->prof->trace,
                                                       "kiln_runtime_destroy")
                                   : KILN_OK;
   runtime_free(rt);
@@ -232,6 +235,7 @@ void kiln__runtime_set_error(kiln_runtime *rt, char *msg)
  * failure for kiln_finish(). Called with the lock held. */
 static void reap_finished(kiln_runtime *rt)
 {
+  KILN__ASSERT_HELD(&rt->lock);
   size_t kept = 0;
   for (size_t i = 0; i < rt->npending; i++) {
     cl_int status = CL_QUEUED;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "profile.h"
 
 #define DEVICE_TID 1
 #define COMMANDS_TID 2
@@ -125,7 +126,7 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
 /* Names the tracks: the process, the device's two, one per host thread. */
 static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
 {
-  const kiln__profiler *p = &rt->prof;
+  const kiln__profiler *p = rt->prof;
   char name[300];
   snprintf(name, sizeof name, "kiln on %s", kiln_runtime_device(rt)->name);
   fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\","
@@ -145,7 +146,7 @@ static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
 
 static void put_trace(FILE *f, kiln_runtime *rt)
 {
-  const kiln__profiler *p = &rt->prof;
+  const kiln__profiler *p = rt->prof;
   int pid = (int)getpid();
   fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"kiln_version\":\"%s\","
              "\"device\":", KILN_VERSION_STRING);
@@ -153,7 +154,7 @@ static void put_trace(FILE *f, kiln_runtime *rt)
   fputs("},\n\"traceEvents\":[\n", f);
   if (rt->profile)
     put_tracks(f, rt, pid);
-  for (size_t i = 0; i < p->nops; i++)
+  for (size_t i = 0; p && i < p->nops; i++) /* p: NULL with profiling off */
     if (p->ops[i].state != KILN__PROF_FAILED)
       put_call(f, p, &p->ops[i], i + 1, pid);
   fputs("\n]}\n", f);

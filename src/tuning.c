@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "tuning.h"
 
 /*
  * GEMM. On a CPU device (PoCL) a work-item owns TM rows x 2 vectors of VW

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "internal.h" /* kiln__gemm_tuning_override */
+#include "tuning.h"
 #include "kiln_config.h"
 #include "values.h"
 

@@ -14,6 +14,7 @@
 #include "common.h"
 
 #include "internal.h"
+#include "npy.h"
 
 static char dir[] = "/tmp/kiln-npy-XXXXXX";
 

@@ -33,6 +33,9 @@
 
 #include "conv-case.h"
 #include "internal.h" /* the tuning seams, kiln__program_cl(), the real-FFT path */
+#include "profile.h"
+#include "ops/ops.h"
+#include "tuning.h"
 #include "values.h"
 
 /* ---- kernels launched: this executable's clEnqueueNDRangeKernel ---------- */

@@ -26,6 +26,8 @@
 /* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
  * that clblast_c.h includes. */
 #include "internal.h"
+#include "profile.h"
+#include "ops/ops.h"
 #include "backends/clblast.h"
 
 #include <clblast_c.h>

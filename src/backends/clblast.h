@@ -1,7 +1,8 @@
 /*
  * clblast.h — what the CLBlast backend (clblast.c) shares with its unit test
- * (tests/test-clblast-status.c). Only built when meson finds CLBlast.
- * Everything else reaches the backend through kiln__gemm_clblast.
+ * (tests/test-clblast-status.c), and the runtime's release of CLBlast's
+ * cache. Only built when meson finds CLBlast. Everything else reaches the
+ * backend through its tables in src/ops/ops.h.
  */
 #ifndef KILN_BACKENDS_CLBLAST_H
 #define KILN_BACKENDS_CLBLAST_H
@@ -37,5 +38,11 @@ void kiln__clblast_unlock(void);
  * (no double rounding through float); overflow gives infinity, NaN stays a
  * quiet NaN of the same sign. CLBlast's Hgemm takes alpha and beta so. */
 uint16_t kiln__half_from_double(double d);
+
+/* CLBlast keeps what it compiles in a process-wide cache; clblast.c counts
+ * the runtimes that called it (kiln__clblast_use() before each call) and
+ * empties the cache when the last of them is released. */
+void kiln__clblast_use(kiln_runtime *rt);
+void kiln__clblast_release(kiln_runtime *rt);
 
 #endif /* KILN_BACKENDS_CLBLAST_H */

@@ -46,6 +46,9 @@
 /* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
  * that clblast_c.h includes. */
 #include "internal.h"
+#include "profile.h"
+#include "ops/ops.h"
+#include "clblast.h"
 #include "backends/clblast.h"
 
 #include <clblast_c.h>

@@ -33,6 +33,8 @@
 /* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
  * that clFFT.h includes. */
 #include "internal.h"
+#include "profile.h"
+#include "ops/ops.h"
 
 #include <clFFT.h>
 

@@ -40,6 +40,8 @@
 /* internal.h first: it sets CL_TARGET_OPENCL_VERSION for the OpenCL headers
  * that vkFFT.h includes. */
 #include "internal.h"
+#include "profile.h"
+#include "ops/ops.h"
 
 /* VkFFT turns each failed OpenCL call into a code of its own
  * (VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL, ...) and drops the OpenCL error,

@@ -6,6 +6,8 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "profile.h"
+#include "ops.h"
 
 KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
                                     size_t c, size_t h, size_t w, size_t k, size_t r,
@@ -216,6 +218,7 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                            elements * kiln_dtype_size(d->dtype), 2 * outputs * taps,
                            "%zux%zux%zux%zu k%zu %zux%zu %s", d->n, d->c, d->h, d->w,
                            d->k, d->r, d->s, kiln_dtype_name(d->dtype));
+    assert(cv.d.stride_h >= 1 && cv.d.stride_w >= 1 && cv.d.groups >= 1);
     st = be->run(rt, &cv);
   }
   return kiln__profile_end(&ps, st);

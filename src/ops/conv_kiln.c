@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "ops.h"
 
 static const char *tag(kiln_dtype t)
 {

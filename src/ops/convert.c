@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "profile.h"
 
 /* The kernel name's part for each convertible type; NULL for the others. */
 static const char *type_tag(kiln_dtype t)

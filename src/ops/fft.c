@@ -31,6 +31,8 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "profile.h"
+#include "ops.h"
 
 /* One cached plan: the key (everything a backend's plan depends on) and the
  * backend's plan. */
@@ -276,6 +278,7 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "kiln_fft: no host memory for a plan");
   }
   void *plan = NULL;
+  assert(f->d.batch >= 1);
   kiln_status st = be->plan(rt, f, &plan);
   if (st != KILN_OK) {
     pthread_mutex_destroy(&node->run_lock);

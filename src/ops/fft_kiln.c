@@ -18,6 +18,8 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "ops.h"
+#include "tuning.h"
 
 /* 2^30, the longest length, takes 6 radix-32 passes. */
 #define MAX_PASSES 8

@@ -20,6 +20,8 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "profile.h"
+#include "ops.h"
 
 /* "kiln_fft_<what>_f32" or _f64. */
 static const char *kernel_name(char *buf, size_t size, const char *what, int f64)
@@ -32,6 +34,7 @@ kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
                                        const kiln_buffer *in, kiln_buffer *out,
                                        kiln__profile_scope *ps)
 {
+  assert(d->batch >= 1);
   static const char what[] = "kiln_fft(real as complex)";
   int f64 = d->dtype == KILN_F64;
   size_t dims[3] = {1, 1, 1}; /* (n0, n1, n2): the shape right-aligned */

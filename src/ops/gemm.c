@@ -8,6 +8,8 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "profile.h"
+#include "ops.h"
 
 KILN_API const char *kiln_backend_name(kiln_backend backend)
 {
@@ -267,6 +269,7 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
                            2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu",
                            desc->m, desc->n, desc->k, kiln_dtype_name(g.dtype),
                            g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0);
+    assert(g.batch >= 1 && g.lda >= 1 && g.ldb >= 1 && g.ldc >= 1);
     st = be->run(rt, &g);
   }
   return kiln__profile_end(&ps, st);

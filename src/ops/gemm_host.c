@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ops.h"
 
 typedef struct panels {
   size_t mb, nb, kb; /* block sizes */

@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "ops.h"
+#include "tuning.h"
 
 static size_t round_up(size_t x, size_t to)
 {

@@ -8,6 +8,8 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "profile.h"
+#include "ops.h"
 
 static const char *const op_names[] = {
   [KILN_REDUCE_SUM] = "sum",       [KILN_REDUCE_MEAN] = "mean",
@@ -219,6 +221,7 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
                              (uint64_t)outputs * kiln_dtype_size(r.out_type),
                            (uint64_t)count * (r.op == KILN_REDUCE_NORM2 ? 2 : 1),
                            "%s", view_text(desc, view, sizeof view));
+    assert(r.len >= 1);
     st = be->run(rt, &r);
   }
   return kiln__profile_end(&ps, st);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ops.h"
 
 /* A chunk's result, widened for combining. */
 typedef struct part {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "ops.h"
+#include "tuning.h"
 
 /* Rows up to this many, each contiguous, go through the two-stage path. */
 #define FEW_ROWS 16

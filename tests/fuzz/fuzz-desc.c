@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ops/ops.h"
 
 #include "fuzz.h"
 

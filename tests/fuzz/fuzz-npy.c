@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "npy.h"
 
 #include "fuzz.h"
 

@@ -1,0 +1,198 @@
+/*
+ * ops.h — what the operations (src/ops/) share with their backends (kiln's
+ * own in src/ops/, the libraries' in src/backends/): each operation's
+ * checked request, its backend table, and the checks that tests and
+ * fuzzers call without a device. Not installed.
+ */
+#ifndef KILN_OPS_H
+#define KILN_OPS_H
+
+#include "internal.h"
+#include "profile.h"
+
+/* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
+
+/* A checked kiln_gemm() request with every default resolved: leading
+ * dimensions and strides are real numbers, batch >= 1. */
+typedef struct kiln__gemm {
+  kiln_dtype dtype;
+  kiln_layout layout;
+  kiln_transpose trans_a, trans_b;
+  size_t m, n, k, batch;
+  double alpha, beta;
+  size_t lda, ldb, ldc;
+  size_t offset_a, offset_b, offset_c;
+  size_t stride_a, stride_b, stride_c;
+  cl_mem a, b, c;
+} kiln__gemm;
+
+typedef struct kiln__gemm_backend {
+  kiln_backend id;
+  /* NULL when the backend can run g on rt's device; else why not, as a
+   * phrase that completes "cannot run this GEMM: ..." (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__gemm *g);
+  /* Enqueues g; sets kiln_last_error on failure. */
+  kiln_status (*run)(kiln_runtime *rt, const kiln__gemm *g);
+} kiln__gemm_backend;
+
+/* Checks a request, buffers aside, and fills g normalised to row-major
+ * (g's cl_mem fields stay NULL); used by kiln_gemm_host() (gemm.c). */
+kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g);
+
+/* What kiln_gemm() does before it enqueues anything: checks the request
+ * against the buffers' types and sizes and the device record, fills g and
+ * picks the backend. Reads only those records (no OpenCL call), so tests and
+ * tests/fuzz/fuzz-desc.c run it on fake buffers and devices. */
+kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
+                             const kiln_buffer *a, const kiln_buffer *b,
+                             const kiln_buffer *c, kiln__gemm *g,
+                             const kiln__gemm_backend **be);
+
+extern const kiln__gemm_backend kiln__gemm_kiln;    /* src/ops/gemm_kiln.c */
+
+/* How kiln's GEMM packs its operands for g on rt's device: padded sizes,
+ * panel heights and the compute type (float for half). Element (r, p) of
+ * A (r < m) sits at ((r / pha) * kp + p) * pha + r % pha of a batch item's
+ * mp * kp elements; element (j, p) of op(B)' likewise with phb, np. */
+typedef struct kiln__gemm_packing {
+  size_t mp, np, kp, pha, phb;
+  kiln_dtype compute;
+} kiln__gemm_packing;
+
+void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
+                             kiln__gemm_packing *out);
+
+/* Runs g with A and/or op(B)' already packed that way (NULL: pack it from
+ * g's buffers), so a producer such as im2col can write the packed form
+ * itself and save a pass over memory. */
+kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
+                                       kiln_buffer *ap, kiln_buffer *bp);
+extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
+                                                        when HAVE_CLBLAST */
+
+/* ---- reduction backends (src/ops/reduce*.c, src/backends/) ------------- */
+
+/* A checked kiln_reduce() request: the view as (outer, len, inner), reduced
+ * along len; every element (KILN_AXIS_ALL) is outer = inner = 1. The result
+ * for (o, i) goes to out[out_offset + o * inner + i]. len >= 1. */
+typedef struct kiln__reduce {
+  kiln_reduce_op op;
+  kiln_dtype in_type, out_type;
+  size_t outer, len, inner;
+  size_t offset, out_offset;
+  cl_mem in, out;
+} kiln__reduce;
+
+typedef struct kiln__reduce_backend {
+  kiln_backend id;
+  /* NULL when the backend can run r; else why not (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__reduce *r);
+  kiln_status (*run)(kiln_runtime *rt, const kiln__reduce *r);
+} kiln__reduce_backend;
+
+/* Checks a request, buffers aside: fills r's view and types, and the
+ * elements it reads (*count) and writes (*outputs) (reduce.c). */
+kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
+                              kiln__reduce *r, size_t *count, size_t *outputs);
+
+/* kiln__reduce_plan(), then the buffers: `in` holds offset + *count
+ * elements of the input type and `out` *outputs of the result type. No
+ * OpenCL call, like kiln__gemm_check(). */
+kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
+                               const kiln_buffer *in, const kiln_buffer *out,
+                               kiln__reduce *r, size_t *count, size_t *outputs);
+
+/* An empty axis: writes the identity of sum, mean (NaN) and norm into the
+ * outputs of out; an error for the others (reduce.c). */
+kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r,
+                               kiln_buffer *out, size_t outputs);
+
+/* The backend for r: the one asked for (AUTO: kiln's), or why not. */
+kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
+                                const kiln__reduce *r, const kiln__reduce_backend **out);
+
+extern const kiln__reduce_backend kiln__reduce_kiln;    /* src/ops/reduce_kiln.c */
+extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
+                                                            when HAVE_CLBLAST */
+
+/* ---- convolution backends (src/ops/conv*.c, src/backends/) ------------- */
+
+/* A checked kiln_conv2d() request with defaults resolved (strides,
+ * dilations, groups >= 1) and the output size. */
+typedef struct kiln__conv {
+  kiln_conv2d_desc d;
+  size_t p, q;
+  cl_mem x, w, bias, y; /* bias may be NULL */
+  const kiln_buffer *wbuf; /* the same weights and output, for backends */
+  kiln_buffer *ybuf;       /* that call kiln_gemm() */
+} kiln__conv;
+
+typedef struct kiln__conv_backend {
+  kiln_backend id;
+  const char *(*cannot)(kiln_runtime *rt, const kiln__conv *c);
+  kiln_status (*run)(kiln_runtime *rt, const kiln__conv *c);
+} kiln__conv_backend;
+
+/* What kiln_conv2d() does before it enqueues anything: checks the request
+ * against the buffers and the device record, fills cv and picks the
+ * backend. No OpenCL call, like kiln__gemm_check(). */
+kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                             const kiln_buffer *x, const kiln_buffer *weights,
+                             const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv,
+                             const kiln__conv_backend **be);
+
+extern const kiln__conv_backend kiln__conv_direct;  /* src/ops/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
+                                                        when HAVE_CLBLAST */
+
+/* ---- FFT backends (src/ops/fft.c, src/backends/) ----------------------- */
+
+/* A checked kiln_fft() request: batch >= 1, and the element counts; d.inverse
+ * is 1 for C2R and an inverse C2C, else 0; shape[i] is 0 for i >= ndim. */
+typedef struct kiln__fft {
+  kiln_fft_desc d;
+  size_t in_count, out_count; /* elements of in's and out's types */
+  cl_mem in, out;
+} kiln__fft;
+
+/* A backend's plan, opaque to fft.c: built once per key and cached by the
+ * runtime (fft.c), released when the runtime is destroyed. */
+typedef struct kiln__fft_backend {
+  kiln_backend id;
+  /* NULL when the backend can run f; else why not (static text). */
+  const char *(*cannot)(kiln_runtime *rt, const kiln__fft *f);
+  /* Builds a plan for f's shape, kind, batch, precision and direction. */
+  kiln_status (*plan)(kiln_runtime *rt, const kiln__fft *f, void **plan);
+  /* Enqueues f with a plan from plan(); events go to kiln__runtime_track. */
+  kiln_status (*run)(kiln_runtime *rt, void *plan, const kiln__fft *f);
+  void (*release)(void *plan);
+} kiln__fft_backend;
+
+extern const kiln__fft_backend kiln__fft_kiln;  /* src/ops/fft_kiln.c */
+extern const kiln__fft_backend kiln__fft_clfft; /* src/backends/clfft.c, HAVE_CLFFT */
+extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
+
+/* What kiln_fft() does before it plans anything: checks the request against
+ * the buffers and the device record, fills f, and puts the backends that
+ * may run it, best first, into be[0 .. *n). No OpenCL call, like
+ * kiln__gemm_check(). */
+kiln_status kiln__fft_check(kiln_runtime *rt, const kiln_fft_desc *desc,
+                            const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f,
+                            const kiln__fft_backend *be[3], unsigned *n);
+
+/* kiln_fft() within the profiling scope ps of the call (fft.c). */
+kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
+                          const kiln_buffer *in, kiln_buffer *out,
+                          kiln__profile_scope *ps);
+
+/* R2C or C2R (checked desc, batch >= 1) as a C2C transform through
+ * kiln__fft_run(), for shapes no backend runs (src/ops/fft_real.c). */
+kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
+                                       const kiln_buffer *in, kiln_buffer *out,
+                                       kiln__profile_scope *ps);
+
+/* Releases the runtime's cached FFT plans (fft.c). */
+void kiln__fft_release_plans(kiln_runtime *rt);
+
+#endif /* KILN_OPS_H */
