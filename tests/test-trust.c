@@ -186,6 +186,8 @@ static void test_trust_own_folder_used(void **state)
   assert_int_equal(u.hits, 1);
   assert_int_equal(u.compiles, 0);
   assert_int_equal(u.untrusted, 0);
+  /* Asking for a team cache leaves a private folder private. */
+  assert_int_equal(build_in(fx, fx->dir, 1).shared, 0);
 }
 
 static void test_trust_world_writable_folder(void **state)
@@ -453,6 +455,7 @@ static void test_trust_team_folder(void **state)
   kiln_cache_usage u = build_in(fx, fx->dir, 1);
   assert_int_equal(u.hits, 1);
   assert_int_equal(u.compiles, 0);
+  assert_int_equal(u.shared, 1);
   /* ...but an outsider's is not, nor a member's anywhere else. */
   assert_int_equal(chown(fx->entry, nobody_uid(), (gid_t)-1), 0);
   expect_untrusted(fx, 1, "nor to a member of the cache's group");

@@ -51,7 +51,8 @@ int kiln_cmd_cache(int argc, char **argv)
     if ((st = kiln_cache_clear(rt, &removed)) == KILN_OK)
       printf("cleared %s: %llu files removed\n", u.dir, (unsigned long long)removed);
   } else if ((st = kiln_cache_contents(rt, &entries, &bytes)) == KILN_OK) {
-    printf("location  %s\nentries   %llu\nsize      %.1f KiB\n", u.dir,
+    printf("location  %s%s\nentries   %llu\nsize      %.1f KiB\n", u.dir,
+           u.shared ? " (a team folder: every member of its group is trusted)" : "",
            (unsigned long long)entries, (double)bytes / 1024.0);
   }
   kiln_cache_stats(rt, &u); /* the walk counts what it left alone */
