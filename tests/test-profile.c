@@ -580,7 +580,7 @@ static size_t run_ops(kiln_runtime *rt, const char **names, uint64_t *flops,
     names[n] = "fft", flops[n] = 5ull * F * 10, bytes[n++] = 2ull * 8 * F;
   }
 
-  assert_kiln_ok(rt, kiln_convert(h, x));
+  assert_kiln_ok(rt, kiln_convert(x, h));
   names[n] = "convert", flops[n] = 0, bytes[n++] = 6ull * R;
 
   kiln_conv2d_desc cd;

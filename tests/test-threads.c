@@ -387,7 +387,7 @@ static int op_convert(worker *w, kiln_runtime *rt)
   kiln_buffer *in = upload(w, rt, src_t, n, src), *out = NULL;
   int bad = !in;
   if (!bad && (kiln_buffer_create(rt, dst_t, n, 0, &out) != KILN_OK ||
-               kiln_convert(out, in) != KILN_OK))
+               kiln_convert(in, out) != KILN_OK))
     bad = flunk(w, "thread %u: kiln_convert %s to %s: %s", w->id, kiln_dtype_name(src_t),
                 kiln_dtype_name(dst_t), kiln_last_error(rt));
   w->calls[REC_CONVERT] += !bad;

@@ -304,7 +304,7 @@ static kiln_status convert_run(check_ctx *c, void *p)
 {
   (void)c;
   convert_arg *v = p;
-  return kiln_convert(v->dst, v->src);
+  return kiln_convert(v->src, v->dst);
 }
 
 static void check_convert(check_ctx *c)

@@ -126,7 +126,7 @@ static kiln_status compute(kiln_runtime *rt, const kiln_gemm_desc *d, const kiln
   if (st == KILN_OK)
     st = kiln_buffer_create(rt, c->dtype, c->count, 0, &out);
   if (st == KILN_OK)
-    st = kiln_convert(out, dc);
+    st = kiln_convert(dc, out);
   if (st == KILN_OK)
     st = kiln_buffer_read(out, 0, c->count, c->data);
   kiln_buffer_destroy(da), kiln_buffer_destroy(db);

@@ -20,6 +20,11 @@
  * through the last parameter, and is left NULL on failure. Destroy functions
  * accept NULL.
  *
+ * Names and arguments: kiln_<object>_<verb>, the object the call acts on
+ * first (the runtime of an operation, the buffer of kiln_buffer_write());
+ * after it, inputs before outputs: kiln_gemm(rt, &desc, a, b, c),
+ * kiln_convert(src, dst).
+ *
  * Threads: one runtime may be shared by all threads, or each may have its
  * own; the "Threads" section below says which calls may run at once and
  * which need the caller's own lock.
@@ -1116,7 +1121,8 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out);
 
 /*! kiln_convert() :
- * Enqueues dst[i] = src[i] converted to dst's type, for every element.
+ * Enqueues dst[i] = src[i] converted to dst's type, for every element. The
+ * input comes first, as in every kiln call.
  * Types: KILN_F16, KILN_F32, KILN_F64 (on devices with fp64), KILN_I32 and
  * KILN_I64. To a floating type values round to nearest even (so float32 to
  * float16 rounds as numpy's astype does); to an integer type they round
@@ -1126,7 +1132,7 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
  *           KILN_ERR_INVALID_DTYPE (a complex type); KILN_ERR_WRONG_RUNTIME;
  *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
  *           KILN_ERR_BUILD when kiln's kernel does not build. */
-KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
+KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
 
 /*====================================================================
  * Profiling
