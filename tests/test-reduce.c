@@ -67,7 +67,7 @@ static double random_value(kiln_dtype t, uint64_t *s)
 typedef struct problem {
   kiln_dtype t;
   unsigned ndim;
-  size_t shape[8];
+  size_t shape[KILN_ARRAY_MAX_DIMS];
   int32_t axis;
   size_t offset, count; /* count: elements held: offset + view + SLACK */
   double *x;            /* every element's value */

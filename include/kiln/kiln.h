@@ -138,6 +138,10 @@ KILN_API const char *kiln_cl_error_name(int cl_error);
  * Types
  *====================================================================*/
 
+/*! KILN_ARRAY_MAX_DIMS : the most dimensions kiln handles: of a kiln_array,
+ * and of a kiln_reduce_desc's view. */
+#define KILN_ARRAY_MAX_DIMS 8
+
 /* Opaque handles. */
 typedef struct kiln_runtime kiln_runtime;
 typedef struct kiln_buffer kiln_buffer;
@@ -170,12 +174,12 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
  * names; KILN_BACKEND_AUTO lets kiln choose by its measured rules. */
 typedef enum kiln_backend {
   KILN_BACKEND_AUTO = 0,
-  KILN_BACKEND_KILN,    /* kiln's own kernels in cl/ */
-  KILN_BACKEND_CLBLAST, /* CLBlast, when kiln is built with it */
-  KILN_BACKEND_IM2COL,  /* convolution: kiln's im2col, then kiln_gemm() */
-  KILN_BACKEND_DIRECT,  /* convolution: kiln's direct kernel */
-  KILN_BACKEND_CLFFT,   /* FFT: clFFT, when kiln is built with it */
-  KILN_BACKEND_VKFFT    /* FFT: VkFFT's OpenCL backend, when built with it */
+  KILN_BACKEND_KILN = 1,    /* kiln's own kernels in cl/ */
+  KILN_BACKEND_CLBLAST = 2, /* CLBlast, when kiln is built with it */
+  KILN_BACKEND_IM2COL = 3,  /* convolution: kiln's im2col, then kiln_gemm() */
+  KILN_BACKEND_DIRECT = 4,  /* convolution: kiln's direct kernel */
+  KILN_BACKEND_CLFFT = 5,   /* FFT: clFFT, when kiln is built with it */
+  KILN_BACKEND_VKFFT = 6    /* FFT: VkFFT's OpenCL backend, when built with it */
 } kiln_backend;
 
 /*! kiln_backend_name() :
@@ -398,16 +402,16 @@ typedef enum kiln_device_type {
  * derived from the vendor id and strings. */
 typedef enum kiln_vendor {
   KILN_VENDOR_OTHER = 0,
-  KILN_VENDOR_NVIDIA,
-  KILN_VENDOR_AMD,
-  KILN_VENDOR_INTEL,
-  KILN_VENDOR_APPLE,
-  KILN_VENDOR_ARM,
-  KILN_VENDOR_QUALCOMM,
-  KILN_VENDOR_IMAGINATION,
-  KILN_VENDOR_POCL,     /* the Portable Computing Language CPU runtime */
-  KILN_VENDOR_OCLGRIND, /* the Oclgrind kernel simulator */
-  KILN_VENDOR_MESA      /* Mesa's Clover or rusticl, on any GPU */
+  KILN_VENDOR_NVIDIA = 1,
+  KILN_VENDOR_AMD = 2,
+  KILN_VENDOR_INTEL = 3,
+  KILN_VENDOR_APPLE = 4,
+  KILN_VENDOR_ARM = 5,
+  KILN_VENDOR_QUALCOMM = 6,
+  KILN_VENDOR_IMAGINATION = 7,
+  KILN_VENDOR_POCL = 8,      /* the Portable Computing Language CPU runtime */
+  KILN_VENDOR_OCLGRIND = 9,  /* the Oclgrind kernel simulator */
+  KILN_VENDOR_MESA = 10      /* Mesa's Clover or rusticl, on any GPU */
 } kiln_vendor;
 
 /*! kiln_vendor_name() :
@@ -931,12 +935,12 @@ KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
 /*! kiln_reduce_op : what kiln_reduce() computes. */
 typedef enum kiln_reduce_op {
   KILN_REDUCE_SUM = 1,
-  KILN_REDUCE_MEAN,
-  KILN_REDUCE_MIN,
-  KILN_REDUCE_MAX,
-  KILN_REDUCE_ARGMIN,
-  KILN_REDUCE_ARGMAX,
-  KILN_REDUCE_NORM2  /* sqrt of the sum of squares */
+  KILN_REDUCE_MEAN = 2,
+  KILN_REDUCE_MIN = 3,
+  KILN_REDUCE_MAX = 4,
+  KILN_REDUCE_ARGMIN = 5,
+  KILN_REDUCE_ARGMAX = 6,
+  KILN_REDUCE_NORM2 = 7 /* sqrt of the sum of squares */
 } kiln_reduce_op;
 
 /*! kiln_reduce_op_name() :
@@ -954,8 +958,8 @@ typedef struct kiln_reduce_desc {
   kiln_reduce_op op;
   kiln_dtype dtype;     /* of the input: KILN_F32, KILN_F64 (with fp64),
                            KILN_F16, KILN_I32 */
-  unsigned ndim;        /* 1 to 8 */
-  size_t shape[8];      /* the view; a 0 makes it empty */
+  unsigned ndim;        /* 1 to KILN_ARRAY_MAX_DIMS */
+  size_t shape[KILN_ARRAY_MAX_DIMS]; /* the view; a 0 makes it empty */
   int32_t axis;         /* the axis to reduce along, 0 .. ndim-1, or negative
                            from the end as numpy counts (-1: the last);
                            KILN_AXIS_ALL: every element, one result */
@@ -1069,15 +1073,15 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
 /*! kiln_fft_kind : what the transform takes and gives. */
 typedef enum kiln_fft_kind {
   KILN_FFT_C2C = 0, /* complex to complex */
-  KILN_FFT_R2C,     /* real to the half-spectrum: the last axis n -> n/2 + 1 */
-  KILN_FFT_C2R      /* the half-spectrum back to real: n/2 + 1 -> n */
+  KILN_FFT_R2C = 1, /* real to the half-spectrum: the last axis n -> n/2 + 1 */
+  KILN_FFT_C2R = 2  /* the half-spectrum back to real: n/2 + 1 -> n */
 } kiln_fft_kind;
 
 /*! kiln_fft_norm : the scaling, as numpy.fft's `norm`. */
 typedef enum kiln_fft_norm {
   KILN_FFT_NORM_BACKWARD = 0, /* forward unscaled, inverse 1/n (the default) */
-  KILN_FFT_NORM_ORTHO,        /* both 1/sqrt(n) */
-  KILN_FFT_NORM_FORWARD       /* forward 1/n, inverse unscaled */
+  KILN_FFT_NORM_ORTHO = 1,    /* both 1/sqrt(n) */
+  KILN_FFT_NORM_FORWARD = 2   /* forward 1/n, inverse unscaled */
 } kiln_fft_norm;
 
 /*! kiln_fft_desc :
@@ -1233,14 +1237,12 @@ KILN_API kiln_status kiln_profile_write_trace(kiln_runtime *rt, const char *path
 /* numpy's .npy format, so that arrays move between kiln and Python without
  * conversion. kiln reads format versions 1.0, 2.0 and 3.0 with the dtypes
  * '<f2', '<f4', '<f8', '<c8', '<c16', '<i4' and '<i8' (float16 ... int64, in
- * kiln_dtype_name()'s terms), in C or Fortran order, with 0 to 8
- * dimensions. The byte-order marks '|' and '=' are read as '<': they mean
- * the writer's own order, and kiln runs on little-endian hosts only.
+ * kiln_dtype_name()'s terms), in C or Fortran order, with 0 to
+ * KILN_ARRAY_MAX_DIMS (8) dimensions. The byte-order marks '|' and '='
+ * are read as '<': they mean the writer's own order, and kiln runs on
+ * little-endian hosts only.
  * Big-endian ('>') files, other dtypes and structured dtypes are refused
  * with KILN_ERR_FORMAT. kiln writes what np.save writes. */
-
-/*! KILN_ARRAY_MAX_DIMS : the most dimensions a kiln_array has. */
-#define KILN_ARRAY_MAX_DIMS 8
 
 /*! kiln_array :
  * An array in host memory, as a .npy file holds it. */
@@ -1290,8 +1292,9 @@ KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
  * part. A symbolic link at path is replaced, not followed.
  * @array : consistent: count the product of the shape; data may be NULL when
  *          count is 0. Not changed.
- * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, ndim above 8, count
- *           unlike the shape's, NULL data); KILN_ERR_INVALID_DTYPE;
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, ndim above
+ *           KILN_ARRAY_MAX_DIMS, count unlike the shape's, NULL data);
+ *           KILN_ERR_INVALID_DTYPE;
  *           KILN_ERR_OVERFLOW (a shape of more bytes than size_t counts);
  *           KILN_ERR_IO when the temporary file cannot be created, written,
  *           flushed or renamed (the message says which and why);

@@ -96,9 +96,10 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_reduce: %s of %s gives float64, "
                       "but '%s' has no fp64", op, kiln_dtype_name(d->dtype),
                       kiln_runtime_device(rt)->name);
-  if (d->ndim < 1 || d->ndim > 8)
+  if (d->ndim < 1 || d->ndim > KILN_ARRAY_MAX_DIMS)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_reduce: ndim is %u; expected 1 to 8", d->ndim);
+                      "kiln_reduce: ndim is %u; expected 1 to %d", d->ndim,
+                      KILN_ARRAY_MAX_DIMS);
   int32_t axis = d->axis;
   int all = axis == KILN_AXIS_ALL;
   if (!all && axis < 0)
