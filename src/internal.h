@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The library defines its experimental calls too. */
+#define KILN_EXPERIMENTAL
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 

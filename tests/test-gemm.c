@@ -9,6 +9,8 @@
  * storage adds one rounding of the result to half (u = 2^-11) on top of the
  * float32 accumulation.
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include "common.h"
 
 #include <math.h>

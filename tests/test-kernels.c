@@ -9,6 +9,8 @@
  * usage: test-kernels FILE.cl...   (kiln's cl/ files, passed by meson)
  *        test-kernels --build-child DIR   (one process of the concurrency test)
  */
+/* kiln_program_create_builtin() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include "common.h"
 #include "saxpy.h"
 

@@ -23,6 +23,8 @@
  * Needs Oclgrind registered with the ICD loader (OCL_ICD_VENDORS, set by
  * meson): exits 77 (skipped) without it, except under CI.
  */
+/* kiln's own kernels (kiln_builtin_name() ...) are experimental API. */
+#define KILN_EXPERIMENTAL
 #include "common.h"
 
 #include <dlfcn.h>

@@ -11,6 +11,8 @@
  * runtime's cache counts: cold compiled once and loaded nothing, warm the
  * other way round.
  */
+/* kiln_program_create_builtin() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>

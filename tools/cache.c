@@ -3,6 +3,8 @@
  * --clear) and `kiln kernels` (build kiln's kernels on the picked device,
  * with --time for how long that takes, cold or warm).
  */
+/* kiln's own kernels (kiln_builtin_name() ...) are experimental API. */
+#define KILN_EXPERIMENTAL
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

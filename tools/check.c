@@ -15,6 +15,8 @@
  * The first call of each operation builds its kernels (or hits the cache);
  * the time printed is of a second call, enqueue to kiln_finish().
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

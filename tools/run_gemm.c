@@ -7,6 +7,8 @@
  * cuts problems larger than the device into panels. Others are converted on
  * the device (kiln_convert) and multiplied there.
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -765,21 +765,6 @@ KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path
                                               const char *options,
                                               kiln_program **out);
 
-/*! kiln_program_create_builtin() :
- * One of kiln's own kernel files (cl/NAME.cl, embedded in the library, or
- * read from $KILN_CL_DIR when that is set, for kernel development), built
- * with kiln's device-dependent options. The build happens once per runtime;
- * the program you get is yours to destroy. KILN_ERR_INVALID_ARGUMENT for a
- * name kiln does not have (the message lists the names). */
-KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
-                                                 kiln_program **out);
-
-/*! kiln_builtin_count(), kiln_builtin_name() :
- * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
- * out of range. Static. */
-KILN_API size_t kiln_builtin_count(void);
-KILN_API const char *kiln_builtin_name(size_t i);
-
 /*! kiln_program_destroy() : NULL is ignored. @return : KILN_OK. */
 KILN_API kiln_status kiln_program_destroy(kiln_program *program);
 
@@ -925,12 +910,6 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
  * one panel fits. */
 KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                     const void *a, const void *b, void *c);
-
-/*! kiln_gemm_backend_for() :
- * The backend kiln_gemm() would use for this request on this runtime
- * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
-KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
-                                            const kiln_gemm_desc *desc);
 
 /*! kiln_reduce_op : what kiln_reduce() computes. */
 typedef enum kiln_reduce_op {
@@ -1336,6 +1315,46 @@ typedef struct kiln_memory_usage {
 /*! kiln_memory_stats() :
  * Fills *out. @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out);
+
+/*====================================================================
+ * Experimental
+ *====================================================================*/
+
+/* Declared only when the program defines KILN_EXPERIMENTAL before it
+ * includes <kiln/kiln.h>. Not promised: any release may change or remove
+ * them, and a program that uses them must be rebuilt against the headers
+ * of the libkiln it runs with. They are exported all the same, so that
+ * kiln's own tools can use them. */
+#ifdef KILN_EXPERIMENTAL
+
+/* kiln's own kernels: their files, names and arguments are kiln's
+ * internals, and change with its kernels. */
+
+/*! kiln_program_create_builtin() :
+ * One of kiln's own kernel files (cl/NAME.cl, embedded in the library, or
+ * read from $KILN_CL_DIR when that is set, for kernel development), built
+ * with kiln's device-dependent options. The build happens once per runtime;
+ * the program you get is yours to destroy. KILN_ERR_INVALID_ARGUMENT for a
+ * name kiln does not have (the message lists the names). */
+KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
+                                                 kiln_program **out);
+
+/*! kiln_builtin_count(), kiln_builtin_name() :
+ * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
+ * out of range. Static. */
+KILN_API size_t kiln_builtin_count(void);
+KILN_API const char *kiln_builtin_name(size_t i);
+
+/* The choice kiln_gemm() makes for AUTO follows kiln's measured rules and
+ * tuning records, which change as kiln learns more devices. */
+
+/*! kiln_gemm_backend_for() :
+ * The backend kiln_gemm() would use for this request on this runtime
+ * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
+KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
+                                            const kiln_gemm_desc *desc);
+
+#endif /* KILN_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }
