@@ -748,6 +748,7 @@ static void test_reduce_host_chunked(void **state)
     }
   }
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
   assert_int_equal(mu.live_buffers, 0);
   assert_true(mu.peak_bytes <= 256 * 1024);

@@ -63,6 +63,7 @@ typedef struct compile_run {
 static int cache_as_expected(kiln_runtime *rt, compile_run *g)
 {
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   g->cache_off = u.dir == NULL;
   uint64_t built = g->k == COLD ? u.compiles : u.hits;

@@ -67,7 +67,8 @@ static int option(void *ctx, const char *o, const char *v)
 static int parse(gemm_args *g, int argc, char **argv)
 {
   memset(g, 0, sizeof *g);
-  g->d.alpha = 1;
+  /* alpha 1; the dtype and sizes come from the options and the files */
+  kiln_gemm_desc_init(&g->d, (kiln_dtype)0, 0, 0, 0);
   run_cli cli = {option, g, {&g->a, &g->b}, "matrix"};
   if (run_parse_args(&cli, argc, argv) != 0)
     return -1;

@@ -31,6 +31,52 @@
  *
  * OpenCL handles (context, queue, cl_mem) are available through
  * <kiln/kiln_cl.h>, which includes the OpenCL headers; this header does not.
+ *
+ * A header that can grow
+ *
+ * A program compiled against this header keeps working with a later
+ * libkiln.so.0, and one compiled against a later header works with this
+ * library as long as it asks for nothing this library lacks:
+ *  - Every struct the caller allocates for kiln to read or fill starts with
+ *    `size_t struct_size`: kiln_options, kiln_gemm_desc, kiln_reduce_desc,
+ *    kiln_conv2d_desc, kiln_fft_desc, kiln_memory_usage, kiln_cache_usage
+ *    and kiln_profile_row. Its kiln_<struct>_init() sets struct_size to
+ *    sizeof(the struct) as the program was compiled, and the defaults; start
+ *    every such struct from its init (a binding that cannot call it sets
+ *    struct_size to the size of the struct it declares, and the rest to 0).
+ *  - kiln checks struct_size on entry. 0 means the struct was never
+ *    initialised: KILN_ERR_INVALID_ARGUMENT, naming the init to call. A
+ *    smaller size comes from an older program: kiln reads the fields it
+ *    has and takes 0 for the others, so every field added later has 0 as
+ *    its default (and 0 means "as before"). A larger size comes from a newer
+ *    program: kiln accepts it when the bytes it does not know are all 0
+ *    (the new fields left at their defaults), and refuses it otherwise with
+ *    KILN_ERR_UNSUPPORTED, giving both sizes. Into an output struct kiln
+ *    writes the fields that fit in struct_size, and leaves those it does
+ *    not know as the init set them, 0.
+ *  - The init functions are static inline in this header, so that sizeof
+ *    is the program's own: a function in the library would clear its own
+ *    struct, which may be longer than the program's.
+ *  - Fields are only appended: never reordered, resized or removed.
+ *  - Enums have explicit values; new values are appended, and a value is
+ *    never renumbered or reused.
+ * Why a size rather than reserved space: one word per struct, no limit on
+ * growth, and a struct nobody initialised is caught instead of read as
+ * garbage. Every one of these structs already had an init function, so
+ * programs that used it need no change.
+ * kiln_device_info and kiln_platform_info are kiln's records, returned by
+ * pointer; they grow at the end as well, so read them only through kiln's
+ * pointers (records you fill yourself for kiln_device_compare() are for
+ * tests, outside this promise). kiln_array mirrors a .npy header and does
+ * not grow: a need it cannot hold will get a struct of its own.
+ *
+ * Stability
+ *
+ * Everything this header declares is stable, in the sense above, except
+ * the calls in the "Experimental" section at its end. Those are declared
+ * only when the program defines KILN_EXPERIMENTAL before including
+ * <kiln/kiln.h>, as zstd's ZSTD_STATIC_LINKING_ONLY; they may change or
+ * go in any release, and a 1.0 will promise everything but them.
  */
 #ifndef KILN_H
 #define KILN_H
@@ -38,6 +84,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h> /* memset, for the inline kiln_*_init() */
 
 #include "kiln/version.h"
 
@@ -198,6 +245,8 @@ KILN_API const char *kiln_backend_name(kiln_backend backend);
  * Environment values are read once, by kiln_runtime_create(); a value kiln
  * cannot use makes it fail with KILN_ERR_INVALID_ENV. */
 typedef struct kiln_options {
+  /* Set by kiln_options_init(): see "A header that can grow". */
+  size_t struct_size;
   /* Cap on the device memory kiln may hold in buffers at once, in bytes.
    * 0: no cap beyond the device's global memory. Env: KILN_MEMORY_LIMIT,
    * bytes with an optional K, M, G or T suffix (powers of 1024), or a
@@ -262,8 +311,15 @@ typedef struct kiln_options {
 } kiln_options;
 
 /*! kiln_options_init() :
- * Fills *opts with the defaults. NULL is ignored. */
-KILN_API void kiln_options_init(kiln_options *opts);
+ * Fills *opts with the defaults, all 0, and struct_size. NULL is ignored.
+ * Inline, as every kiln_*_init(): see "A header that can grow". */
+static inline void kiln_options_init(kiln_options *opts)
+{
+  if (!opts)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+}
 
 /*! kiln_runtime_create() :
  * Finds every OpenCL platform and device through the ICD loader, chooses the
@@ -812,6 +868,8 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
 
 /*! kiln_cache_usage : what the kernel cache did for this runtime. */
 typedef struct kiln_cache_usage {
+  /* Set by kiln_cache_usage_init(): see "A header that can grow". */
+  size_t struct_size;
   const char *dir;    /* the cache folder, or NULL when the cache is off */
   uint64_t compiles;  /* programs compiled from source */
   uint64_t hits;      /* programs loaded from the cache */
@@ -827,8 +885,21 @@ typedef struct kiln_cache_usage {
   int shared;         /* the folder is a team cache (kiln_options.cache_shared) */
 } kiln_cache_usage;
 
-/*! kiln_cache_stats() : fills *out; dir is owned by the runtime.
- * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+/*! kiln_cache_usage_init() :
+ * Zeroes *usage and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_cache_usage_init(kiln_cache_usage *usage)
+{
+  if (!usage)
+    return;
+  memset(usage, 0, sizeof *usage);
+  usage->struct_size = sizeof *usage;
+}
+
+/*! kiln_cache_stats() : fills *out, which kiln_cache_usage_init() set up;
+ * dir is owned by the runtime.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL or an
+ *           out->struct_size of 0. */
 KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out);
 
 /*! kiln_cache_contents() :
@@ -863,6 +934,8 @@ typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose
  * m x n, for `batch` products at once. Set by kiln_gemm_desc_init(), then
  * change what differs. Sizes, offsets and strides are in elements. */
 typedef struct kiln_gemm_desc {
+  /* Set by kiln_gemm_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_dtype dtype;     /* KILN_F32; KILN_F64 on devices with fp64; KILN_F16
                            storage, accumulated in float32 on every device */
   kiln_layout layout;   /* of all three matrices */
@@ -882,9 +955,20 @@ typedef struct kiln_gemm_desc {
 
 /*! kiln_gemm_desc_init() :
  * Row-major, no transposes, alpha 1, beta 0, packed, one product, backend
- * AUTO. NULL is ignored. */
-KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
-                                  size_t n, size_t k);
+ * AUTO, and struct_size. NULL is ignored. Inline. */
+static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype,
+                                       size_t m, size_t n, size_t k)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->dtype = dtype;
+  desc->m = m;
+  desc->n = n;
+  desc->k = k;
+  desc->alpha = 1.0;
+}
 
 /*! kiln_gemm() :
  * Enqueues the product on buffers of the runtime; returns without waiting.
@@ -934,6 +1018,8 @@ KILN_API const char *kiln_reduce_op_name(kiln_reduce_op op);
  * A reduction over a contiguous C-order view of the input buffer. Set by
  * kiln_reduce_desc_init(), then change what differs. */
 typedef struct kiln_reduce_desc {
+  /* Set by kiln_reduce_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_reduce_op op;
   kiln_dtype dtype;     /* of the input: KILN_F32, KILN_F64 (with fp64),
                            KILN_F16, KILN_I32 */
@@ -949,10 +1035,21 @@ typedef struct kiln_reduce_desc {
 } kiln_reduce_desc;
 
 /*! kiln_reduce_desc_init() :
- * A reduction of every one of `count` elements (a 1-D view), backend AUTO.
- * NULL is ignored. */
-KILN_API void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
-                                    kiln_dtype dtype, size_t count);
+ * A reduction of every one of `count` elements (a 1-D view), backend AUTO,
+ * and struct_size. NULL is ignored. Inline. */
+static inline void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
+                                         kiln_dtype dtype, size_t count)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->op = op;
+  desc->dtype = dtype;
+  desc->ndim = 1;
+  desc->shape[0] = count;
+  desc->axis = KILN_AXIS_ALL;
+}
 
 /*! kiln_reduce_out_dtype() :
  * The type of the results, as numpy gives it:
@@ -1006,6 +1103,8 @@ typedef enum kiln_tensor_layout {
  * (r - 1) - 1) / stride_h + 1 and q likewise. Set by kiln_conv2d_desc_init(),
  * then change what differs. Zero means the default where one is given. */
 typedef struct kiln_conv2d_desc {
+  /* Set by kiln_conv2d_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_dtype dtype;         /* KILN_F32; KILN_F64 with fp64; KILN_F16 storage
                                with float32 accumulation */
   kiln_tensor_layout layout; /* of x, weights and y */
@@ -1021,11 +1120,25 @@ typedef struct kiln_conv2d_desc {
 } kiln_conv2d_desc;
 
 /*! kiln_conv2d_desc_init() :
- * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO. NULL is
- * ignored. */
-KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
-                                    size_t c, size_t h, size_t w, size_t k, size_t r,
-                                    size_t s);
+ * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO, and
+ * struct_size. NULL is ignored. Inline. */
+static inline void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype,
+                                         size_t n, size_t c, size_t h, size_t w,
+                                         size_t k, size_t r, size_t s)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->dtype = dtype;
+  desc->n = n;
+  desc->c = c;
+  desc->h = h;
+  desc->w = w;
+  desc->k = k;
+  desc->r = r;
+  desc->s = s;
+}
 
 /*! kiln_conv2d_output() :
  * The output's height and width for the descriptor.
@@ -1067,6 +1180,8 @@ typedef enum kiln_fft_norm {
  * batch transforms of a 1-D, 2-D or 3-D C-order shape, one after another in
  * memory. Set by kiln_fft_desc_init(), then change what differs. */
 typedef struct kiln_fft_desc {
+  /* Set by kiln_fft_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_fft_kind kind;
   kiln_dtype dtype;     /* the real type: KILN_F32, or KILN_F64 with fp64;
                            complex data is KILN_C32 / KILN_C64 */
@@ -1080,9 +1195,22 @@ typedef struct kiln_fft_desc {
 } kiln_fft_desc;
 
 /*! kiln_fft_desc_init() :
- * A forward C2C of one 1-D length-n transform of dtype, numpy's scaling.
- * NULL is ignored. */
-KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n);
+ * A forward C2C of one 1-D length-n transform of dtype, numpy's scaling,
+ * and struct_size. NULL is ignored. Inline. */
+static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->kind = KILN_FFT_C2C;
+  desc->dtype = dtype;
+  desc->ndim = 1;
+  desc->shape[0] = n;
+  desc->batch = 1;
+  desc->norm = KILN_FFT_NORM_BACKWARD;
+  desc->backend = KILN_BACKEND_AUTO;
+}
 
 /*! kiln_fft() :
  * Enqueues the transforms of `in` into `out` (they may not be the same
@@ -1144,6 +1272,8 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  * The recorded calls of one operation on one backend, summed. Times are in
  * nanoseconds. */
 typedef struct kiln_profile_row {
+  /* Set by kiln_profile_row_init(): see "A header that can grow". */
+  size_t struct_size;
   char op[64];        /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
                          "write", "read", "copy", "fill", or a launched
                          kernel's name (cut to 63 bytes) */
@@ -1163,6 +1293,17 @@ typedef struct kiln_profile_row {
   double percent;     /* total_ns as a share of every row's, 0 to 100 */
 } kiln_profile_row;
 
+/*! kiln_profile_row_init() :
+ * Zeroes *row and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_profile_row_init(kiln_profile_row *row)
+{
+  if (!row)
+    return;
+  memset(row, 0, sizeof *row);
+  row->struct_size = sizeof *row;
+}
+
 /*! kiln_profile_enabled() :
  * @return : non-zero when the runtime records calls; 0 for NULL. */
 KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
@@ -1172,10 +1313,14 @@ KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
  * device time, longest first (calls still running on the device are left
  * out: call kiln_finish() first).
  * @rows     : receives the first min(capacity, *count) rows; may be NULL
- *             when capacity is 0, to ask how many there are.
+ *             when capacity is 0, to ask how many there are. Set up
+ *             rows[0] with kiln_profile_row_init(): its struct_size is
+ *             taken as the size of every element of the array, and each
+ *             row filled gets it.
  * @count    : receives how many rows there are; 0 when profiling is off.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (rt or count NULL, rows NULL
- *           with capacity above 0); KILN_ERR_OUT_OF_HOST_MEMORY. */
+ *           with capacity above 0, rows[0].struct_size 0);
+ *           KILN_ERR_OUT_OF_HOST_MEMORY. */
 KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
                                        size_t capacity, size_t *count);
 
@@ -1302,6 +1447,8 @@ KILN_API void kiln_array_free(kiln_array *array);
 
 /*! kiln_memory_usage : what kiln holds on the runtime's device. */
 typedef struct kiln_memory_usage {
+  /* Set by kiln_memory_usage_init(): see "A header that can grow". */
+  size_t struct_size;
   uint64_t current_bytes;   /* bytes in live buffers now */
   uint64_t peak_bytes;      /* the most ever held at once */
   uint64_t live_buffers;    /* buffers created and not yet destroyed */
@@ -1312,8 +1459,21 @@ typedef struct kiln_memory_usage {
                                 device offers none */
 } kiln_memory_usage;
 
+/*! kiln_memory_usage_init() :
+ * Zeroes *usage and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_memory_usage_init(kiln_memory_usage *usage)
+{
+  if (!usage)
+    return;
+  memset(usage, 0, sizeof *usage);
+  usage->struct_size = sizeof *usage;
+}
+
 /*! kiln_memory_stats() :
- * Fills *out. @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+ * Fills *out, which kiln_memory_usage_init() set up.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL or an
+ *           out->struct_size of 0. */
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out);
 
 /*====================================================================
