@@ -466,17 +466,23 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_memory_stats: %s is NULL; expected a runtime and a "
                       "kiln_memory_usage to fill", !rt ? "rt" : "out");
+  kiln_status st = KILN__STRUCT_OUT(rt, "kiln_memory_stats", kiln_memory_usage,
+                                    kiln_memory_usage_init(), out);
+  if (st != KILN_OK)
+    return st;
   const kiln__device *dev = kiln__runtime_device(rt);
+  kiln_memory_usage u;
+  kiln_memory_usage_init(&u);
+  kiln_memory_usage_init(&u);
   pthread_mutex_lock(&rt->lock);
-  *out = (kiln_memory_usage){
-    .current_bytes = rt->mem_current,
-    .peak_bytes = rt->mem_peak,
-    .live_buffers = rt->live_buffers,
-    .limit_bytes = rt->mem_limit,
-    .max_alloc_bytes = dev->info.max_alloc_bytes,
-  };
+  u.current_bytes = rt->mem_current;
+  u.peak_bytes = rt->mem_peak;
+  u.live_buffers = rt->live_buffers;
+  u.limit_bytes = rt->mem_limit;
+  u.max_alloc_bytes = dev->info.max_alloc_bytes;
   pthread_mutex_unlock(&rt->lock);
-  out->device_free_bytes = kiln__device_free_memory(dev);
+  u.device_free_bytes = kiln__device_free_memory(dev);
+  kiln__struct_put(out, out->struct_size, &u, sizeof u);
   return KILN_OK;
 }
 

@@ -15,13 +15,6 @@
 
 #include "internal.h"
 
-KILN_API void kiln_options_init(kiln_options *opts)
-{
-  if (!opts)
-    return;
-  memset(opts, 0, sizeof *opts);
-}
-
 /* Reads a 0-or-1 value into *out (negated when `inverted`, as KILN_CACHE=0
  * sets no_cache). `expected` says what each value means, for the message. */
 static kiln_status parse_flag(const char *name, const char *v, const char *expected,
@@ -243,11 +236,15 @@ static kiln_status read_environment(const kiln_options *opts, kiln__config *cfg)
 
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
 {
-  kiln_options defaults;
-  kiln_options_init(&defaults);
-  if (!opts)
-    opts = &defaults;
   memset(cfg, 0, sizeof *cfg);
+  kiln_options given; /* the caller's options as this kiln's struct */
+  kiln_options_init(&given);
+  kiln_status st = KILN_OK;
+  if (opts)
+    st = KILN__STRUCT_IN(NULL, "kiln_runtime_create", kiln_options, opts, &given);
+  if (st != KILN_OK)
+    return st;
+  opts = &given;
 
   if (!(opts->memory_fraction >= 0 && opts->memory_fraction <= 1))
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,

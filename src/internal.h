@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The library defines its experimental calls too. */
+#define KILN_EXPERIMENTAL
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 
@@ -75,6 +77,31 @@ kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call,
 
 /* The kiln_status an OpenCL error maps to (status.c). */
 kiln_status kiln__status_from_cl(cl_int err);
+
+/* ---- caller-allocated structs (abi.c) ---------------------------------- */
+
+/* Every struct a caller allocates starts with size_t struct_size; kiln.h's
+ * introduction gives the rules. These are the only code that reads it. */
+
+/* Checks the caller's struct *in and copies it into *copy, kiln's own
+ * version of `known` bytes: a shorter (older) struct's missing fields read
+ * as 0, a longer (newer) one is refused unless its extra bytes are all 0.
+ * copy->struct_size becomes `known`. `how` names what sets struct_size. */
+kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type,
+                            const char *how, size_t known, const void *in, void *copy);
+#define KILN__STRUCT_IN(rt, func, type, in, copy)                                 \
+  kiln__struct_in((rt), (func), #type, #type "_init()", sizeof(type), (in), (copy))
+
+/* Checks the struct_size of an output struct the caller allocated. */
+kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *type,
+                             const char *how, size_t known, const void *out);
+#define KILN__STRUCT_OUT(rt, func, type, init, out)                               \
+  kiln__struct_out((rt), (func), #type, #init, sizeof(type), (out))
+
+/* Writes kiln's version `full` (known bytes) into an output struct of
+ * `given` bytes, a struct_size kiln__struct_out() checked: what fits of it,
+ * zeros where the caller's struct is longer, and struct_size `given`. */
+void kiln__struct_put(void *out, size_t given, const void *full, size_t known);
 
 /* ---- configuration (env.c) ---------------------------------------------- */
 

@@ -25,7 +25,7 @@ static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
   kiln_profile_row *r = &rows[i];
   uint64_t t = op->end - op->start;
   if (i == *n) {
-    memset(r, 0, sizeof *r);
+    kiln_profile_row_init(r);
     memcpy(r->op, op->name, sizeof r->op);
     memcpy(r->backend, op->backend, sizeof r->backend);
     r->min_ns = t;
@@ -100,15 +100,20 @@ KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
                       "%s: %s is NULL; expected a runtime, an array of capacity "
                       "rows (NULL only with capacity 0) and a count to fill", fn,
                       !rt ? "rt" : !count ? "count" : "rows");
+  kiln_status st = capacity ? KILN__STRUCT_OUT(rt, fn, kiln_profile_row,
+                                               kiln_profile_row_init(), rows)
+                            : KILN_OK;
   kiln_profile_row *all;
   left_out lo;
-  kiln_status st = gather(rt, fn, &all, count, &lo);
+  if (st == KILN_OK)
+    st = gather(rt, fn, &all, count, &lo);
   if (st != KILN_OK)
     return st;
-  /* rows may be NULL (capacity 0, a count query): memcpy(NULL, p, 0) is
-   * undefined behaviour in C11, so copy only when there is room. */
-  if (*count && capacity)
-    memcpy(rows, all, (capacity < *count ? capacity : *count) * sizeof *rows);
+  /* The caller's rows are rows[0].struct_size apart: its sizeof, which
+   * differs from kiln's when it was built against another kiln.h. */
+  size_t stride = capacity ? rows[0].struct_size : 0;
+  for (size_t i = 0; i < capacity && i < *count; i++)
+    kiln__struct_put((char *)rows + i * stride, stride, &all[i], sizeof all[i]);
   free(all);
   return KILN_OK;
 }

@@ -372,18 +372,24 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_cache_stats: %s is NULL; expected a runtime and a "
                       "kiln_cache_usage to fill", !rt ? "rt" : "out");
+  kiln_status st = KILN__STRUCT_OUT(rt, "kiln_cache_stats", kiln_cache_usage,
+                                    kiln_cache_usage_init(), out);
+  if (st != KILN_OK)
+    return st;
+  kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
+  kiln_cache_usage_init(&u);
   pthread_mutex_lock(&rt->lock);
-  *out = (kiln_cache_usage){
-    .dir = rt->cache.dir,
-    .compiles = rt->compiles,
-    .hits = rt->cache.hits,
-    .misses = rt->cache.misses,
-    .stores = rt->cache.stores,
-    .rejected = rt->cache.rejected,
-    .untrusted = rt->cache.untrusted,
-    .shared = rt->cache.trust.shared,
-  };
-  snprintf(out->untrusted_note, sizeof out->untrusted_note, "%s", rt->cache.untrusted_note);
+  u.dir = rt->cache.dir;
+  u.compiles = rt->compiles;
+  u.hits = rt->cache.hits;
+  u.misses = rt->cache.misses;
+  u.stores = rt->cache.stores;
+  u.rejected = rt->cache.rejected;
+  u.untrusted = rt->cache.untrusted;
+  u.shared = rt->cache.trust.shared;
+  snprintf(u.untrusted_note, sizeof u.untrusted_note, "%s", rt->cache.untrusted_note);
   pthread_mutex_unlock(&rt->lock);
+  kiln__struct_put(out, out->struct_size, &u, sizeof u);
   return KILN_OK;
 }

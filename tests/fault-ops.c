@@ -599,7 +599,7 @@ static void setup_convert(fx *f)
 
 static kiln_status run_convert(fx *f)
 {
-  return kiln_convert(f->buf[1], f->buf[0]);
+  return kiln_convert(f->buf[0], f->buf[1]);
 }
 
 static const char *verify_convert(fx *f)

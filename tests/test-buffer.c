@@ -98,7 +98,8 @@ static void assert_contents(kiln_runtime *rt, const struct dt *t, kiln_buffer *b
 static kiln_memory_usage stats(kiln_runtime *rt)
 {
   kiln_memory_usage u;
-  memset(&u, 0xFF, sizeof u);
+  memset(&u, 0xFF, sizeof u); /* every field must be written */
+  u.struct_size = sizeof u;
   assert_kiln_ok(rt, kiln_memory_stats(rt, &u));
   return u;
 }

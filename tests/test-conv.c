@@ -293,6 +293,7 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
         check_y(&p, got, want, bound, kiln_backend_name(p.d.backend));
     }
     kiln_memory_usage mu;
+    kiln_memory_usage_init(&mu);
     assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
     assert_true(mu.peak_bytes <= limits[li]);
     assert_int_equal(mu.live_buffers, 0);

@@ -131,7 +131,7 @@ static void check_pair(kiln_runtime *rt, kiln_dtype from, kiln_dtype to, size_t 
   assert_kiln_ok(rt, kiln_buffer_create(rt, from, n, 0, &a));
   assert_kiln_ok(rt, kiln_buffer_create(rt, to, n, 0, &b));
   assert_kiln_ok(rt, kiln_buffer_write(a, 0, n, src));
-  assert_kiln_ok(rt, kiln_convert(b, a));
+  assert_kiln_ok(rt, kiln_convert(a, b));
   assert_kiln_ok(rt, kiln_buffer_read(b, 0, n, got));
   for (size_t i = 0; i < n; i++) {
     value x = load(from, src + i * fs);
@@ -202,19 +202,19 @@ static void test_convert_refuses(void **state)
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_I32, 11, 0, &g));
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, 10, 0, &c));
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "src has 10 elements and dst 11",
-                    kiln_convert(g, f));
+                    kiln_convert(f, g));
   assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "dst holds complex64",
-                    kiln_convert(c, f));
-  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "src holds complex64",
                     kiln_convert(f, c));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "src holds complex64",
+                    kiln_convert(c, f));
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "dst is NULL",
-                    kiln_convert(NULL, f));
+                    kiln_convert(f, NULL));
   kiln_runtime *other = NULL;
   kiln_buffer *far = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &other));
   assert_kiln_ok(other, kiln_buffer_create(other, KILN_F32, 10, 0, &far));
   assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "different runtimes",
-                    kiln_convert(f, far));
+                    kiln_convert(far, f));
   kiln_buffer_destroy(far);
   kiln_runtime_destroy(other);
   kiln_buffer_destroy(f);

@@ -94,6 +94,7 @@ static snapshot snap(kiln_runtime *rt)
   for (int o = 0; o < CLFAULT_OBJECTS; o++)
     s.live[o] = clfault_live((clfault_object)o);
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   if (rt && kiln_memory_stats(rt, &mu) == KILN_OK)
     s.bytes = mu.current_bytes, s.buffers = mu.live_buffers;
   return s;
@@ -372,6 +373,8 @@ static void test_faults_cached_binary_recovers(void **state)
   static const clfault_class classes[] = {CLFAULT_ALLOC, CLFAULT_BUILD};
   for (size_t i = 0; i < COUNT(classes); i++) {
     kiln_cache_usage before, after;
+    kiln_cache_usage_init(&before);
+    kiln_cache_usage_init(&after);
     assert_kiln_ok(rt, kiln_cache_stats(rt, &before));
     po->setup(&f);
     clfault_arm_class(classes[i], 1, class_errors[classes[i]][0]);

@@ -9,6 +9,8 @@
  * storage adds one rounding of the result to half (u = 2^-11) on top of the
  * float32 accumulation.
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include "common.h"
 
 #include <math.h>
@@ -370,6 +372,7 @@ static void test_gemm_host_panels(void **state)
       unmake(&p);
     }
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
   assert_int_equal(mu.live_buffers, 0);
   assert_true(mu.peak_bytes <= 96 * 1024);
@@ -437,8 +440,9 @@ static void test_gemm_errors(void **state)
     assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "has no fp64", kiln_gemm(rt, &d, a, b, c));
   }
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer B is NULL",
-                    kiln_gemm(rt, &(kiln_gemm_desc){.dtype = KILN_F32, .m = 6, .n = 7, .k = 5,
-                                                    .alpha = 1}, a, NULL, c));
+                    kiln_gemm(rt, &(kiln_gemm_desc){.struct_size = sizeof(kiln_gemm_desc),
+                                                    .dtype = KILN_F32, .m = 6, .n = 7,
+                                                    .k = 5, .alpha = 1}, a, NULL, c));
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL", kiln_gemm(NULL, &d, a, b, c));
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);

@@ -9,6 +9,8 @@
  * usage: test-kernels FILE.cl...   (kiln's cl/ files, passed by meson)
  *        test-kernels --build-child DIR   (one process of the concurrency test)
  */
+/* kiln_program_create_builtin() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include "common.h"
 #include "saxpy.h"
 
@@ -172,6 +174,7 @@ static kiln_cache_usage cache_after_saxpy(const char *dir, int no_cache)
   assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-DCACHE_TEST", &p));
   run_saxpy(rt, p, 33); /* a binary from the cache must run, too */
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
   snprintf(where, sizeof where, "%s", u.dir ? u.dir : "");
   u.dir = u.dir ? where : NULL;

@@ -85,6 +85,7 @@ static kiln_profile_row *all_rows(kiln_runtime *rt, size_t *n)
 {
   assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, n));
   kiln_profile_row *rows = calloc(*n ? *n : 1, sizeof *rows);
+  kiln_profile_row_init(&rows[0]); /* rows[0].struct_size: the element size */
   size_t again = 0;
   assert_kiln_ok(rt, kiln_profile_rows(rt, rows, *n, &again));
   assert_int_equal(again, *n);
@@ -181,6 +182,7 @@ static void test_profile_reset(void **state)
   assert_kiln_ok(rt, kiln_buffer_fill(b, 0, N, &one));
   assert_kiln_ok(rt, kiln_finish(rt));
   kiln_profile_row row;
+  kiln_profile_row_init(&row);
   assert_kiln_ok(rt, kiln_profile_rows(rt, &row, 1, &n));
   assert_int_equal(n, 1);
   assert_string_equal(row.op, "fill");
@@ -329,6 +331,7 @@ static void test_profile_bad_input(void **state)
   (void)state;
   size_t n;
   kiln_profile_row row;
+  kiln_profile_row_init(&row);
   assert_false(kiln_profile_enabled(NULL));
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
                     kiln_profile_rows(NULL, &row, 1, &n));
@@ -580,7 +583,7 @@ static size_t run_ops(kiln_runtime *rt, const char **names, uint64_t *flops,
     names[n] = "fft", flops[n] = 5ull * F * 10, bytes[n++] = 2ull * 8 * F;
   }
 
-  assert_kiln_ok(rt, kiln_convert(h, x));
+  assert_kiln_ok(rt, kiln_convert(x, h));
   names[n] = "convert", flops[n] = 0, bytes[n++] = 6ull * R;
 
   kiln_conv2d_desc cd;

@@ -67,7 +67,7 @@ static double random_value(kiln_dtype t, uint64_t *s)
 typedef struct problem {
   kiln_dtype t;
   unsigned ndim;
-  size_t shape[8];
+  size_t shape[KILN_ARRAY_MAX_DIMS];
   int32_t axis;
   size_t offset, count; /* count: elements held: offset + view + SLACK */
   double *x;            /* every element's value */
@@ -748,6 +748,7 @@ static void test_reduce_host_chunked(void **state)
     }
   }
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
   assert_int_equal(mu.live_buffers, 0);
   assert_true(mu.peak_bytes <= 256 * 1024);

@@ -114,6 +114,7 @@ static void test_runtime_null_arguments(void **state)
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_finish: rt is NULL",
                     kiln_finish(NULL));
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_memory_stats",
                     kiln_memory_stats(NULL, &mu));
 }
@@ -146,6 +147,7 @@ static void test_runtime_memory_limit_options(void **state)
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
   assert_int_equal(mu.limit_bytes, 3u << 20);
   uint64_t global = kiln_runtime_device(rt)->global_mem_bytes;

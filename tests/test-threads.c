@@ -387,7 +387,7 @@ static int op_convert(worker *w, kiln_runtime *rt)
   kiln_buffer *in = upload(w, rt, src_t, n, src), *out = NULL;
   int bad = !in;
   if (!bad && (kiln_buffer_create(rt, dst_t, n, 0, &out) != KILN_OK ||
-               kiln_convert(out, in) != KILN_OK))
+               kiln_convert(in, out) != KILN_OK))
     bad = flunk(w, "thread %u: kiln_convert %s to %s: %s", w->id, kiln_dtype_name(src_t),
                 kiln_dtype_name(dst_t), kiln_last_error(rt));
   w->calls[REC_CONVERT] += !bad;
@@ -523,7 +523,9 @@ static int op_user(worker *w, kiln_runtime *rt, int shared)
 static int op_stats(worker *w, kiln_runtime *rt)
 {
   kiln_memory_usage mem;
+  kiln_memory_usage_init(&mem);
   kiln_cache_usage cache;
+  kiln_cache_usage_init(&cache);
   size_t rows = 0;
   uint64_t entries, bytes;
   CALL(w, rt, kiln_memory_stats(rt, &mem));
@@ -709,6 +711,7 @@ static void shared_runtime(int profile)
   run_workers(w, MODE_SHARED, rt, k, rounds);
   assert_kiln_ok(rt, kiln_finish(rt));
   kiln_memory_usage mem;
+  kiln_memory_usage_init(&mem);
   assert_kiln_ok(rt, kiln_memory_stats(rt, &mem));
   assert_int_equal(mem.live_buffers, 0);
   assert_int_equal(mem.current_bytes, 0);
@@ -716,6 +719,7 @@ static void shared_runtime(int profile)
     size_t n = 0;
     assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
     kiln_profile_row *rows = calloc(n + 1, sizeof *rows);
+    kiln_profile_row_init(&rows[0]); /* rows[0].struct_size: the element size */
     assert_kiln_ok(rt, kiln_profile_rows(rt, rows, n, &n));
     for (unsigned r = 0; r < REC_COUNT; r++) {
       unsigned long made = 0, seen = 0;

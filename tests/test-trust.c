@@ -52,6 +52,7 @@ static kiln_cache_usage build_in(fixture *fx, const char *dir, int shared)
   assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-DTRUST_TEST", &p));
   run_saxpy(rt, p, 257); /* right, whether from the cache or not */
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
   snprintf(fx->diag, sizeof fx->diag, "%s", kiln_runtime_diagnostics(rt));
   u.dir = u.dir ? fx->dir : NULL; /* owned by the runtime, about to go */
@@ -296,6 +297,7 @@ static void test_trust_entry_is_a_link(void **state)
   assert_kiln_ok(rt, kiln_cache_clear(rt, &removed));
   assert_int_equal(removed, 0);
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
   assert_int_equal(u.untrusted, 2);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));

@@ -11,6 +11,8 @@
  * runtime's cache counts: cold compiled once and loaded nothing, warm the
  * other way round.
  */
+/* kiln_program_create_builtin() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -61,6 +63,7 @@ typedef struct compile_run {
 static int cache_as_expected(kiln_runtime *rt, compile_run *g)
 {
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   g->cache_off = u.dir == NULL;
   uint64_t built = g->k == COLD ? u.compiles : u.hits;

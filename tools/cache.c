@@ -3,6 +3,8 @@
  * --clear) and `kiln kernels` (build kiln's kernels on the picked device,
  * with --time for how long that takes, cold or warm).
  */
+/* kiln's own kernels (kiln_builtin_name() ...) are experimental API. */
+#define KILN_EXPERIMENTAL
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +45,7 @@ int kiln_cmd_cache(int argc, char **argv)
   if (st != KILN_OK)
     return failed("cache", st, NULL);
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   uint64_t entries = 0, bytes = 0, removed = 0;
   kiln_cache_stats(rt, &u);
   if (!u.dir) {
@@ -102,6 +105,7 @@ int kiln_cmd_kernels(int argc, char **argv)
     return rc;
   }
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   if (timed)
     printf("runtime %.1f ms, kernels %.1f ms, total %.1f ms\n", t1 - t0,
@@ -144,6 +148,7 @@ int kiln_cmd_build(int argc, char **argv)
     rc = failed("build", st, rt);
   } else {
     kiln_cache_usage u;
+    kiln_cache_usage_init(&u);
     kiln_cache_stats(rt, &u);
     printf("%s builds on %s in %.1f ms (%s)\n", argv[1], kiln_runtime_device(rt)->name,
            now_ms() - t0, u.hits ? "from the cache" : "compiled");

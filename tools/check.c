@@ -15,6 +15,8 @@
  * The first call of each operation builds its kernels (or hits the cache);
  * the time printed is of a second call, enqueue to kiln_finish().
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -304,7 +306,7 @@ static kiln_status convert_run(check_ctx *c, void *p)
 {
   (void)c;
   convert_arg *v = p;
-  return kiln_convert(v->dst, v->src);
+  return kiln_convert(v->src, v->dst);
 }
 
 static void check_convert(check_ctx *c)

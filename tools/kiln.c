@@ -87,6 +87,7 @@ static int help_env(void)
 void kiln_cli_print_cache(FILE *out, kiln_runtime *rt)
 {
   kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   if (u.dir) {
     fprintf(out, "kernel cache: %s%s\n", u.dir,

@@ -192,7 +192,7 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
   if (st == KILN_OK)
     st = kiln_buffer_create(rt, dtype, n, 0, out);
   if (st == KILN_OK)
-    st = kiln_convert(*out, raw);
+    st = kiln_convert(raw, *out);
   kiln_buffer_destroy(raw);
   return st;
 }

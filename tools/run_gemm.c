@@ -7,6 +7,8 @@
  * cuts problems larger than the device into panels. Others are converted on
  * the device (kiln_convert) and multiplied there.
  */
+/* kiln_gemm_backend_for() is experimental API. */
+#define KILN_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,8 @@ static int option(void *ctx, const char *o, const char *v)
 static int parse(gemm_args *g, int argc, char **argv)
 {
   memset(g, 0, sizeof *g);
-  g->d.alpha = 1;
+  /* alpha 1; the dtype and sizes come from the options and the files */
+  kiln_gemm_desc_init(&g->d, (kiln_dtype)0, 0, 0, 0);
   run_cli cli = {option, g, {&g->a, &g->b}, "matrix"};
   if (run_parse_args(&cli, argc, argv) != 0)
     return -1;
@@ -126,7 +129,7 @@ static kiln_status compute(kiln_runtime *rt, const kiln_gemm_desc *d, const kiln
   if (st == KILN_OK)
     st = kiln_buffer_create(rt, c->dtype, c->count, 0, &out);
   if (st == KILN_OK)
-    st = kiln_convert(out, dc);
+    st = kiln_convert(dc, out);
   if (st == KILN_OK)
     st = kiln_buffer_read(out, 0, c->count, c->data);
   kiln_buffer_destroy(da), kiln_buffer_destroy(db);

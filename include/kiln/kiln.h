@@ -20,12 +20,63 @@
  * through the last parameter, and is left NULL on failure. Destroy functions
  * accept NULL.
  *
+ * Names and arguments: kiln_<object>_<verb>, the object the call acts on
+ * first (the runtime of an operation, the buffer of kiln_buffer_write());
+ * after it, inputs before outputs: kiln_gemm(rt, &desc, a, b, c),
+ * kiln_convert(src, dst).
+ *
  * Threads: one runtime may be shared by all threads, or each may have its
  * own; the "Threads" section below says which calls may run at once and
  * which need the caller's own lock.
  *
  * OpenCL handles (context, queue, cl_mem) are available through
  * <kiln/kiln_cl.h>, which includes the OpenCL headers; this header does not.
+ *
+ * A header that can grow
+ *
+ * A program compiled against this header keeps working with a later
+ * libkiln.so.0, and one compiled against a later header works with this
+ * library as long as it asks for nothing this library lacks:
+ *  - Every struct the caller allocates for kiln to read or fill starts with
+ *    `size_t struct_size`: kiln_options, kiln_gemm_desc, kiln_reduce_desc,
+ *    kiln_conv2d_desc, kiln_fft_desc, kiln_memory_usage, kiln_cache_usage
+ *    and kiln_profile_row. Its kiln_<struct>_init() sets struct_size to
+ *    sizeof(the struct) as the program was compiled, and the defaults; start
+ *    every such struct from its init (a binding that cannot call it sets
+ *    struct_size to the size of the struct it declares, and the rest to 0).
+ *  - kiln checks struct_size on entry. 0 means the struct was never
+ *    initialised: KILN_ERR_INVALID_ARGUMENT, naming the init to call. A
+ *    smaller size comes from an older program: kiln reads the fields it
+ *    has and takes 0 for the others, so every field added later has 0 as
+ *    its default (and 0 means "as before"). A larger size comes from a newer
+ *    program: kiln accepts it when the bytes it does not know are all 0
+ *    (the new fields left at their defaults), and refuses it otherwise with
+ *    KILN_ERR_UNSUPPORTED, giving both sizes. Into an output struct kiln
+ *    writes the fields that fit in struct_size, and leaves those it does
+ *    not know as the init set them, 0.
+ *  - The init functions are static inline in this header, so that sizeof
+ *    is the program's own: a function in the library would clear its own
+ *    struct, which may be longer than the program's.
+ *  - Fields are only appended: never reordered, resized or removed.
+ *  - Enums have explicit values; new values are appended, and a value is
+ *    never renumbered or reused.
+ * Why a size rather than reserved space: one word per struct, no limit on
+ * growth, and a struct nobody initialised is caught instead of read as
+ * garbage. Every one of these structs already had an init function, so
+ * programs that used it need no change.
+ * kiln_device_info and kiln_platform_info are kiln's records, returned by
+ * pointer; they grow at the end as well, so read them only through kiln's
+ * pointers (records you fill yourself for kiln_device_compare() are for
+ * tests, outside this promise). kiln_array mirrors a .npy header and does
+ * not grow: a need it cannot hold will get a struct of its own.
+ *
+ * Stability
+ *
+ * Everything this header declares is stable, in the sense above, except
+ * the calls in the "Experimental" section at its end. Those are declared
+ * only when the program defines KILN_EXPERIMENTAL before including
+ * <kiln/kiln.h>, as zstd's ZSTD_STATIC_LINKING_ONLY; they may change or
+ * go in any release, and a 1.0 will promise everything but them.
  */
 #ifndef KILN_H
 #define KILN_H
@@ -33,6 +84,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h> /* memset, for the inline kiln_*_init() */
 
 #include "kiln/version.h"
 
@@ -133,6 +185,10 @@ KILN_API const char *kiln_cl_error_name(int cl_error);
  * Types
  *====================================================================*/
 
+/*! KILN_ARRAY_MAX_DIMS : the most dimensions kiln handles: of a kiln_array,
+ * and of a kiln_reduce_desc's view. */
+#define KILN_ARRAY_MAX_DIMS 8
+
 /* Opaque handles. */
 typedef struct kiln_runtime kiln_runtime;
 typedef struct kiln_buffer kiln_buffer;
@@ -165,12 +221,12 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
  * names; KILN_BACKEND_AUTO lets kiln choose by its measured rules. */
 typedef enum kiln_backend {
   KILN_BACKEND_AUTO = 0,
-  KILN_BACKEND_KILN,    /* kiln's own kernels in cl/ */
-  KILN_BACKEND_CLBLAST, /* CLBlast, when kiln is built with it */
-  KILN_BACKEND_IM2COL,  /* convolution: kiln's im2col, then kiln_gemm() */
-  KILN_BACKEND_DIRECT,  /* convolution: kiln's direct kernel */
-  KILN_BACKEND_CLFFT,   /* FFT: clFFT, when kiln is built with it */
-  KILN_BACKEND_VKFFT    /* FFT: VkFFT's OpenCL backend, when built with it */
+  KILN_BACKEND_KILN = 1,    /* kiln's own kernels in cl/ */
+  KILN_BACKEND_CLBLAST = 2, /* CLBlast, when kiln is built with it */
+  KILN_BACKEND_IM2COL = 3,  /* convolution: kiln's im2col, then kiln_gemm() */
+  KILN_BACKEND_DIRECT = 4,  /* convolution: kiln's direct kernel */
+  KILN_BACKEND_CLFFT = 5,   /* FFT: clFFT, when kiln is built with it */
+  KILN_BACKEND_VKFFT = 6    /* FFT: VkFFT's OpenCL backend, when built with it */
 } kiln_backend;
 
 /*! kiln_backend_name() :
@@ -189,6 +245,8 @@ KILN_API const char *kiln_backend_name(kiln_backend backend);
  * Environment values are read once, by kiln_runtime_create(); a value kiln
  * cannot use makes it fail with KILN_ERR_INVALID_ENV. */
 typedef struct kiln_options {
+  /* Set by kiln_options_init(): see "A header that can grow". */
+  size_t struct_size;
   /* Cap on the device memory kiln may hold in buffers at once, in bytes.
    * 0: no cap beyond the device's global memory. Env: KILN_MEMORY_LIMIT,
    * bytes with an optional K, M, G or T suffix (powers of 1024), or a
@@ -253,8 +311,15 @@ typedef struct kiln_options {
 } kiln_options;
 
 /*! kiln_options_init() :
- * Fills *opts with the defaults. NULL is ignored. */
-KILN_API void kiln_options_init(kiln_options *opts);
+ * Fills *opts with the defaults, all 0, and struct_size. NULL is ignored.
+ * Inline, as every kiln_*_init(): see "A header that can grow". */
+static inline void kiln_options_init(kiln_options *opts)
+{
+  if (!opts)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+}
 
 /*! kiln_runtime_create() :
  * Finds every OpenCL platform and device through the ICD loader, chooses the
@@ -393,16 +458,16 @@ typedef enum kiln_device_type {
  * derived from the vendor id and strings. */
 typedef enum kiln_vendor {
   KILN_VENDOR_OTHER = 0,
-  KILN_VENDOR_NVIDIA,
-  KILN_VENDOR_AMD,
-  KILN_VENDOR_INTEL,
-  KILN_VENDOR_APPLE,
-  KILN_VENDOR_ARM,
-  KILN_VENDOR_QUALCOMM,
-  KILN_VENDOR_IMAGINATION,
-  KILN_VENDOR_POCL,     /* the Portable Computing Language CPU runtime */
-  KILN_VENDOR_OCLGRIND, /* the Oclgrind kernel simulator */
-  KILN_VENDOR_MESA      /* Mesa's Clover or rusticl, on any GPU */
+  KILN_VENDOR_NVIDIA = 1,
+  KILN_VENDOR_AMD = 2,
+  KILN_VENDOR_INTEL = 3,
+  KILN_VENDOR_APPLE = 4,
+  KILN_VENDOR_ARM = 5,
+  KILN_VENDOR_QUALCOMM = 6,
+  KILN_VENDOR_IMAGINATION = 7,
+  KILN_VENDOR_POCL = 8,      /* the Portable Computing Language CPU runtime */
+  KILN_VENDOR_OCLGRIND = 9,  /* the Oclgrind kernel simulator */
+  KILN_VENDOR_MESA = 10      /* Mesa's Clover or rusticl, on any GPU */
 } kiln_vendor;
 
 /*! kiln_vendor_name() :
@@ -756,21 +821,6 @@ KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path
                                               const char *options,
                                               kiln_program **out);
 
-/*! kiln_program_create_builtin() :
- * One of kiln's own kernel files (cl/NAME.cl, embedded in the library, or
- * read from $KILN_CL_DIR when that is set, for kernel development), built
- * with kiln's device-dependent options. The build happens once per runtime;
- * the program you get is yours to destroy. KILN_ERR_INVALID_ARGUMENT for a
- * name kiln does not have (the message lists the names). */
-KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
-                                                 kiln_program **out);
-
-/*! kiln_builtin_count(), kiln_builtin_name() :
- * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
- * out of range. Static. */
-KILN_API size_t kiln_builtin_count(void);
-KILN_API const char *kiln_builtin_name(size_t i);
-
 /*! kiln_program_destroy() : NULL is ignored. @return : KILN_OK. */
 KILN_API kiln_status kiln_program_destroy(kiln_program *program);
 
@@ -818,6 +868,8 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
 
 /*! kiln_cache_usage : what the kernel cache did for this runtime. */
 typedef struct kiln_cache_usage {
+  /* Set by kiln_cache_usage_init(): see "A header that can grow". */
+  size_t struct_size;
   const char *dir;    /* the cache folder, or NULL when the cache is off */
   uint64_t compiles;  /* programs compiled from source */
   uint64_t hits;      /* programs loaded from the cache */
@@ -833,8 +885,21 @@ typedef struct kiln_cache_usage {
   int shared;         /* the folder is a team cache (kiln_options.cache_shared) */
 } kiln_cache_usage;
 
-/*! kiln_cache_stats() : fills *out; dir is owned by the runtime.
- * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+/*! kiln_cache_usage_init() :
+ * Zeroes *usage and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_cache_usage_init(kiln_cache_usage *usage)
+{
+  if (!usage)
+    return;
+  memset(usage, 0, sizeof *usage);
+  usage->struct_size = sizeof *usage;
+}
+
+/*! kiln_cache_stats() : fills *out, which kiln_cache_usage_init() set up;
+ * dir is owned by the runtime.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL or an
+ *           out->struct_size of 0. */
 KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out);
 
 /*! kiln_cache_contents() :
@@ -869,6 +934,8 @@ typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose
  * m x n, for `batch` products at once. Set by kiln_gemm_desc_init(), then
  * change what differs. Sizes, offsets and strides are in elements. */
 typedef struct kiln_gemm_desc {
+  /* Set by kiln_gemm_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_dtype dtype;     /* KILN_F32; KILN_F64 on devices with fp64; KILN_F16
                            storage, accumulated in float32 on every device */
   kiln_layout layout;   /* of all three matrices */
@@ -888,9 +955,20 @@ typedef struct kiln_gemm_desc {
 
 /*! kiln_gemm_desc_init() :
  * Row-major, no transposes, alpha 1, beta 0, packed, one product, backend
- * AUTO. NULL is ignored. */
-KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
-                                  size_t n, size_t k);
+ * AUTO, and struct_size. NULL is ignored. Inline. */
+static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype,
+                                       size_t m, size_t n, size_t k)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->dtype = dtype;
+  desc->m = m;
+  desc->n = n;
+  desc->k = k;
+  desc->alpha = 1.0;
+}
 
 /*! kiln_gemm() :
  * Enqueues the product on buffers of the runtime; returns without waiting.
@@ -917,21 +995,15 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
 KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                     const void *a, const void *b, void *c);
 
-/*! kiln_gemm_backend_for() :
- * The backend kiln_gemm() would use for this request on this runtime
- * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
-KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
-                                            const kiln_gemm_desc *desc);
-
 /*! kiln_reduce_op : what kiln_reduce() computes. */
 typedef enum kiln_reduce_op {
   KILN_REDUCE_SUM = 1,
-  KILN_REDUCE_MEAN,
-  KILN_REDUCE_MIN,
-  KILN_REDUCE_MAX,
-  KILN_REDUCE_ARGMIN,
-  KILN_REDUCE_ARGMAX,
-  KILN_REDUCE_NORM2  /* sqrt of the sum of squares */
+  KILN_REDUCE_MEAN = 2,
+  KILN_REDUCE_MIN = 3,
+  KILN_REDUCE_MAX = 4,
+  KILN_REDUCE_ARGMIN = 5,
+  KILN_REDUCE_ARGMAX = 6,
+  KILN_REDUCE_NORM2 = 7 /* sqrt of the sum of squares */
 } kiln_reduce_op;
 
 /*! kiln_reduce_op_name() :
@@ -946,11 +1018,13 @@ KILN_API const char *kiln_reduce_op_name(kiln_reduce_op op);
  * A reduction over a contiguous C-order view of the input buffer. Set by
  * kiln_reduce_desc_init(), then change what differs. */
 typedef struct kiln_reduce_desc {
+  /* Set by kiln_reduce_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_reduce_op op;
   kiln_dtype dtype;     /* of the input: KILN_F32, KILN_F64 (with fp64),
                            KILN_F16, KILN_I32 */
-  unsigned ndim;        /* 1 to 8 */
-  size_t shape[8];      /* the view; a 0 makes it empty */
+  unsigned ndim;        /* 1 to KILN_ARRAY_MAX_DIMS */
+  size_t shape[KILN_ARRAY_MAX_DIMS]; /* the view; a 0 makes it empty */
   int32_t axis;         /* the axis to reduce along, 0 .. ndim-1, or negative
                            from the end as numpy counts (-1: the last);
                            KILN_AXIS_ALL: every element, one result */
@@ -961,10 +1035,21 @@ typedef struct kiln_reduce_desc {
 } kiln_reduce_desc;
 
 /*! kiln_reduce_desc_init() :
- * A reduction of every one of `count` elements (a 1-D view), backend AUTO.
- * NULL is ignored. */
-KILN_API void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
-                                    kiln_dtype dtype, size_t count);
+ * A reduction of every one of `count` elements (a 1-D view), backend AUTO,
+ * and struct_size. NULL is ignored. Inline. */
+static inline void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
+                                         kiln_dtype dtype, size_t count)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->op = op;
+  desc->dtype = dtype;
+  desc->ndim = 1;
+  desc->shape[0] = count;
+  desc->axis = KILN_AXIS_ALL;
+}
 
 /*! kiln_reduce_out_dtype() :
  * The type of the results, as numpy gives it:
@@ -1018,6 +1103,8 @@ typedef enum kiln_tensor_layout {
  * (r - 1) - 1) / stride_h + 1 and q likewise. Set by kiln_conv2d_desc_init(),
  * then change what differs. Zero means the default where one is given. */
 typedef struct kiln_conv2d_desc {
+  /* Set by kiln_conv2d_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_dtype dtype;         /* KILN_F32; KILN_F64 with fp64; KILN_F16 storage
                                with float32 accumulation */
   kiln_tensor_layout layout; /* of x, weights and y */
@@ -1033,11 +1120,25 @@ typedef struct kiln_conv2d_desc {
 } kiln_conv2d_desc;
 
 /*! kiln_conv2d_desc_init() :
- * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO. NULL is
- * ignored. */
-KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
-                                    size_t c, size_t h, size_t w, size_t k, size_t r,
-                                    size_t s);
+ * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO, and
+ * struct_size. NULL is ignored. Inline. */
+static inline void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype,
+                                         size_t n, size_t c, size_t h, size_t w,
+                                         size_t k, size_t r, size_t s)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->dtype = dtype;
+  desc->n = n;
+  desc->c = c;
+  desc->h = h;
+  desc->w = w;
+  desc->k = k;
+  desc->r = r;
+  desc->s = s;
+}
 
 /*! kiln_conv2d_output() :
  * The output's height and width for the descriptor.
@@ -1064,21 +1165,23 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
 /*! kiln_fft_kind : what the transform takes and gives. */
 typedef enum kiln_fft_kind {
   KILN_FFT_C2C = 0, /* complex to complex */
-  KILN_FFT_R2C,     /* real to the half-spectrum: the last axis n -> n/2 + 1 */
-  KILN_FFT_C2R      /* the half-spectrum back to real: n/2 + 1 -> n */
+  KILN_FFT_R2C = 1, /* real to the half-spectrum: the last axis n -> n/2 + 1 */
+  KILN_FFT_C2R = 2  /* the half-spectrum back to real: n/2 + 1 -> n */
 } kiln_fft_kind;
 
 /*! kiln_fft_norm : the scaling, as numpy.fft's `norm`. */
 typedef enum kiln_fft_norm {
   KILN_FFT_NORM_BACKWARD = 0, /* forward unscaled, inverse 1/n (the default) */
-  KILN_FFT_NORM_ORTHO,        /* both 1/sqrt(n) */
-  KILN_FFT_NORM_FORWARD       /* forward 1/n, inverse unscaled */
+  KILN_FFT_NORM_ORTHO = 1,    /* both 1/sqrt(n) */
+  KILN_FFT_NORM_FORWARD = 2   /* forward 1/n, inverse unscaled */
 } kiln_fft_norm;
 
 /*! kiln_fft_desc :
  * batch transforms of a 1-D, 2-D or 3-D C-order shape, one after another in
  * memory. Set by kiln_fft_desc_init(), then change what differs. */
 typedef struct kiln_fft_desc {
+  /* Set by kiln_fft_desc_init(): see "A header that can grow". */
+  size_t struct_size;
   kiln_fft_kind kind;
   kiln_dtype dtype;     /* the real type: KILN_F32, or KILN_F64 with fp64;
                            complex data is KILN_C32 / KILN_C64 */
@@ -1092,9 +1195,22 @@ typedef struct kiln_fft_desc {
 } kiln_fft_desc;
 
 /*! kiln_fft_desc_init() :
- * A forward C2C of one 1-D length-n transform of dtype, numpy's scaling.
- * NULL is ignored. */
-KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n);
+ * A forward C2C of one 1-D length-n transform of dtype, numpy's scaling,
+ * and struct_size. NULL is ignored. Inline. */
+static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n)
+{
+  if (!desc)
+    return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_size = sizeof *desc;
+  desc->kind = KILN_FFT_C2C;
+  desc->dtype = dtype;
+  desc->ndim = 1;
+  desc->shape[0] = n;
+  desc->batch = 1;
+  desc->norm = KILN_FFT_NORM_BACKWARD;
+  desc->backend = KILN_BACKEND_AUTO;
+}
 
 /*! kiln_fft() :
  * Enqueues the transforms of `in` into `out` (they may not be the same
@@ -1116,7 +1232,8 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out);
 
 /*! kiln_convert() :
- * Enqueues dst[i] = src[i] converted to dst's type, for every element.
+ * Enqueues dst[i] = src[i] converted to dst's type, for every element. The
+ * input comes first, as in every kiln call.
  * Types: KILN_F16, KILN_F32, KILN_F64 (on devices with fp64), KILN_I32 and
  * KILN_I64. To a floating type values round to nearest even (so float32 to
  * float16 rounds as numpy's astype does); to an integer type they round
@@ -1126,7 +1243,7 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
  *           KILN_ERR_INVALID_DTYPE (a complex type); KILN_ERR_WRONG_RUNTIME;
  *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
  *           KILN_ERR_BUILD when kiln's kernel does not build. */
-KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
+KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
 
 /*====================================================================
  * Profiling
@@ -1155,6 +1272,8 @@ KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src);
  * The recorded calls of one operation on one backend, summed. Times are in
  * nanoseconds. */
 typedef struct kiln_profile_row {
+  /* Set by kiln_profile_row_init(): see "A header that can grow". */
+  size_t struct_size;
   char op[64];        /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
                          "write", "read", "copy", "fill", or a launched
                          kernel's name (cut to 63 bytes) */
@@ -1174,6 +1293,17 @@ typedef struct kiln_profile_row {
   double percent;     /* total_ns as a share of every row's, 0 to 100 */
 } kiln_profile_row;
 
+/*! kiln_profile_row_init() :
+ * Zeroes *row and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_profile_row_init(kiln_profile_row *row)
+{
+  if (!row)
+    return;
+  memset(row, 0, sizeof *row);
+  row->struct_size = sizeof *row;
+}
+
 /*! kiln_profile_enabled() :
  * @return : non-zero when the runtime records calls; 0 for NULL. */
 KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
@@ -1183,10 +1313,14 @@ KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
  * device time, longest first (calls still running on the device are left
  * out: call kiln_finish() first).
  * @rows     : receives the first min(capacity, *count) rows; may be NULL
- *             when capacity is 0, to ask how many there are.
+ *             when capacity is 0, to ask how many there are. Set up
+ *             rows[0] with kiln_profile_row_init(): its struct_size is
+ *             taken as the size of every element of the array, and each
+ *             row filled gets it.
  * @count    : receives how many rows there are; 0 when profiling is off.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (rt or count NULL, rows NULL
- *           with capacity above 0); KILN_ERR_OUT_OF_HOST_MEMORY. */
+ *           with capacity above 0, rows[0].struct_size 0);
+ *           KILN_ERR_OUT_OF_HOST_MEMORY. */
 KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
                                        size_t capacity, size_t *count);
 
@@ -1227,14 +1361,12 @@ KILN_API kiln_status kiln_profile_write_trace(kiln_runtime *rt, const char *path
 /* numpy's .npy format, so that arrays move between kiln and Python without
  * conversion. kiln reads format versions 1.0, 2.0 and 3.0 with the dtypes
  * '<f2', '<f4', '<f8', '<c8', '<c16', '<i4' and '<i8' (float16 ... int64, in
- * kiln_dtype_name()'s terms), in C or Fortran order, with 0 to 8
- * dimensions. The byte-order marks '|' and '=' are read as '<': they mean
- * the writer's own order, and kiln runs on little-endian hosts only.
+ * kiln_dtype_name()'s terms), in C or Fortran order, with 0 to
+ * KILN_ARRAY_MAX_DIMS (8) dimensions. The byte-order marks '|' and '='
+ * are read as '<': they mean the writer's own order, and kiln runs on
+ * little-endian hosts only.
  * Big-endian ('>') files, other dtypes and structured dtypes are refused
  * with KILN_ERR_FORMAT. kiln writes what np.save writes. */
-
-/*! KILN_ARRAY_MAX_DIMS : the most dimensions a kiln_array has. */
-#define KILN_ARRAY_MAX_DIMS 8
 
 /*! kiln_array :
  * An array in host memory, as a .npy file holds it. */
@@ -1284,8 +1416,9 @@ KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
  * part. A symbolic link at path is replaced, not followed.
  * @array : consistent: count the product of the shape; data may be NULL when
  *          count is 0. Not changed.
- * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, ndim above 8, count
- *           unlike the shape's, NULL data); KILN_ERR_INVALID_DTYPE;
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, ndim above
+ *           KILN_ARRAY_MAX_DIMS, count unlike the shape's, NULL data);
+ *           KILN_ERR_INVALID_DTYPE;
  *           KILN_ERR_OVERFLOW (a shape of more bytes than size_t counts);
  *           KILN_ERR_IO when the temporary file cannot be created, written,
  *           flushed or renamed (the message says which and why);
@@ -1314,6 +1447,8 @@ KILN_API void kiln_array_free(kiln_array *array);
 
 /*! kiln_memory_usage : what kiln holds on the runtime's device. */
 typedef struct kiln_memory_usage {
+  /* Set by kiln_memory_usage_init(): see "A header that can grow". */
+  size_t struct_size;
   uint64_t current_bytes;   /* bytes in live buffers now */
   uint64_t peak_bytes;      /* the most ever held at once */
   uint64_t live_buffers;    /* buffers created and not yet destroyed */
@@ -1324,9 +1459,62 @@ typedef struct kiln_memory_usage {
                                 device offers none */
 } kiln_memory_usage;
 
+/*! kiln_memory_usage_init() :
+ * Zeroes *usage and sets struct_size, as kiln needs before it fills one.
+ * NULL is ignored. Inline. */
+static inline void kiln_memory_usage_init(kiln_memory_usage *usage)
+{
+  if (!usage)
+    return;
+  memset(usage, 0, sizeof *usage);
+  usage->struct_size = sizeof *usage;
+}
+
 /*! kiln_memory_stats() :
- * Fills *out. @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL. */
+ * Fills *out, which kiln_memory_usage_init() set up.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL or an
+ *           out->struct_size of 0. */
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out);
+
+/*====================================================================
+ * Experimental
+ *====================================================================*/
+
+/* Declared only when the program defines KILN_EXPERIMENTAL before it
+ * includes <kiln/kiln.h>. Not promised: any release may change or remove
+ * them, and a program that uses them must be rebuilt against the headers
+ * of the libkiln it runs with. They are exported all the same, so that
+ * kiln's own tools can use them. */
+#ifdef KILN_EXPERIMENTAL
+
+/* kiln's own kernels: their files, names and arguments are kiln's
+ * internals, and change with its kernels. */
+
+/*! kiln_program_create_builtin() :
+ * One of kiln's own kernel files (cl/NAME.cl, embedded in the library, or
+ * read from $KILN_CL_DIR when that is set, for kernel development), built
+ * with kiln's device-dependent options. The build happens once per runtime;
+ * the program you get is yours to destroy. KILN_ERR_INVALID_ARGUMENT for a
+ * name kiln does not have (the message lists the names). */
+KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
+                                                 kiln_program **out);
+
+/*! kiln_builtin_count(), kiln_builtin_name() :
+ * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
+ * out of range. Static. */
+KILN_API size_t kiln_builtin_count(void);
+KILN_API const char *kiln_builtin_name(size_t i);
+
+/* The choice kiln_gemm() makes for AUTO follows kiln's measured rules and
+ * tuning records, which change as kiln learns more devices. */
+
+/*! kiln_gemm_backend_for() :
+ * The backend kiln_gemm() would use for this request on this runtime
+ * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
+KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
+                                            const kiln_gemm_desc *desc);
+
+#endif /* KILN_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

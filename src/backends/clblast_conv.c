@@ -82,6 +82,7 @@ static size_t images_per_call(kiln_runtime *rt, const kiln__conv *cv)
 {
   size_t esize = kiln_dtype_size(cv->d.dtype), col = col_elements(cv);
   kiln_memory_usage mem;
+  kiln_memory_usage_init(&mem);
   if (col > INT_LIMIT || kiln_memory_stats(rt, &mem) != KILN_OK)
     return 0;
   uint64_t room = mem.max_alloc_bytes;

@@ -9,17 +9,6 @@
 #include "profile.h"
 #include "ops.h"
 
-KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype, size_t n,
-                                    size_t c, size_t h, size_t w, size_t k, size_t r,
-                                    size_t s)
-{
-  if (!desc)
-    return;
-  memset(desc, 0, sizeof *desc);
-  *desc = (kiln_conv2d_desc){.dtype = dtype, .n = n, .c = c, .h = h, .w = w,
-                             .k = k, .r = r, .s = s};
-}
-
 /* Fills the defaults (1 for strides, dilations, groups). */
 static kiln_conv2d_desc resolved(const kiln_conv2d_desc *d)
 {
@@ -97,7 +86,11 @@ KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p,
   if (!desc || !p || !q)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d_output: %s is NULL", !desc ? "desc" : !p ? "p" : "q");
-  kiln_conv2d_desc d = resolved(desc);
+  kiln_conv2d_desc d;
+  kiln_status st = KILN__STRUCT_IN(NULL, "kiln_conv2d_output", kiln_conv2d_desc, desc, &d);
+  if (st != KILN_OK)
+    return st;
+  d = resolved(&d);
   return check_sizes(NULL, &d, p, q);
 }
 
@@ -203,11 +196,15 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln_conv2d_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_conv2d", kiln_conv2d_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, "conv2d");
   kiln__conv cv;
   const kiln__conv_backend *be = NULL;
-  kiln_status st = kiln__conv_check(rt, desc, x, weights, bias, y, &cv, &be);
+  st = kiln__conv_check(rt, &given, x, weights, bias, y, &cv, &be);
   if (st == KILN_OK) {
     const kiln_conv2d_desc *d = &cv.d;
     uint64_t outputs = (uint64_t)d->n * d->k * cv.p * cv.q;

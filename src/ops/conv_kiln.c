@@ -119,6 +119,7 @@ static size_t images_per_pass(kiln_runtime *rt, const kiln__conv *cv)
   int nchw = cv->d.layout == KILN_NCHW;
   uint64_t per = (uint64_t)(nchw ? pk.np : pk.mp) * pk.kp * kiln_dtype_size(pk.compute);
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
   uint64_t left = mu.limit_bytes - mu.current_bytes, fit = ((uint64_t)8 << 20) / per;
   /* the other operand's pack and the driver's own needs take the rest */

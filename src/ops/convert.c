@@ -48,7 +48,7 @@ static kiln_status check(kiln_buffer *dst, const kiln_buffer *src)
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_convert(kiln_buffer *dst, const kiln_buffer *src)
+KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst)
 {
   kiln_status st = check(dst, src);
   if (st != KILN_OK)

@@ -49,20 +49,6 @@ struct kiln__fft_plan {
   struct kiln__fft_plan *next;
 };
 
-KILN_API void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n)
-{
-  if (!desc)
-    return;
-  memset(desc, 0, sizeof *desc);
-  desc->kind = KILN_FFT_C2C;
-  desc->dtype = dtype;
-  desc->ndim = 1;
-  desc->shape[0] = n;
-  desc->batch = 1;
-  desc->norm = KILN_FFT_NORM_BACKWARD;
-  desc->backend = KILN_BACKEND_AUTO;
-}
-
 static const char *kind_name(kiln_fft_kind kind)
 {
   return kind == KILN_FFT_C2C ? "C2C" : kind == KILN_FFT_R2C ? "R2C" : "C2R";
@@ -428,8 +414,12 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln_fft_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_fft", kiln_fft_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, "fft");
-  kiln_status st = kiln__fft_run(rt, desc, in, out, &ps);
+  st = kiln__fft_run(rt, &given, in, out, &ps);
   return kiln__profile_end(&ps, st);
 }

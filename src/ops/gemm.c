@@ -25,19 +25,6 @@ KILN_API const char *kiln_backend_name(kiln_backend backend)
   return "invalid";
 }
 
-KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
-                                  size_t n, size_t k)
-{
-  if (!desc)
-    return;
-  memset(desc, 0, sizeof *desc);
-  desc->dtype = dtype;
-  desc->m = m;
-  desc->n = n;
-  desc->k = k;
-  desc->alpha = 1.0;
-}
-
 /* The backends built in, in kiln_backend order. */
 static const kiln__gemm_backend *backend_table(kiln_backend id)
 {
@@ -254,11 +241,16 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln_gemm_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
+  desc = &given;
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, "gemm");
   kiln__gemm g;
   const kiln__gemm_backend *be = NULL;
-  kiln_status st = kiln__gemm_check(rt, desc, a, b, c, &g, &be);
+  st = kiln__gemm_check(rt, desc, a, b, c, &g, &be);
   if (st == KILN_OK) {
     /* A and B read, C written (and read when beta is not 0); the batch
      * shown only above 1 (%.0zu prints nothing for 0). */
@@ -278,8 +270,11 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
 KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_desc *desc)
 {
   kiln__gemm g;
-  if (!rt || !desc || kiln__gemm_plan(rt, desc, &g) != KILN_OK)
+  kiln_gemm_desc given;
+  if (!rt || !desc ||
+      KILN__STRUCT_IN(rt, "kiln_gemm_backend_for", kiln_gemm_desc, desc, &given) != KILN_OK ||
+      kiln__gemm_plan(rt, &given, &g) != KILN_OK)
     return KILN_BACKEND_AUTO;
   const kiln__gemm_backend *be = NULL;
-  return choose(rt, desc->backend, &g, &be) == KILN_OK ? be->id : KILN_BACKEND_AUTO;
+  return choose(rt, given.backend, &g, &be) == KILN_OK ? be->id : KILN_BACKEND_AUTO;
 }

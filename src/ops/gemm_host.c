@@ -40,6 +40,7 @@ static uint64_t largest_block(const panels *p)
 static kiln_status choose_panels(kiln_runtime *rt, const kiln__gemm *g, panels *p)
 {
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
   uint64_t left = mu.limit_bytes - mu.current_bytes;
   left -= left / 10; /* slack for the driver's own allocations */
@@ -122,9 +123,14 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
   if (!rt || !desc || !a || !b || !c)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_host: %s is NULL",
                       !rt ? "rt" : !desc ? "desc" : !a ? "a" : !b ? "b" : "c");
+  kiln_gemm_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_gemm_host", kiln_gemm_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
+  desc = &given;
   kiln__gemm g;
   panels p;
-  kiln_status st = kiln__gemm_plan(rt, desc, &g);
+  st = kiln__gemm_plan(rt, desc, &g);
   if (st == KILN_OK)
     st = choose_panels(rt, &g, &p);
   if (st != KILN_OK)

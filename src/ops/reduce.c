@@ -51,19 +51,6 @@ KILN_API const char *kiln_reduce_op_name(kiln_reduce_op op)
            : "invalid";
 }
 
-KILN_API void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
-                                    kiln_dtype dtype, size_t count)
-{
-  if (!desc)
-    return;
-  memset(desc, 0, sizeof *desc);
-  desc->op = op;
-  desc->dtype = dtype;
-  desc->ndim = 1;
-  desc->shape[0] = count;
-  desc->axis = KILN_AXIS_ALL;
-}
-
 KILN_API kiln_dtype kiln_reduce_out_dtype(kiln_reduce_op op, kiln_dtype in)
 {
   int real = in == KILN_F16 || in == KILN_F32;
@@ -98,9 +85,10 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_reduce: %s of %s gives float64, "
                       "but '%s' has no fp64", op, kiln_dtype_name(d->dtype),
                       kiln_runtime_device(rt)->name);
-  if (d->ndim < 1 || d->ndim > 8)
+  if (d->ndim < 1 || d->ndim > KILN_ARRAY_MAX_DIMS)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_reduce: ndim is %u; expected 1 to 8", d->ndim);
+                      "kiln_reduce: ndim is %u; expected 1 to %d", d->ndim,
+                      KILN_ARRAY_MAX_DIMS);
   int32_t axis = d->axis;
   int all = axis == KILN_AXIS_ALL;
   if (!all && axis < 0)
@@ -199,13 +187,18 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
   if (!rt || !desc)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: %s is NULL",
                       !rt ? "rt" : "desc");
+  kiln_reduce_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_reduce", kiln_reduce_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
+  desc = &given;
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, profile_name(desc->op));
   char view[64];
   kiln__reduce r;
   size_t count, outputs;
   const kiln__reduce_backend *be = NULL;
-  kiln_status st = kiln__reduce_check(rt, desc, in, out, &r, &count, &outputs);
+  st = kiln__reduce_check(rt, desc, in, out, &r, &count, &outputs);
   if (st != KILN_OK || outputs == 0)
     return kiln__profile_end(&ps, st);
   if (r.len == 0) {

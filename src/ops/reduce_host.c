@@ -85,6 +85,7 @@ static void store(kiln_dtype t, void *out, part acc, const kiln__reduce *r, size
 static size_t piece_elements(kiln_runtime *rt, size_t es)
 {
   kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
   uint64_t left = mu.limit_bytes - mu.current_bytes;
   left -= left / 4; /* room for partials and the result */
@@ -210,10 +211,15 @@ KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *
   if (!rt || !desc || !in || !out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce_host: %s is NULL",
                       !rt ? "rt" : !desc ? "desc" : !in ? "in" : "out");
+  kiln_reduce_desc given;
+  kiln_status st = KILN__STRUCT_IN(rt, "kiln_reduce_host", kiln_reduce_desc, desc, &given);
+  if (st != KILN_OK)
+    return st;
+  desc = &given;
   kiln__reduce r;
   size_t count, outputs;
   const kiln__reduce_backend *be;
-  kiln_status st = kiln__reduce_plan(rt, desc, &r, &count, &outputs);
+  st = kiln__reduce_plan(rt, desc, &r, &count, &outputs);
   if (st == KILN_OK) /* refuse here what the backend would refuse whole */
     st = kiln__reduce_choose(rt, desc->backend, &r, &be);
   if (st != KILN_OK || outputs == 0)

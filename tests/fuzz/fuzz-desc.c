@@ -127,7 +127,7 @@ static u128 gemm_end(const kiln_gemm_desc *d, size_t r, size_t c, int trans, siz
 
 static void fuzz_gemm(fuzz_input *in)
 {
-  kiln_gemm_desc d = {0};
+  kiln_gemm_desc d = {.struct_size = sizeof(kiln_gemm_desc)};
   d.dtype = (kiln_dtype)fuzz_size(in);
   d.layout = (kiln_layout)fuzz_size(in);
   d.trans_a = (kiln_transpose)fuzz_size(in);
@@ -174,7 +174,7 @@ static void fuzz_gemm(fuzz_input *in)
 
 static void fuzz_reduce(fuzz_input *in)
 {
-  kiln_reduce_desc d = {0};
+  kiln_reduce_desc d = {.struct_size = sizeof(kiln_reduce_desc)};
   d.op = (kiln_reduce_op)fuzz_size(in);
   d.dtype = (kiln_dtype)fuzz_size(in);
   d.ndim = (unsigned)fuzz_size(in);
@@ -241,7 +241,7 @@ static u128 conv_side(size_t in, size_t pad_a, size_t pad_b, size_t f, size_t di
 
 static void fuzz_conv(fuzz_input *in)
 {
-  kiln_conv2d_desc d = {0};
+  kiln_conv2d_desc d = {.struct_size = sizeof(kiln_conv2d_desc)};
   d.dtype = (kiln_dtype)fuzz_size(in);
   d.layout = (kiln_tensor_layout)fuzz_size(in);
   d.n = fuzz_size(in), d.c = fuzz_size(in), d.h = fuzz_size(in), d.w = fuzz_size(in);
@@ -297,7 +297,7 @@ static void fuzz_conv(fuzz_input *in)
 
 static void fuzz_fft(fuzz_input *in)
 {
-  kiln_fft_desc d = {0};
+  kiln_fft_desc d = {.struct_size = sizeof(kiln_fft_desc)};
   d.kind = (kiln_fft_kind)fuzz_size(in);
   d.dtype = (kiln_dtype)fuzz_size(in);
   d.ndim = (unsigned)fuzz_size(in);
