@@ -378,7 +378,6 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
     return st;
   kiln_cache_usage u;
   kiln_cache_usage_init(&u);
-  kiln_cache_usage_init(&u);
   pthread_mutex_lock(&rt->lock);
   u.dir = rt->cache.dir;
   u.compiles = rt->compiles;
