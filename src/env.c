@@ -152,28 +152,23 @@ KILN__READ_PATH(read_home, home, 0)
 KILN__READ_PATH(read_icd_vendors, icd_vendors, 0)
 #undef KILN__READ_PATH
 
-static kiln_status read_cache(const char *name, const char *value, kiln__config *cfg)
-{
-  return cfg->no_cache ? KILN_OK
-                       : parse_flag(name, value, "0 to turn the on-disk kernel cache "
-                                    "off, or 1 for the default (on)", 1, &cfg->no_cache);
-}
-
-static kiln_status read_cache_shared(const char *name, const char *value,
-                                     kiln__config *cfg)
-{
-  return cfg->cache_shared
-           ? KILN_OK
-           : parse_flag(name, value, "1 to accept a team cache folder shared by its "
-                        "group, or 0 for the default (off)", 0, &cfg->cache_shared);
-}
-
-static kiln_status read_profile(const char *name, const char *value, kiln__config *cfg)
-{
-  return cfg->profile ? KILN_OK
-                      : parse_flag(name, value, "1 to record every operation's "
-                                   "times, or 0 for the default (off)", 0, &cfg->profile);
-}
+/* The 0-or-1 variables: what an option already set stays (a flag set by the
+ * caller is never unset by the environment). `inverted`: KILN_CACHE=0 sets
+ * no_cache. */
+#define KILN__READ_FLAG(reader, field, inverted, expected)                     \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg) \
+  {                                                                            \
+    return cfg->field ? KILN_OK                                                \
+                      : parse_flag(name, value, expected, inverted, &cfg->field); \
+  }
+KILN__READ_FLAG(read_cache, no_cache, 1,
+                "0 to turn the on-disk kernel cache off, or 1 for the default (on)")
+KILN__READ_FLAG(read_cache_shared, cache_shared, 0,
+                "1 to accept a team cache folder shared by its group, or 0 for "
+                "the default (off)")
+KILN__READ_FLAG(read_profile, profile, 0,
+                "1 to record every operation's times, or 0 for the default (off)")
+#undef KILN__READ_FLAG
 
 static kiln_status read_gemm_backend(const char *name, const char *value,
                                      kiln__config *cfg)
