@@ -473,7 +473,6 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
   const kiln__device *dev = kiln__runtime_device(rt);
   kiln_memory_usage u;
   kiln_memory_usage_init(&u);
-  kiln_memory_usage_init(&u);
   pthread_mutex_lock(&rt->lock);
   u.current_bytes = rt->mem_current;
   u.peak_bytes = rt->mem_peak;
