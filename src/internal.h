@@ -25,6 +25,9 @@
 #  define KILN__PRINTF(fmt, args)
 #endif
 
+/* The number of elements of an array (not of a pointer). */
+#define KILN__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 /* ---- growable strings (util.c) ---------------------------------------- */
 
 typedef struct kiln__str {
@@ -234,14 +237,6 @@ kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
 /* The runtime and OpenCL program of a caller's program (program.c). */
 kiln_runtime *kiln__program_runtime(const kiln_program *program);
 cl_program kiln__program_cl(const kiln_program *program);
-
-/* Runs kernel `kernel` of builtin `program` with arguments from `format`
- * (m cl_mem, u uint32, i int32, L uint64, f float given as a double, d
- * double), over global (and local, or NULL) sizes; `what` is static text
- * naming the caller. The one path from kiln's ops to the queue (kernel.c). */
-kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program,
-                         const char *kernel, cl_uint dims, const size_t *global,
-                         const size_t *local, const char *format, ...);
 
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
