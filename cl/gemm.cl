@@ -21,23 +21,11 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-#ifndef KILN_GEMM_TM
-#define KILN_GEMM_TM 8
-#endif
-#ifndef KILN_GEMM_VW
-#define KILN_GEMM_VW 16
-#endif
-#ifndef KILN_GEMM_VWD
-#define KILN_GEMM_VWD 8
-#endif
-#ifndef KILN_GEMM_TSM
-#define KILN_GEMM_TSM 64
-#endif
-#ifndef KILN_GEMM_TSK
-#define KILN_GEMM_TSK 16
-#endif
-#ifndef KILN_GEMM_WPT
-#define KILN_GEMM_WPT 4
+/* The tile sizes are kiln's -D options, chosen for the device in
+ * src/tuning.c, the one place that holds them. */
+#if !defined(KILN_GEMM_TM) || !defined(KILN_GEMM_VW) || !defined(KILN_GEMM_VWD) ||  \
+  !defined(KILN_GEMM_TSM) || !defined(KILN_GEMM_TSK) || !defined(KILN_GEMM_WPT)
+#error "cl/gemm.cl needs kiln's -DKILN_GEMM_* options (src/tuning.c)"
 #endif
 
 #define TM KILN_GEMM_TM

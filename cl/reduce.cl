@@ -29,8 +29,9 @@
 #define CONVERT_ACC16(v) (v)
 #endif
 
+/* The GPU shape's group size is kiln's -D option (src/tuning.c). */
 #ifndef KILN_REDUCE_WG
-#define KILN_REDUCE_WG 256
+#error "cl/reduce.cl needs kiln's -DKILN_REDUCE_WG option (src/tuning.c)"
 #endif
 #define WG KILN_REDUCE_WG
 

@@ -292,14 +292,6 @@ kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
 kiln_runtime *kiln__program_runtime(const kiln_program *program);
 cl_program kiln__program_cl(const kiln_program *program);
 
-/* Runs kernel `kernel` of builtin `program` with arguments from `format`
- * (m cl_mem, u uint32, i int32, L uint64, f float given as a double, d
- * double), over global (and local, or NULL) sizes; `what` is static text
- * naming the caller. The one path from kiln's ops to the queue (kernel.c). */
-kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program,
-                         const char *kernel, cl_uint dims, const size_t *global,
-                         const size_t *local, const char *format, ...);
-
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
 

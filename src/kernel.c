@@ -2,12 +2,15 @@
  * kernel.c — the caller's kernels: arguments and launches, and the one path
  * by which every kiln kernel reaches the queue (kiln__enqueue).
  */
+#include <assert.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "profile.h"
+#include "kernel_args.h"
 
 struct kiln_kernel {
   kiln_runtime *rt;
@@ -175,54 +178,55 @@ static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, const char 
   return kiln__runtime_track_as(rt, ev, what, name);
 }
 
-/* Sets argument i of k from the va_list by an internal format letter:
- * m cl_mem, u uint32, i int32, L uint64, f float (given as double),
- * d double. Returns the OpenCL error. */
-static cl_int set_raw(cl_kernel k, unsigned i, char c, va_list *ap)
+/* Sets argument i of k, whose value is at `value` in the C type of its
+ * kind (kernel_args.h); a real comes as a double, and goes as the float or
+ * double that variant v makes it. */
+static cl_int set_declared(cl_kernel k, cl_uint i, const kiln__kernel_variant *v,
+                           const kiln__kernel_arg *a, int has_fp64, const void *value)
 {
-  union {
-    cl_mem m;
-    cl_uint u;
-    cl_int i;
-    cl_ulong l;
-    cl_float f;
-    cl_double d;
-  } v;
-  size_t size;
-  switch (c) {
-  case 'm': v.m = va_arg(*ap, cl_mem); size = sizeof v.m; break;
-  case 'u': v.u = va_arg(*ap, cl_uint); size = sizeof v.u; break;
-  case 'i': v.i = va_arg(*ap, cl_int); size = sizeof v.i; break;
-  case 'L': v.l = va_arg(*ap, cl_ulong); size = sizeof v.l; break;
-  case 'f': v.f = (cl_float)va_arg(*ap, double); size = sizeof v.f; break;
-  case 'd': v.d = va_arg(*ap, double); size = sizeof v.d; break;
-  default: return CL_INVALID_ARG_VALUE;
-  }
-  return clSetKernelArg(k, i, size, &v);
+  static const size_t size[] = {
+    [KILN__ARG_GLOBAL] = sizeof(cl_mem), [KILN__ARG_GLOBAL_CONST] = sizeof(cl_mem),
+    [KILN__ARG_UINT] = sizeof(cl_uint),  [KILN__ARG_INT] = sizeof(cl_int),
+    [KILN__ARG_ULONG] = sizeof(cl_ulong),
+  };
+  if (a->kind != KILN__ARG_REAL)
+    return clSetKernelArg(k, i, size[a->kind], value);
+  cl_double d = *(const double *)value;
+  const char *type = kiln__kernel_arg_type(v, a, has_fp64);
+  assert(type && (!strcmp(type, "float") || !strcmp(type, "double")));
+  if (!strcmp(type, "double"))
+    return clSetKernelArg(k, i, sizeof d, &d);
+  cl_float f = (cl_float)d;
+  return clSetKernelArg(k, i, sizeof f, &f);
 }
 
-kiln_status kiln__launch(kiln_runtime *rt, const char *what, const char *program,
-                         const char *kernel, cl_uint dims, const size_t *global,
-                         const size_t *local, const char *format, ...)
+kiln_status kiln__launch(const kiln__kernel_decl *d, kiln_runtime *rt, const char *what,
+                         const char *variant, cl_uint dims, const size_t *global,
+                         const size_t *local, const void *const *values)
 {
+  char name[64];
+  snprintf(name, sizeof name, "kiln_%s_%s", d->family, variant);
+  const kiln__kernel_variant *v = kiln__kernel_variant_find(d, variant);
+  if (!v)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: cl/kernels.def declares no kernel %s in cl/%s.cl", what,
+                      name, d->program);
   cl_kernel k;
-  kiln_status st = kiln__builtin_kernel(rt, program, kernel, &k);
+  kiln_status st = kiln__builtin_kernel(rt, d->program, name, &k);
   if (st != KILN_OK)
     return st;
-  va_list ap;
-  va_start(ap, format);
+  int has_fp64 = kiln__runtime_device(rt)->info.has_fp64;
   cl_int err = CL_SUCCESS;
-  unsigned i = 0;
-  for (; format[i] && err == CL_SUCCESS; i++)
-    err = set_raw(k, i, format[i], &ap);
-  va_end(ap);
-  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, kernel, k, dims, global, local)
+  cl_uint i = 0;
+  for (; i < d->nargs && err == CL_SUCCESS; i++)
+    err = set_declared(k, i, v, &d->args[i], has_fp64, values[i]);
+  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, name, k, dims, global, local)
                          : kiln__fail_cl(rt, err, "clSetKernelArg",
-                                         "%s: argument %u of %s", what, i - 1, kernel);
+                                         "%s: argument %u (%s) of %s", what, i - 1,
+                                         d->args[i - 1].name, name);
   clReleaseKernel(k);
   return st;
 }
-
 
 /* "1024x768 local 16x16": a launch's sizes, for the profiler. */
 static const char *range_text(unsigned dims, const size_t *global, const size_t *local,

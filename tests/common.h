@@ -90,6 +90,34 @@ static inline int kiln_test__without_platforms(const char *name,
   return failed;
 }
 
+/* A runtime on the first device the selector picks (NULL: kiln's choice),
+ * with its cache in dir (NULL: the default), or none with no_cache. */
+static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char *dir,
+                                                 int no_cache)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.device = device;
+  opts.cache_dir = dir;
+  opts.no_cache = no_cache;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  return rt;
+}
+
+/* Runs fn on kiln's choice of device (PoCL), then on Oclgrind where meson
+ * registered it beside PoCL (KILN_TEST_PLATFORMS=2, the `device` tests'
+ * environment). */
+static inline void kiln_test_each_platform(void (*fn)(const char *device))
+{
+  fn(NULL);
+  const char *platforms = getenv("KILN_TEST_PLATFORMS");
+  if (platforms && atoi(platforms) == 2)
+    fn("oclgrind");
+  else
+    fprintf(stderr, "# Oclgrind is not registered: PoCL only\n");
+}
+
 /* cmocka group setup and teardown that keep one runtime in *state. */
 static inline int kiln_test_runtime_setup(void **state)
 {

@@ -27,27 +27,10 @@ static int builtin_count;
 static char **builtin_names;
 static char cache_dir[64];
 
-/* A runtime on the first device the selector picks, with its own cache. */
-static kiln_runtime *runtime_on(const char *device, const char *dir, int no_cache)
-{
-  kiln_options opts;
-  kiln_options_init(&opts);
-  opts.device = device;
-  opts.cache_dir = dir;
-  opts.no_cache = no_cache;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
-  return rt;
-}
-
-static int has_oclgrind(void)
-{
-  return getenv("KILN_TEST_PLATFORMS") && atoi(getenv("KILN_TEST_PLATFORMS")) == 2;
-}
 
 static void build_every_builtin_on(const char *device)
 {
-  kiln_runtime *rt = runtime_on(device, NULL, 1);
+  kiln_runtime *rt = kiln_test_runtime_on(device, NULL, 1);
   for (int i = 0; i < builtin_count; i++) {
     kiln_program *p = NULL;
     kiln_status st = kiln_program_create_builtin(rt, builtin_names[i], &p);
@@ -63,11 +46,7 @@ static void test_kernels_every_builtin_builds(void **state)
 {
   (void)state;
   assert_true(builtin_count >= 1);
-  build_every_builtin_on(NULL);
-  if (has_oclgrind())
-    build_every_builtin_on("oclgrind");
-  else
-    fprintf(stderr, "# Oclgrind is not registered: built on PoCL only\n");
+  kiln_test_each_platform(build_every_builtin_on);
 }
 
 static void test_kernels_builtin_unknown_name(void **state)
@@ -169,7 +148,7 @@ static char where[256];
 
 static kiln_cache_usage cache_after_saxpy(const char *dir, int no_cache)
 {
-  kiln_runtime *rt = runtime_on(NULL, dir, no_cache);
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, dir, no_cache);
   kiln_program *p = NULL;
   assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-DCACHE_TEST", &p));
   run_saxpy(rt, p, 33); /* a binary from the cache must run, too */
@@ -225,7 +204,7 @@ static void test_kernels_cache_hit_after_miss(void **state)
   assert_int_equal(third.rejected, 1);
   assert_int_equal(third.stores, 1);
   /* The folder's contents, then cleared: the next runtime compiles. */
-  kiln_runtime *rt = runtime_on(NULL, cache_dir, 0);
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
   uint64_t entries = 0, bytes = 0, removed = 0;
   assert_kiln_ok(rt, kiln_cache_contents(rt, &entries, &bytes));
   assert_true(entries >= 1 && bytes > entries * 48);
@@ -248,7 +227,7 @@ static void test_kernels_cache_hit_after_miss(void **state)
 static void test_kernels_cache_entry_refused_by_driver(void **state)
 {
   (void)state;
-  kiln_runtime *rt = runtime_on(NULL, cache_dir, 0);
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
   kiln__config cfg = {.cache_dir = cache_dir};
   kiln__cache plant;
   kiln__cache_open(&plant, &cfg, NULL);

@@ -3,10 +3,9 @@
  * im2col followed by kiln_gemm() (src/ops/gemm.c), one image at a time so
  * the im2col matrix is the only workspace and the batch is the chunking.
  */
-#include <stdio.h>
-
 #include "internal.h"
 #include "ops.h"
+#include "kernel_args.h"
 
 static const char *tag(kiln_dtype t)
 {
@@ -23,19 +22,14 @@ static const char *can_always(kiln_runtime *rt, const kiln__conv *c)
 static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  char name[40];
-  snprintf(name, sizeof name, "kiln_conv_direct_%s", tag(d->dtype));
   size_t global[3] = {cv->q, cv->p, d->n * d->k};
   /* With no bias the kernel never reads it; OpenCL wants a valid object. */
   cl_mem bias = cv->bias ? cv->bias : cv->y;
-  return kiln__launch(rt, "kiln_conv2d(direct)", "conv", name, 3, global, NULL,
-                      "mmmiiiuuuuuuuuuuuuuuuum", cv->x, cv->w, bias, cv->bias != NULL,
-                      d->relu != 0, d->layout == KILN_NHWC, (cl_uint)d->n, (cl_uint)d->c,
-                      (cl_uint)d->h, (cl_uint)d->w, (cl_uint)d->k, (cl_uint)d->r,
-                      (cl_uint)d->s, (cl_uint)d->stride_h, (cl_uint)d->stride_w,
-                      (cl_uint)d->pad_top, (cl_uint)d->pad_left, (cl_uint)d->dilation_h,
-                      (cl_uint)d->dilation_w, (cl_uint)d->groups, (cl_uint)cv->p,
-                      (cl_uint)cv->q, cv->y);
+  return kiln__launch_conv_direct(
+    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, NULL, cv->x, cv->w, bias,
+    cv->bias != NULL, d->relu != 0, d->layout == KILN_NHWC, d->n, d->c, d->h, d->w, d->k,
+    d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->dilation_h,
+    d->dilation_w, d->groups, cv->p, cv->q, cv->y);
 }
 
 /* Images n0 .. n0 + count, group gi, as one batched GEMM whose weights are
@@ -77,18 +71,13 @@ static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, size_t
   kiln_status st = KILN_OK;
   if (!*col)
     st = kiln_buffer_create(rt, pk.compute, rows * pk.kp * count, 0, col);
-  char name[40];
-  snprintf(name, sizeof name, "kiln_conv_im2col_packed_%s", tag(d->dtype));
   size_t global[2] = {pk.kp, count};
   if (st == KILN_OK)
-    st = kiln__launch(rt, "kiln_conv2d(im2col)", "conv", name, 2, global, NULL,
-                      "mi" "uuuuuuuuuuuuuuuuuuu" "mL", cv->x, !nchw, (cl_uint)n0,
-                      (cl_uint)gi, (cl_uint)d->c, (cl_uint)d->h, (cl_uint)d->w,
-                      (cl_uint)d->r, (cl_uint)d->s, (cl_uint)d->stride_h,
-                      (cl_uint)d->stride_w, (cl_uint)d->pad_top, (cl_uint)d->pad_left,
-                      (cl_uint)d->dilation_h, (cl_uint)d->dilation_w, (cl_uint)d->groups,
-                      (cl_uint)cv->p, (cl_uint)cv->q, (cl_uint)pk.kp, (cl_uint)ph,
-                      (cl_uint)rows, kiln_buffer_cl_mem(*col), (cl_ulong)(rows * pk.kp));
+    st = kiln__launch_conv_im2col_packed(
+      rt, "kiln_conv2d(im2col)", tag(d->dtype), 2, global, NULL, cv->x, !nchw, n0, gi,
+      d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
+      d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, pk.kp, ph, rows,
+      kiln_buffer_cl_mem(*col), rows * pk.kp);
   if (st == KILN_OK)
     st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : *col, nchw ? *col : NULL);
   return st;
@@ -98,13 +87,11 @@ static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, size_t
 static kiln_status epilogue(kiln_runtime *rt, const kiln__conv *cv, int set)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  char name[40];
-  snprintf(name, sizeof name, "kiln_conv_epilogue_%s", tag(d->dtype));
   size_t global = d->n * d->k * cv->p * cv->q;
-  return kiln__launch(rt, "kiln_conv2d(im2col)", "conv", name, 1, &global, NULL,
-                      "mmiiiuui", cv->y, cv->bias ? cv->bias : cv->y, set,
-                      !set && d->relu, d->layout == KILN_NHWC, (cl_uint)d->k,
-                      (cl_uint)(cv->p * cv->q), set);
+  return kiln__launch_conv_epilogue(rt, "kiln_conv2d(im2col)", tag(d->dtype), 1, &global,
+                                    NULL, cv->y, cv->bias ? cv->bias : cv->y, set,
+                                    !set && d->relu, d->layout == KILN_NHWC, d->k,
+                                    cv->p * cv->q, set);
 }
 
 /* Images a pass: about 8 MiB of packed im2col matrix (it stays in cache

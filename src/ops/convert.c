@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "profile.h"
+#include "kernel_args.h"
 
 /* The kernel name's part for each convertible type; NULL for the others. */
 static const char *type_tag(kiln_dtype t)
@@ -64,10 +65,10 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst)
   if (from == to) {
     st = kiln_buffer_copy(dst, 0, src, 0, n);
   } else {
-    char name[40];
-    snprintf(name, sizeof name, "kiln_convert_%s_%s", type_tag(from), type_tag(to));
-    st = kiln__launch(rt, "kiln_convert", "convert", name, 1, &n, NULL, "mmL",
-                      kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), (cl_ulong)n);
+    char variant[16];
+    snprintf(variant, sizeof variant, "%s_%s", type_tag(from), type_tag(to));
+    st = kiln__launch_convert(rt, "kiln_convert", variant, 1, &n, NULL,
+                              kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), n);
   }
   return kiln__profile_end(&ps, st);
 }

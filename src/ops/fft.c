@@ -33,6 +33,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "ops.h"
+#include "kernel_args.h"
 
 /* One cached plan: the key (everything a backend's plan depends on) and the
  * backend's plan. */
@@ -334,9 +335,8 @@ static kiln_status scale(kiln_runtime *rt, const kiln__fft *f)
     return KILN_OK;
   size_t n = f->d.kind == KILN_FFT_C2R ? f->out_count : 2 * f->out_count;
   int f64 = f->d.dtype == KILN_F64;
-  return kiln__launch(rt, "kiln_fft(scale)", "scale",
-                      f64 ? "kiln_scale_f64" : "kiln_scale_f32", 1, &n, NULL,
-                      f64 ? "mLd" : "mLf", f->out, (cl_ulong)n, factor);
+  return kiln__launch_scale(rt, "kiln_fft(scale)", f64 ? "f64" : "f32", 1, &n, NULL,
+                            f->out, n, factor);
 }
 
 /* ---- what the profiler records ------------------------------------------ */

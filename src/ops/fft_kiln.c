@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "ops.h"
 #include "tuning.h"
+#include "kernel_args.h"
 
 /* 2^30, the longest length, takes 6 radix-32 passes. */
 #define MAX_PASSES 8
@@ -181,12 +182,12 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
     size_t global[3] = {wide ? stride : n / plan->radix[s], wide ? blocks : f->d.batch,
                         f->d.batch};
     size_t local[3] = {stride < t.group ? stride : t.group, 1, 1};
-    char kernel[32];
-    snprintf(kernel, sizeof kernel, "kiln_fft_r%u%s_%s", plan->radix[s], wide ? "w" : "",
+    char variant[16];
+    snprintf(variant, sizeof variant, "r%u%s_%s", plan->radix[s], wide ? "w" : "",
              f64 ? "f64" : "f32");
-    kiln_status st = kiln__launch(rt, what, "fft", kernel, wide ? 3 : 2, global,
-                                  wide ? local : NULL, f64 ? "mmuudm" : "mmuufm", src,
-                                  dst, stride, n, sign, plan->twiddles);
+    kiln_status st = kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global,
+                                      wide ? local : NULL, src, dst, stride, n, sign,
+                                      plan->twiddles);
     if (st != KILN_OK)
       return st;
     stride *= plan->radix[s];

@@ -17,18 +17,10 @@
  * for the call (they count against the memory budget) and destroyed after
  * it; OpenCL keeps their memory until the commands using them finish.
  */
-#include <stdio.h>
-
 #include "internal.h"
 #include "profile.h"
 #include "ops.h"
-
-/* "kiln_fft_<what>_f32" or _f64. */
-static const char *kernel_name(char *buf, size_t size, const char *what, int f64)
-{
-  snprintf(buf, size, "kiln_fft_%s_%s", what, f64 ? "f64" : "f32");
-  return buf;
-}
+#include "kernel_args.h"
 
 kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
                                        const kiln_buffer *in, kiln_buffer *out,
@@ -53,26 +45,21 @@ kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
   c.kind = KILN_FFT_C2C;
   c.inverse = d->kind == KILN_FFT_C2R;
   c.backend = KILN_BACKEND_AUTO;
-  char name[40];
+  const char *tag = f64 ? "f64" : "f32";
   if (st == KILN_OK && d->kind == KILN_FFT_R2C) {
-    st = kiln__launch(rt, what, "fft", kernel_name(name, sizeof name, "promote", f64), 1,
-                      &full, NULL, "mmL", x, a, (cl_ulong)full);
+    st = kiln__launch_fft_promote(rt, what, tag, 1, &full, NULL, x, a, full);
     if (st == KILN_OK)
       st = kiln__fft_run(rt, &c, za, zb, ps);
     size_t items = rows * half;
     if (st == KILN_OK)
-      st = kiln__launch(rt, what, "fft", kernel_name(name, sizeof name, "crop", f64), 1,
-                        &items, NULL, "mmLLL", b, y, (cl_ulong)rows, (cl_ulong)last,
-                        (cl_ulong)half);
+      st = kiln__launch_fft_crop(rt, what, tag, 1, &items, NULL, b, y, rows, last, half);
   } else if (st == KILN_OK) {
-    st = kiln__launch(rt, what, "fft", kernel_name(name, sizeof name, "extend", f64), 1,
-                      &full, NULL, "mmLLLL", x, a, (cl_ulong)full, (cl_ulong)dims[0],
-                      (cl_ulong)dims[1], (cl_ulong)last);
+    st = kiln__launch_fft_extend(rt, what, tag, 1, &full, NULL, x, a, full, dims[0],
+                                 dims[1], last);
     if (st == KILN_OK)
       st = kiln__fft_run(rt, &c, za, zb, ps);
     if (st == KILN_OK)
-      st = kiln__launch(rt, what, "fft", kernel_name(name, sizeof name, "real_part", f64),
-                        1, &full, NULL, "mmL", b, y, (cl_ulong)full);
+      st = kiln__launch_fft_real_part(rt, what, tag, 1, &full, NULL, b, y, full);
   }
   kiln_buffer_destroy(za);
   kiln_buffer_destroy(zb);

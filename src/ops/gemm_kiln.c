@@ -6,11 +6,14 @@
  * product's O(mnk); it buys in-order panels, any layout, transpose, stride
  * and offset through one kernel, and zero padding so every size works.
  */
-#include <stdio.h>
+#include "kernel_args.h"
 
 #include "internal.h"
 #include "ops.h"
 #include "tuning.h"
+
+/* The caller's name in messages. */
+static const char what[] = "kiln_gemm(kiln)";
 
 static size_t round_up(size_t x, size_t to)
 {
@@ -60,42 +63,29 @@ static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
                         size_t sr, size_t sp, size_t sb, size_t rows, size_t k,
                         size_t rows_padded, size_t ph, size_t batch, kiln_buffer *dst)
 {
-  char name[32];
-  snprintf(name, sizeof name, "kiln_gemm_pack_%s", p->tag);
   size_t global[3] = {rows_padded, p->kp, batch};
-  return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, NULL, "mLLLLuuuumL",
-                      src, (cl_ulong)off, (cl_ulong)sr, (cl_ulong)sp, (cl_ulong)sb,
-                      (cl_uint)rows, (cl_uint)k, (cl_uint)p->kp, (cl_uint)ph,
-                      kiln_buffer_cl_mem(dst), (cl_ulong)(rows_padded * p->kp));
+  return kiln__launch_gemm_pack(rt, what, p->tag, 3, global, NULL, src, off, sr, sp, sb,
+                                rows, k, p->kp, ph, kiln_buffer_cl_mem(dst),
+                                rows_padded * p->kp);
 }
 
 static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                            kiln_buffer *ap, kiln_buffer *bp)
 {
-  char name[32];
-  const char *fmt = p->compute == KILN_F64 ? "dd" : "ff";
-  char args[24];
+  cl_mem a = kiln_buffer_cl_mem(ap), b = kiln_buffer_cl_mem(bp);
   cl_ulong da = p->mp * p->kp, db = p->np * p->kp;
   int beta_zero = g->beta == 0.0;
   if (p->t.gpu_shape) {
-    snprintf(name, sizeof name, "kiln_gemm_gpu_%s", p->tag);
-    snprintf(args, sizeof args, "mmLLuuumLLLuu%si", fmt);
     size_t global[3] = {p->np / p->t.wpt, p->mp / p->t.wpt, g->batch};
     size_t local[3] = {p->t.tsm / p->t.wpt, p->t.tsm / p->t.wpt, 1};
-    return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, local, args,
-                        kiln_buffer_cl_mem(ap), kiln_buffer_cl_mem(bp), da, db,
-                        (cl_uint)p->mp, (cl_uint)p->np, (cl_uint)p->kp, g->c,
-                        (cl_ulong)g->offset_c, (cl_ulong)g->ldc, (cl_ulong)g->stride_c,
-                        (cl_uint)g->m, (cl_uint)g->n, g->alpha, g->beta, beta_zero);
+    return kiln__launch_gemm_gpu(rt, what, p->tag, 3, global, local, a, b, da, db, p->mp,
+                                 p->np, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
+                                 g->m, g->n, g->alpha, g->beta, beta_zero);
   }
-  snprintf(name, sizeof name, "kiln_gemm_cpu_%s", p->tag);
-  snprintf(args, sizeof args, "mmLLumLLLuu%si", fmt);
   size_t global[3] = {p->mp / p->pha, p->np / p->phb, g->batch};
-  return kiln__launch(rt, "kiln_gemm(kiln)", "gemm", name, 3, global, NULL, args,
-                      kiln_buffer_cl_mem(ap), kiln_buffer_cl_mem(bp), da, db,
-                      (cl_uint)p->kp, g->c, (cl_ulong)g->offset_c, (cl_ulong)g->ldc,
-                      (cl_ulong)g->stride_c, (cl_uint)g->m, (cl_uint)g->n, g->alpha,
-                      g->beta, beta_zero);
+  return kiln__launch_gemm_cpu(rt, what, p->tag, 3, global, NULL, a, b, da, db, p->kp,
+                               g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n,
+                               g->alpha, g->beta, beta_zero);
 }
 
 void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
