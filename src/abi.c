@@ -79,6 +79,16 @@ kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type
   return KILN_OK;
 }
 
+kiln_status kiln__op_desc_in(kiln_runtime *rt, const char *func, const char *name,
+                             const char *type, const char *how, size_t known,
+                             const void *in, void *copy)
+{
+  if (!rt || !in)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", func,
+                      !rt ? "rt" : name);
+  return kiln__struct_in(rt, func, type, how, known, in, copy);
+}
+
 kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *type,
                              const char *how, size_t known, const void *out)
 {

@@ -92,6 +92,14 @@ kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type
 #define KILN__STRUCT_IN(rt, func, type, in, copy)                                 \
   kiln__struct_in((rt), (func), #type, #type "_init()", sizeof(type), (in), (copy))
 
+/* An operation's entry: rt and its descriptor `in` (named `name` in the
+ * message) must not be NULL; then kiln__struct_in(). */
+kiln_status kiln__op_desc_in(kiln_runtime *rt, const char *func, const char *name,
+                             const char *type, const char *how, size_t known,
+                             const void *in, void *copy);
+#define KILN__OP_DESC_IN(rt, func, type, in, copy)                               \
+  kiln__op_desc_in((rt), (func), #in, #type, #type "_init()", sizeof(type), (in), (copy))
+
 /* Checks the struct_size of an output struct the caller allocated. */
 kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *type,
                              const char *how, size_t known, const void *out);

@@ -362,6 +362,18 @@ static void store_as(fixture *fx, const kiln__cache_key *key, const char *payloa
 
 static const char good[] = "the checked payload", evil[] = "a planted payload!!";
 
+/* The swap at `stage` leaves the entry refused: nothing loaded, and counted. */
+static void expect_swap_refused(fixture *fx, const kiln__cache_key *key,
+                                enum kiln__trust_stage stage)
+{
+  unsigned char *out = NULL;
+  size_t size = 0;
+  uint64_t untrusted;
+  assert_int_equal(load_swapped(fx, key, stage, &out, &size, &untrusted), -1);
+  assert_null(out);
+  assert_int_equal(untrusted, 1);
+}
+
 /* A link to a well-formed entry kept elsewhere, renamed over the entry
  * after kiln chose the name and before it opens it, is refused. */
 static void test_trust_entry_swapped_before_open(void **state)
@@ -374,13 +386,7 @@ static void test_trust_entry_swapped_before_open(void **state)
   assert_int_equal(link(swap_to, kept), 0);
   snprintf(swap_from, sizeof swap_from, "%s/planted", fx->dir);
   assert_int_equal(symlink(kept, swap_from), 0);
-  unsigned char *out = NULL;
-  size_t size = 0;
-  uint64_t untrusted;
-  assert_int_equal(load_swapped(fx, &key, KILN__TRUST_BEFORE_OPEN, &out, &size,
-                                &untrusted), -1);
-  assert_null(out);
-  assert_int_equal(untrusted, 1);
+  expect_swap_refused(fx, &key, KILN__TRUST_BEFORE_OPEN);
 }
 
 /* The name holds a file kiln must refuse when opened, and a good one by the
@@ -394,13 +400,7 @@ static void test_trust_entry_swapped_after_open(void **state)
   assert_int_equal(rename(swap_to, swap_from), 0);
   store_as(fx, &key, evil);
   assert_int_equal(chmod(swap_to, 0666), 0);
-  unsigned char *out = NULL;
-  size_t size = 0;
-  uint64_t untrusted;
-  assert_int_equal(load_swapped(fx, &key, KILN__TRUST_AFTER_OPEN, &out, &size,
-                                &untrusted), -1);
-  assert_null(out);
-  assert_int_equal(untrusted, 1);
+  expect_swap_refused(fx, &key, KILN__TRUST_AFTER_OPEN);
 }
 
 /* A well-formed entry renamed over the name after the check is not what is

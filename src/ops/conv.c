@@ -193,11 +193,8 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *x, const kiln_buffer *weights,
                                  const kiln_buffer *bias, kiln_buffer *y)
 {
-  if (!rt || !desc)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d: %s is NULL",
-                      !rt ? "rt" : "desc");
   kiln_conv2d_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_conv2d", kiln_conv2d_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_conv2d", kiln_conv2d_desc, desc, &given);
   if (st != KILN_OK)
     return st;
   kiln__profile_scope ps;

@@ -411,11 +411,8 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
 KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out)
 {
-  if (!rt || !desc)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: %s is NULL",
-                      !rt ? "rt" : "desc");
   kiln_fft_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_fft", kiln_fft_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_fft", kiln_fft_desc, desc, &given);
   if (st != KILN_OK)
     return st;
   kiln__profile_scope ps;

@@ -238,11 +238,8 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                const kiln_buffer *a, const kiln_buffer *b,
                                kiln_buffer *c)
 {
-  if (!rt || !desc)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm: %s is NULL",
-                      !rt ? "rt" : "desc");
   kiln_gemm_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given);
   if (st != KILN_OK)
     return st;
   desc = &given;

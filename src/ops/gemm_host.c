@@ -120,13 +120,13 @@ static kiln_status all_blocks(kiln_runtime *rt, const kiln__gemm *g, const panel
 KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                     const void *a, const void *b, void *c)
 {
-  if (!rt || !desc || !a || !b || !c)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_host: %s is NULL",
-                      !rt ? "rt" : !desc ? "desc" : !a ? "a" : !b ? "b" : "c");
   kiln_gemm_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_gemm_host", kiln_gemm_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_gemm_host", kiln_gemm_desc, desc, &given);
   if (st != KILN_OK)
     return st;
+  if (!a || !b || !c)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_host: %s is NULL",
+                      !a ? "a" : !b ? "b" : "c");
   desc = &given;
   kiln__gemm g;
   panels p;

@@ -184,11 +184,8 @@ kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
 KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                  const kiln_buffer *in, kiln_buffer *out)
 {
-  if (!rt || !desc)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: %s is NULL",
-                      !rt ? "rt" : "desc");
   kiln_reduce_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_reduce", kiln_reduce_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_reduce", kiln_reduce_desc, desc, &given);
   if (st != KILN_OK)
     return st;
   desc = &given;

@@ -208,13 +208,13 @@ static kiln_status rows(kiln_runtime *rt, const kiln_reduce_desc *d, const kiln_
 KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                       const void *in, void *out)
 {
-  if (!rt || !desc || !in || !out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce_host: %s is NULL",
-                      !rt ? "rt" : !desc ? "desc" : !in ? "in" : "out");
   kiln_reduce_desc given;
-  kiln_status st = KILN__STRUCT_IN(rt, "kiln_reduce_host", kiln_reduce_desc, desc, &given);
+  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_reduce_host", kiln_reduce_desc, desc, &given);
   if (st != KILN_OK)
     return st;
+  if (!in || !out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce_host: %s is NULL",
+                      !in ? "in" : "out");
   desc = &given;
   kiln__reduce r;
   size_t count, outputs;
