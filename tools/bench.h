@@ -52,6 +52,18 @@ typedef struct bench_records {
   int repeats;            /* its --repeat */
 } bench_records;
 
+/* The tables of a group's spec, named <prefix>_peers, _built, _not_built,
+ * _defaults, _quick and _ratios, with the lengths the compiler counts: a
+ * length typed by hand drifts from its table. `built` and `not_built` must
+ * have one entry per peer. */
+#define BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define BENCH_TABLES(prefix)                                                   \
+  .peers = prefix##_peers, .npeers = (int)BENCH_COUNT(prefix##_peers),       \
+  .built = prefix##_built, .not_built = prefix##_not_built,                  \
+  .defaults = prefix##_defaults, .ndefaults = BENCH_COUNT(prefix##_defaults), \
+  .quick = prefix##_quick, .nquick = BENCH_COUNT(prefix##_quick),            \
+  .ratios = prefix##_ratios, .nratios = BENCH_COUNT(prefix##_ratios)
+
 /* What a group accepts and how it prints. */
 struct bench_spec {
   const char *op;                /* "gemm", "reduce": the group's name */

@@ -33,16 +33,13 @@ static const char *const bw_ratios[][2] = {
 static const bench_spec bw_spec = {
   .op = "bandwidth",
   .usage = "kiln bench bandwidth [--sizes BYTES,...] [--backend copy,write,read]",
-  .peers = bw_peers, .npeers = 4, .selectable = 3,
-  .built = bw_built, .not_built = bw_not_built,
-  .defaults = bw_defaults, .ndefaults = 4,
-  .quick = bw_quick, .nquick = 2,
+  BENCH_TABLES(bw),
+  .selectable = 3,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,64M (K, M, G: powers of 1024; at most 16, each a "
                 "multiple of 4 from 1K to 4G)",
   .repeats = 10,
   .figure = BENCH_GBPS,
-  .ratios = bw_ratios, .nratios = 3,
   .axis = "bytes moved",
   .note = "bandwidth: bytes moved / time; copy is device to device (kiln_buffer_copy), "
           "write host to device, read device to host, memcpy one host thread",

@@ -35,15 +35,12 @@ static const char *const compile_ratios[][2] = {{"warm", "cold"}};
 static const bench_spec compile_spec = {
   .op = "compile",
   .usage = "kiln bench compile [--sizes FILE,...] [--backend cold,warm]",
-  .peers = compile_peers, .npeers = 2, .selectable = 2,
-  .built = compile_built, .not_built = compile_not_built,
-  .defaults = compile_defaults, .ndefaults = 1,
-  .quick = compile_quick, .nquick = 1,
+  BENCH_TABLES(compile),
+  .selectable = 2,
   .min_size = 1, .max_size = 2, .size_multiple = 1,
   .sizes_help = "kernel file numbers such as 1,2 (1: cl/gemm.cl, 2: cl/scale.cl)",
   .repeats = 3,
   .figure = BENCH_MS,
-  .ratios = compile_ratios, .nratios = 1,
   .labels = compile_labels,
   .note = "compile: ms for one kernel file in a new runtime; cold: kiln's cache empty "
           "(the driver's own cache as it is: PoCL's, unless POCL_KERNEL_CACHE=0), "

@@ -67,16 +67,13 @@ static const bench_spec conv_spec = {
   .op = "conv",
   .usage = "kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,clblast,"
            "openblas]",
-  .peers = conv_peers, .npeers = 4, .selectable = 4,
-  .built = conv_built, .not_built = conv_not_built,
-  .defaults = conv_defaults, .ndefaults = 4,
-  .quick = conv_quick, .nquick = 1,
+  BENCH_TABLES(conv),
+  .selectable = 4,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
                 "4: depthwise 3x3, 5: a small 3x3)",
   .repeats = 5,
   .figure = BENCH_GFLOPS,
-  .ratios = conv_ratios, .nratios = 1,
   .labels = conv_labels,
   .best_of = 3,
 };

@@ -54,15 +54,12 @@ static const char *const fft_ratios[][2] = {{"best", "fftw"}};
 static const bench_spec fft_spec = {
   .op = "fft",
   .usage = "kiln bench fft [--sizes CASE,...] [--backend kiln,vkfft,clfft,fftw]",
-  .peers = fft_peers, .npeers = 4, .selectable = 4,
-  .built = fft_built, .not_built = fft_not_built,
-  .defaults = fft_defaults, .ndefaults = 5,
-  .quick = fft_quick, .nquick = 2,
+  BENCH_TABLES(fft),
+  .selectable = 4,
   .min_size = 1, .max_size = 5, .size_multiple = 1,
   .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024^2, 3: 1-D 2^12, "
                 "4: 1-D 2^16, 5: 2-D 256^2)",
   .repeats = 10,
-  .ratios = fft_ratios, .nratios = 1,
   .labels = fft_labels,
   .best_of = 3,
   .xs = fft_points, .series = fft_series, .axis = "points",

@@ -26,15 +26,12 @@ static const char *const gemm_ratios[][2] = {{"kiln", "openblas"}, {"kiln", "clb
 static const bench_spec gemm_spec = {
   .op = "gemm",
   .usage = "kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,openblas]",
-  .peers = gemm_peers, .npeers = 3, .selectable = 3,
-  .built = gemm_built, .not_built = gemm_not_built,
-  .defaults = gemm_defaults, .ndefaults = 5,
-  .quick = gemm_quick, .nquick = 2,
+  BENCH_TABLES(gemm),
+  .selectable = 3,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,
   .sizes_help = "sizes such as 512,1024 (at most 16, each 1 to 65536)",
   .repeats = 5,
   .figure = BENCH_GFLOPS,
-  .ratios = gemm_ratios, .nratios = 2,
   .axis = "n (C = A B, each n x n)",
 };
 

@@ -33,15 +33,12 @@ static const bench_spec launch_spec = {
   .op = "launch",
   .usage = "kiln bench launch [--sizes N,...] [--backend kiln,kiln-batch,opencl,"
            "opencl-batch]",
-  .peers = launch_peers, .npeers = 4, .selectable = 4,
-  .built = launch_built, .not_built = launch_not_built,
-  .defaults = launch_defaults, .ndefaults = 1,
-  .quick = launch_quick, .nquick = 1,
+  BENCH_TABLES(launch),
+  .selectable = 4,
   .min_size = 1, .max_size = 100000, .size_multiple = 1,
   .sizes_help = "launch counts such as 100,1000 (at most 16, each 1 to 100000)",
   .repeats = 5,
   .figure = BENCH_US,
-  .ratios = launch_ratios, .nratios = 2,
   .note = "launch: us per launch of a one-work-item kernel; kiln and opencl wait for "
           "each launch, the -batch peers launch N (the case) and wait once",
 };

@@ -34,16 +34,13 @@ static const double reduce_tolerance[] = {1e-6, 1e-4, 1e-4};
 static const bench_spec reduce_spec = {
   .op = "reduce",
   .usage = "kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast]",
-  .peers = reduce_peers, .npeers = 3, .selectable = 2,
-  .built = reduce_built, .not_built = reduce_not_built,
-  .defaults = reduce_defaults, .ndefaults = 3,
-  .quick = reduce_quick, .nquick = 2,
+  BENCH_TABLES(reduce),
+  .selectable = 2,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,16M,256M (K, M, G: powers of 1024; at most 16, "
                 "each a multiple of 4 from 1K to 4G)",
   .repeats = 10,
   .figure = BENCH_GBPS,
-  .ratios = reduce_ratios, .nratios = 1,
   .axis = "bytes summed",
 };
 
