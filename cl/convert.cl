@@ -15,21 +15,9 @@
  * Kernels from or to f64 exist only where the device has fp64
  * (KILN_HAS_FP64, set by kiln).
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/convert.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-
-#define LOAD_f16(p, i) vload_half((i), (p))
-#define LOAD_f32(p, i) ((p)[i])
-#define LOAD_f64(p, i) ((p)[i])
-#define LOAD_i32(p, i) ((p)[i])
-#define LOAD_i64(p, i) ((p)[i])
-
-#define STORE_f16(v, p, i) vstore_half_rte((v), (i), (p))
-#define STORE_f32(v, p, i) ((p)[i] = (v))
-#define STORE_f64(v, p, i) ((p)[i] = (v))
-#define STORE_i32(v, p, i) ((p)[i] = (v))
-#define STORE_i64(v, p, i) ((p)[i] = (v))
 
 /* FT and TT are the storage types; CVT turns the loaded value into what the
  * store takes. */

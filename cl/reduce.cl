@@ -18,8 +18,11 @@
  * mean, norm: `mode` 0, 1, 2), ext (min, max: `want_max`) or arg (argmin,
  * argmax: `want_max`); stage chunks (CPU), groups (GPU), final, axis.
  */
+#ifndef KILN_PRELUDE
+#error "cl/reduce.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
+#endif
+
 #ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define ACC double
 #define ACC16 double16
 #define CONVERT_ACC16 convert_double16
@@ -34,11 +37,6 @@
 #error "cl/reduce.cl needs kiln's -DKILN_REDUCE_WG option (src/tuning.c)"
 #endif
 #define WG KILN_REDUCE_WG
-
-#define LD_f16(p, i) vload_half((i), (p))
-#define LD_f32(p, i) ((p)[i])
-#define LD_f64(p, i) ((p)[i])
-#define LD_i32(p, i) ((p)[i])
 
 /* ---- sums: Kahan where the accumulator is float -------------------------- */
 
@@ -75,7 +73,7 @@ inline ksum kadd(ksum a, ACC v)
     ksum k = {0, 0};                                                           \
     VLOAD16(x, lo, hi, i, k, mode)                                             \
     for (; i < hi; i++)                                                        \
-      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
+      k = kadd(k, TERM(LOAD_##T(x, i), mode));                                   \
     partial[g] = lo < hi ? k.s : 0;                                            \
   }
 
@@ -125,7 +123,7 @@ SUM_CHUNKS(f64, double, NO_BODY)
     (void)chunk;                                                               \
     x += off;                                                                  \
     for (ulong i = get_global_id(0); i < n; i += get_global_size(0))           \
-      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
+      k = kadd(k, TERM(LOAD_##T(x, i), mode));                                   \
     part[l] = k.s;                                                             \
     for (size_t w = WG / 2; w > 0; w /= 2) {                                   \
       barrier(CLK_LOCAL_MEM_FENCE);                                            \
@@ -172,7 +170,7 @@ SUM_FINAL(f64, double)
     global const ST *p = x + off + o * len * inner + i;                        \
     ksum k = {0, 0};                                                           \
     for (ulong j = 0; j < len; j++)                                            \
-      k = kadd(k, TERM(LD_##T(p, j * inner), mode));                           \
+      k = kadd(k, TERM(LOAD_##T(p, j * inner), mode));                           \
     out[out_off + o * inner + i] = (OT)FINISH(k.s, len, mode);                 \
   }
 
@@ -269,11 +267,6 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
 #define PICK(T, e, v, want_max)                                                \
   (ISNAN_##T(e) ? (e) : ISNAN_##T(v) ? (v) : (want_max) ? max(e, v) : min(e, v))
 
-#define ST_f16(v, p, i) vstore_half_rte((v), (i), (p))
-#define ST_f32(v, p, i) ((p)[i] = (v))
-#define ST_f64(v, p, i) ((p)[i] = (v))
-#define ST_i32(v, p, i) ((p)[i] = (v))
-
 /* Stage 1 for both shapes: work-item g takes a contiguous chunk (chunk > 0)
  * or a grid-stride share (chunk == 0); VT is the compute type. */
 #define EXT_PART(T, ST, VT)                                                    \
@@ -288,9 +281,9 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
     some[g] = lo < hi;                                                         \
     if (lo >= hi)                                                              \
       return;                                                                  \
-    VT e = LD_##T(x, lo);                                                      \
+    VT e = LOAD_##T(x, lo);                                                      \
     for (ulong i = lo + step; i < hi; i += step)                               \
-      e = PICK(T, e, (VT)LD_##T(x, i), want_max);                              \
+      e = PICK(T, e, (VT)LOAD_##T(x, i), want_max);                              \
     partial[g] = e;                                                            \
   }                                                                            \
   kernel void kiln_reduce_ext_final_##T(global const VT *partial,               \
@@ -305,7 +298,7 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
     for (i++; i < np; i++)                                                     \
       if (some[i])                                                             \
         e = PICK(T, e, partial[i], want_max);                                  \
-    ST_##T(e, out, out_off);                                                   \
+    STORE_##T(e, out, out_off);                                                   \
   }                                                                            \
   kernel void kiln_reduce_ext_axis_##T(global const ST *x, ulong off, ulong len, \
                                        ulong inner, int want_max, global ST *out, \
@@ -315,10 +308,10 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
     if (i >= inner)                                                            \
       return;                                                                  \
     global const ST *p = x + off + o * len * inner + i;                        \
-    VT e = LD_##T(p, 0);                                                       \
+    VT e = LOAD_##T(p, 0);                                                       \
     for (ulong j = 1; j < len; j++)                                            \
-      e = PICK(T, e, (VT)LD_##T(p, j * inner), want_max);                      \
-    ST_##T(e, out, out_off + o * inner + i);                                   \
+      e = PICK(T, e, (VT)LOAD_##T(p, j * inner), want_max);                      \
+    STORE_##T(e, out, out_off + o * inner + i);                                   \
   }
 
 EXT_PART(f32, float, float)
@@ -351,10 +344,10 @@ EXT_PART(f64, double, double)
     pi[g] = -1; /* no element */                                               \
     if (lo >= hi)                                                              \
       return;                                                                  \
-    VT e = LD_##T(x, lo);                                                      \
+    VT e = LOAD_##T(x, lo);                                                      \
     long b = (long)lo;                                                         \
     for (ulong i = lo + step; i < hi; i += step) {                             \
-      VT v = LD_##T(x, i);                                                     \
+      VT v = LOAD_##T(x, i);                                                     \
       if (BEATS(T, v, (long)i, e, b, want_max)) {                              \
         e = v;                                                                 \
         b = (long)i;                                                           \
@@ -388,10 +381,10 @@ EXT_PART(f64, double, double)
     if (i >= inner)                                                            \
       return;                                                                  \
     global const ST *p = x + off + o * len * inner + i;                        \
-    VT e = LD_##T(p, 0);                                                       \
+    VT e = LOAD_##T(p, 0);                                                       \
     long b = 0;                                                                \
     for (ulong j = 1; j < len; j++) {                                          \
-      VT v = LD_##T(p, j * inner);                                             \
+      VT v = LOAD_##T(p, j * inner);                                             \
       if (BEATS(T, v, (long)j, e, b, want_max)) {                              \
         e = v;                                                                 \
         b = (long)j;                                                           \
