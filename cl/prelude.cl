@@ -32,6 +32,14 @@
 #define VLOAD(W) CAT(vload, W)
 #define VSTORE(W) CAT(vstore, W)
 
+/* The OpenCL type of a suffix: TYPE(f16) is half. */
+#define TYPE_f16 half
+#define TYPE_f32 float
+#define TYPE_f64 double
+#define TYPE_i32 int
+#define TYPE_i64 long
+#define TYPE(S) CAT(TYPE_, S)
+
 /* Element i of p, by the storage's suffix: half is read into float and
  * written back rounded to nearest even (vload_half and vstore_half_rte are
  * core OpenCL C: no cl_khr_fp16 needed); the other types as they are. */
