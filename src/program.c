@@ -247,7 +247,8 @@ static size_t builtin_index(const char *name)
   return SIZE_MAX;
 }
 
-/* The n of the text's first line `#define KILN_PASSES n`; 1 without one. */
+/* The n of text's first line that reads `#define KILN_PASSES n`; 1 without
+ * one. */
 static unsigned long passes_of(const char *text, size_t len)
 {
   static const char key[] = "#define KILN_PASSES ";
