@@ -6,18 +6,16 @@
  * [k][c/g][r][s], y[n][k][p][q]; NHWC x[n][h][w][c], weights [k][r][s][c/g],
  * y[n][p][q][k]. Input row hi = pi * sh - pt + ri * dh, column wi likewise;
  * outside the input it reads zero (the padding).
+ *
+ * Read once per variant after cl/prelude.cl (which says how): f32, f16
+ * (half storage, float accumulation) and f64 where the device has fp64.
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/conv.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
+#define KILN_PASSES 3
 
-#define LD_half(p, i) vload_half((i), (p))
-#define LD_float(p, i) ((p)[i])
-#define LD_double(p, i) ((p)[i])
-#define ST_half(v, p, i) vstore_half_rte((v), (i), (p))
-#define ST_float(v, p, i) ((p)[i] = (v))
-#define ST_double(v, p, i) ((p)[i] = (v))
-
+#if KILN_PASS == 1
 #define XAT(ni, ci, hi, wi)                                                    \
   (nhwc ? (((ulong)(ni) * h + (hi)) * w + (wi)) * c + (ci)                     \
         : (((ulong)(ni) * c + (ci)) * h + (hi)) * w + (wi))
@@ -27,48 +25,61 @@
 #define YAT(ni, ki, pi, qi)                                                    \
   (nhwc ? (((ulong)(ni) * p + (pi)) * q + (qi)) * k + (ki)                     \
         : (((ulong)(ni) * k + (ki)) * p + (pi)) * q + (qi))
+#endif
+
+/* The pass's variant: V names the storage type ST; ACC is the accumulator
+ * (float for half and float, double for double), also the compute type of
+ * the packed GEMM that im2col feeds. */
+#if KILN_PASS == 1
+#define V f32
+#define ST float
+#define ACC float
+#elif KILN_PASS == 2
+#define V f16
+#define ST half
+#define ACC float
+#elif KILN_PASS == 3 && defined(KILN_HAS_FP64)
+#define V f64
+#define ST double
+#define ACC double
+#endif
+
+#ifdef V
 
 /* One output element a work-item, global (q, p, n * k): for few channels a
- * group and depthwise layers, where im2col's matrix would be thin. ACC is
- * the accumulator: float for half and float, double for double. */
-#define DIRECT(NAME, ST, ACC)                                                  \
-  kernel void kiln_conv_direct_##NAME(                                         \
-    global const ST *x, global const ST *wt, global const ST *bias,            \
-    int has_bias, int relu, int nhwc, uint n, uint c, uint h, uint w, uint k,  \
-    uint r, uint s, uint sh, uint sw, uint pt, uint pl, uint dh, uint dw,      \
-    uint groups, uint p, uint q, global ST *y)                                 \
-  {                                                                            \
-    uint qi = get_global_id(0), pi = get_global_id(1), nk = get_global_id(2);  \
-    if (qi >= q || pi >= p)                                                    \
-      return;                                                                  \
-    uint ni = nk / k, ki = nk % k, cg = c / groups, kg = k / groups;           \
-    uint c0 = ki / kg * cg;                                                    \
-    ACC acc = 0;                                                               \
-    for (uint ri = 0; ri < r; ri++) {                                          \
-      int hi = (int)(pi * sh + ri * dh) - (int)pt;                             \
-      if (hi < 0 || hi >= (int)h)                                              \
-        continue;                                                              \
-      for (uint si = 0; si < s; si++) {                                        \
-        int wi = (int)(qi * sw + si * dw) - (int)pl;                           \
-        if (wi < 0 || wi >= (int)w)                                            \
-          continue;                                                            \
-        for (uint cj = 0; cj < cg; cj++)                                       \
-          acc += (ACC)LD_##ST(x, XAT(ni, c0 + cj, hi, wi)) *                   \
-                 (ACC)LD_##ST(wt, WAT(ki, cj, ri, si));                        \
-      }                                                                        \
-    }                                                                          \
-    if (has_bias)                                                              \
-      acc += (ACC)LD_##ST(bias, ki);                                           \
-    if (relu && acc < 0)                                                       \
-      acc = 0;                                                                 \
-    ST_##ST(acc, y, YAT(ni, ki, pi, qi));                                      \
+ * group and depthwise layers, where im2col's matrix would be thin. */
+kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
+                                   global const ST *bias, int has_bias, int relu,
+                                   int nhwc, uint n, uint c, uint h, uint w, uint k,
+                                   uint r, uint s, uint sh, uint sw, uint pt, uint pl,
+                                   uint dh, uint dw, uint groups, uint p, uint q,
+                                   global ST *y)
+{
+  uint qi = get_global_id(0), pi = get_global_id(1), nk = get_global_id(2);
+  if (qi >= q || pi >= p)
+    return;
+  uint ni = nk / k, ki = nk % k, cg = c / groups, kg = k / groups;
+  uint c0 = ki / kg * cg;
+  ACC acc = 0;
+  for (uint ri = 0; ri < r; ri++) {
+    int hi = (int)(pi * sh + ri * dh) - (int)pt;
+    if (hi < 0 || hi >= (int)h)
+      continue;
+    for (uint si = 0; si < s; si++) {
+      int wi = (int)(qi * sw + si * dw) - (int)pl;
+      if (wi < 0 || wi >= (int)w)
+        continue;
+      for (uint cj = 0; cj < cg; cj++)
+        acc += (ACC)LOAD(V, x, XAT(ni, c0 + cj, hi, wi)) *
+               (ACC)LOAD(V, wt, WAT(ki, cj, ri, si));
+    }
   }
-
-DIRECT(f32, float, float)
-DIRECT(f16, half, float)
-#ifdef KILN_HAS_FP64
-DIRECT(f64, double, double)
-#endif
+  if (has_bias)
+    acc += (ACC)LOAD(V, bias, ki);
+  if (relu && acc < 0)
+    acc = 0;
+  STORE(V, acc, y, YAT(ni, ki, pi, qi));
+}
 
 /*
  * im2col straight into kiln's packed GEMM layout: the matrix X (p*q rows,
@@ -78,71 +89,62 @@ DIRECT(f64, double, double)
  * elements after image b-1's. As op(B)' for NCHW (y = W_g x X') and as A for
  * NHWC (y = X x W_g'). Global (Kp, images); columns past depth are zeros.
  */
-#define IM2COL_PACKED(NAME, ST, RT)                                            \
-  kernel void kiln_conv_im2col_packed_##NAME(                                  \
-    global const ST *x, int nhwc, uint n0, uint gi, uint c, uint h, uint w,    \
-    uint r, uint s, uint sh, uint sw, uint pt, uint pl, uint dh, uint dw,      \
-    uint groups, uint p, uint q, uint Kp, uint PH, uint rows, global RT *dst,  \
-    ulong db)                                                                  \
-  {                                                                            \
-    /* One column of X a work-item, walked row by row with running indices:  \
-     * no division in the loop, which on a CPU costs more than the copy. */   \
-    uint rsc = get_global_id(0), bi = get_global_id(1);                        \
-    uint cg = c / groups, depth = r * s * cg;                                  \
-    uint cj = nhwc ? rsc % cg : rsc / (r * s);                                 \
-    uint rs = nhwc ? rsc / cg : rsc % (r * s), ri = rs / s, si = rs % s;       \
-    global RT *out = dst + bi * db + rsc * PH;                                 \
-    uint lane = 0, pq = 0;                                                     \
-    for (uint pi = 0; pi < p; pi++) {                                          \
-      int hi = (int)(pi * sh + ri * dh) - (int)pt;                             \
-      int row_in = rsc < depth && hi >= 0 && hi < (int)h;                      \
-      for (uint qi = 0; qi < q; qi++, pq++) {                                  \
-        int wi = (int)(qi * sw + si * dw) - (int)pl;                           \
-        RT v = 0;                                                              \
-        if (row_in && wi >= 0 && wi < (int)w)                                  \
-          v = LD_##ST(x, XAT(n0 + bi, gi * cg + cj, hi, wi));                  \
-        out[lane] = v;                                                         \
-        if (++lane == PH) { /* the next panel, Kp * PH elements on */          \
-          lane = 0;                                                            \
-          out += (ulong)Kp * PH;                                               \
-        }                                                                      \
-      }                                                                        \
-    }                                                                          \
-    for (; pq < rows; pq++) { /* padding rows up to the panels' height */     \
-      out[lane] = 0;                                                           \
-      if (++lane == PH) {                                                      \
-        lane = 0;                                                              \
-        out += (ulong)Kp * PH;                                                 \
-      }                                                                        \
-    }                                                                          \
+kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
+                                          uint gi, uint c, uint h, uint w, uint r,
+                                          uint s, uint sh, uint sw, uint pt, uint pl,
+                                          uint dh, uint dw, uint groups, uint p,
+                                          uint q, uint Kp, uint PH, uint rows,
+                                          global ACC *dst, ulong db)
+{
+  /* One column of X a work-item, walked row by row with running indices:
+   * no division in the loop, which on a CPU costs more than the copy. */
+  uint rsc = get_global_id(0), bi = get_global_id(1);
+  uint cg = c / groups, depth = r * s * cg;
+  uint cj = nhwc ? rsc % cg : rsc / (r * s);
+  uint rs = nhwc ? rsc / cg : rsc % (r * s), ri = rs / s, si = rs % s;
+  global ACC *out = dst + bi * db + rsc * PH;
+  uint lane = 0, pq = 0;
+  for (uint pi = 0; pi < p; pi++) {
+    int hi = (int)(pi * sh + ri * dh) - (int)pt;
+    int row_in = rsc < depth && hi >= 0 && hi < (int)h;
+    for (uint qi = 0; qi < q; qi++, pq++) {
+      int wi = (int)(qi * sw + si * dw) - (int)pl;
+      ACC v = 0;
+      if (row_in && wi >= 0 && wi < (int)w)
+        v = LOAD(V, x, XAT(n0 + bi, gi * cg + cj, hi, wi));
+      out[lane] = v;
+      if (++lane == PH) { /* the next panel, Kp * PH elements on */
+        lane = 0;
+        out += (ulong)Kp * PH;
+      }
+    }
   }
-
-IM2COL_PACKED(f32, float, float)
-IM2COL_PACKED(f16, half, float)
-#ifdef KILN_HAS_FP64
-IM2COL_PACKED(f64, double, double)
-#endif
+  for (; pq < rows; pq++) { /* padding rows up to the panels' height */
+    out[lane] = 0;
+    if (++lane == PH) {
+      lane = 0;
+      out += (ulong)Kp * PH;
+    }
+  }
+}
 
 /* y = (set ? 0 : y) + bias[ki], then max(y, 0) when relu; global n * k *
  * p * q. With set, it fills y with the bias before the GEMMs add to it, so
  * half storage rounds once, after the bias. */
-#define EPILOGUE(NAME, ST, ACC)                                                \
-  kernel void kiln_conv_epilogue_##NAME(global ST *y, global const ST *bias,   \
-                                        int has_bias, int relu, int nhwc,      \
-                                        uint k, uint pq, int set)              \
-  {                                                                            \
-    size_t i = get_global_id(0);                                               \
-    uint ki = nhwc ? i % k : i / pq % k;                                       \
-    ACC v = set ? 0 : LD_##ST(y, i);                                           \
-    if (has_bias)                                                              \
-      v += (ACC)LD_##ST(bias, ki);                                             \
-    if (relu && v < 0)                                                         \
-      v = 0;                                                                   \
-    ST_##ST(v, y, i);                                                          \
-  }
+kernel void NAME(kiln_conv_epilogue)(global ST *y, global const ST *bias, int has_bias,
+                                     int relu, int nhwc, uint k, uint pq, int set)
+{
+  size_t i = get_global_id(0);
+  uint ki = nhwc ? i % k : i / pq % k;
+  ACC v = set ? 0 : LOAD(V, y, i);
+  if (has_bias)
+    v += (ACC)LOAD(V, bias, ki);
+  if (relu && v < 0)
+    v = 0;
+  STORE(V, v, y, i);
+}
 
-EPILOGUE(f32, float, float)
-EPILOGUE(f16, half, float)
-#ifdef KILN_HAS_FP64
-EPILOGUE(f64, double, double)
-#endif
+#undef V
+#undef ST
+#undef ACC
+#endif /* V */

@@ -13,63 +13,91 @@
  *  - to an integer type: round toward zero and saturate; NaN becomes 0;
  *  - between integers: saturate.
  * Kernels from or to f64 exist only where the device has fp64
- * (KILN_HAS_FP64, set by kiln).
+ * (KILN_HAS_FP64, set by kiln). Read once per pair after cl/prelude.cl,
+ * which says how.
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/convert.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
+#define KILN_PASSES 20
 
-#define LOAD_f16(p, i) vload_half((i), (p))
-#define LOAD_f32(p, i) ((p)[i])
-#define LOAD_f64(p, i) ((p)[i])
-#define LOAD_i32(p, i) ((p)[i])
-#define LOAD_i64(p, i) ((p)[i])
-
-#define STORE_f16(v, p, i) vstore_half_rte((v), (i), (p))
-#define STORE_f32(v, p, i) ((p)[i] = (v))
-#define STORE_f64(v, p, i) ((p)[i] = (v))
-#define STORE_i32(v, p, i) ((p)[i] = (v))
-#define STORE_i64(v, p, i) ((p)[i] = (v))
-
-/* FT and TT are the storage types; CVT turns the loaded value into what the
- * store takes. */
-#define CONVERT(FROM, TO, FT, TT, CVT)                                        \
-  kernel void kiln_convert_##FROM##_##TO(global const FT *src,               \
-                                         global TT *dst, ulong n)            \
-  {                                                                           \
-    size_t i = get_global_id(0);                                              \
-    if (i < n)                                                                \
-      STORE_##TO(CVT(LOAD_##FROM(src, i)), dst, i);                           \
-  }
-
+#if KILN_PASS == 1
 #define AS_FLOAT(v) ((float)(v)) /* C's conversion rounds to nearest even */
+#define AS_DOUBLE(v) ((double)(v))
 #define AS_SAME(v) (v)
 /* OpenCL C says a saturating conversion takes NaN to 0, but not every
  * implementation does (Oclgrind 21.10 gives INT_MIN), so say it here. */
 #define TO_INT(v) (isnan(v) ? 0 : convert_int_sat_rtz(v))
 #define TO_LONG(v) (isnan(v) ? 0 : convert_long_sat_rtz(v))
 
-CONVERT(f16, f32, half, float, AS_SAME)
-CONVERT(f16, i32, half, int, TO_INT)
-CONVERT(f16, i64, half, long, TO_LONG)
-CONVERT(f32, f16, float, half, AS_SAME)
-CONVERT(f32, i32, float, int, TO_INT)
-CONVERT(f32, i64, float, long, TO_LONG)
-CONVERT(i32, f16, int, half, AS_FLOAT)
-CONVERT(i32, f32, int, float, AS_FLOAT)
-CONVERT(i32, i64, int, long, convert_long)
-CONVERT(i64, f16, long, half, AS_FLOAT)
-CONVERT(i64, f32, long, float, AS_FLOAT)
-CONVERT(i64, i32, long, int, convert_int_sat)
-
-#ifdef KILN_HAS_FP64
-#define AS_DOUBLE(v) ((double)(v))
-CONVERT(f16, f64, half, double, AS_DOUBLE)
-CONVERT(f32, f64, float, double, AS_DOUBLE)
-CONVERT(f64, f16, double, half, AS_SAME)
-CONVERT(f64, f32, double, float, convert_float_rte)
-CONVERT(f64, i32, double, int, TO_INT)
-CONVERT(f64, i64, double, long, TO_LONG)
-CONVERT(i32, f64, int, double, AS_DOUBLE)
-CONVERT(i64, f64, long, double, convert_double_rte)
+/* The parts of a pass's PAIR (FROM, TO, CVT). */
+#define FROM_OF(from, to, cvt) from
+#define TO_OF(from, to, cvt) to
+#define CVT_OF(from, to, cvt) cvt
+#define APPLY(m, args) m args
 #endif
+
+/* The pass's pair: from FROM to TO (suffixes), CVT turning the loaded value
+ * into what the store takes. */
+#if KILN_PASS == 1
+#define PAIR (f16, f32, AS_SAME)
+#elif KILN_PASS == 2
+#define PAIR (f16, i32, TO_INT)
+#elif KILN_PASS == 3
+#define PAIR (f16, i64, TO_LONG)
+#elif KILN_PASS == 4
+#define PAIR (f32, f16, AS_SAME)
+#elif KILN_PASS == 5
+#define PAIR (f32, i32, TO_INT)
+#elif KILN_PASS == 6
+#define PAIR (f32, i64, TO_LONG)
+#elif KILN_PASS == 7
+#define PAIR (i32, f16, AS_FLOAT)
+#elif KILN_PASS == 8
+#define PAIR (i32, f32, AS_FLOAT)
+#elif KILN_PASS == 9
+#define PAIR (i32, i64, convert_long)
+#elif KILN_PASS == 10
+#define PAIR (i64, f16, AS_FLOAT)
+#elif KILN_PASS == 11
+#define PAIR (i64, f32, AS_FLOAT)
+#elif KILN_PASS == 12
+#define PAIR (i64, i32, convert_int_sat)
+#elif KILN_PASS == 13 && defined(KILN_HAS_FP64)
+#define PAIR (f16, f64, AS_DOUBLE)
+#elif KILN_PASS == 14 && defined(KILN_HAS_FP64)
+#define PAIR (f32, f64, AS_DOUBLE)
+#elif KILN_PASS == 15 && defined(KILN_HAS_FP64)
+#define PAIR (f64, f16, AS_SAME)
+#elif KILN_PASS == 16 && defined(KILN_HAS_FP64)
+#define PAIR (f64, f32, convert_float_rte)
+#elif KILN_PASS == 17 && defined(KILN_HAS_FP64)
+#define PAIR (f64, i32, TO_INT)
+#elif KILN_PASS == 18 && defined(KILN_HAS_FP64)
+#define PAIR (f64, i64, TO_LONG)
+#elif KILN_PASS == 19 && defined(KILN_HAS_FP64)
+#define PAIR (i32, f64, AS_DOUBLE)
+#elif KILN_PASS == 20 && defined(KILN_HAS_FP64)
+#define PAIR (i64, f64, convert_double_rte)
+#endif
+
+#ifdef PAIR
+#define FROM APPLY(FROM_OF, PAIR)
+#define TO APPLY(TO_OF, PAIR)
+#define CVT APPLY(CVT_OF, PAIR)
+#define V CAT(CAT(FROM, _), TO)
+
+kernel void NAME(kiln_convert)(global const TYPE(FROM) *src, global TYPE(TO) *dst,
+                               ulong n)
+{
+  size_t i = get_global_id(0);
+  if (i < n)
+    STORE(TO, CVT(LOAD(FROM, src, i)), dst, i);
+}
+
+#undef PAIR
+#undef FROM
+#undef TO
+#undef CVT
+#undef V
+#endif /* PAIR */

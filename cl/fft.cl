@@ -36,205 +36,237 @@
  * ranges never overlap. Points r >= R/2 are multiplied by h, then points r
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
+ *
+ * Read ten times after cl/prelude.cl (which says how): for f32, then f64
+ * where the device has fp64, one pass per kernel, r2, r4, r8, r32 and
+ * r32w, each with its R a literal; the first pass of a type also holds its
+ * tables and the real-transform kernels.
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
+#define KILN_PASSES 10
 
-/* Index r of a length-R bit reversal; constant once unrolled. */
-inline uint kiln_fft_bitrev(uint r, uint R)
+#if KILN_PASS == 1
+/* Index r of a length-len bit reversal; constant once unrolled. */
+inline uint kiln_fft_bitrev(uint r, uint len)
 {
   uint b = 0;
-  for (uint t = 1; t < R; t <<= 1, r >>= 1)
+  for (uint t = 1; t < len; t <<= 1, r >>= 1)
     b = (b << 1) | (r & 1);
   return b;
 }
-
-/* The constant twiddles of the kernels' butterflies, exp(-2 pi i j / 32)
- * for j < 16, in type T; LIT makes a literal of type T. */
-#define KILN_FFT_TABLES(T, SUFFIX, LIT)                                                  \
-  constant T kiln_fft_c32_##SUFFIX[16] = {                                              \
-    LIT(1.0), LIT(0.98078528040323045), LIT(0.92387953251128676),                       \
-    LIT(0.83146961230254524), LIT(0.70710678118654752), LIT(0.55557023301960222),       \
-    LIT(0.38268343236508977), LIT(0.19509032201612827), LIT(0.0),                       \
-    -LIT(0.19509032201612827), -LIT(0.38268343236508977), -LIT(0.55557023301960222),    \
-    -LIT(0.70710678118654752), -LIT(0.83146961230254524), -LIT(0.92387953251128676),    \
-    -LIT(0.98078528040323045)};                                                         \
-  constant T kiln_fft_s32_##SUFFIX[16] = {                                              \
-    LIT(0.0), LIT(0.19509032201612827), LIT(0.38268343236508977),                       \
-    LIT(0.55557023301960222), LIT(0.70710678118654752), LIT(0.83146961230254524),       \
-    LIT(0.92387953251128676), LIT(0.98078528040323045), LIT(1.0),                       \
-    LIT(0.98078528040323045), LIT(0.92387953251128676), LIT(0.83146961230254524),       \
-    LIT(0.70710678118654752), LIT(0.55557023301960222), LIT(0.38268343236508977),       \
-    LIT(0.19509032201612827)};
-
-/* Multiplies points r of x by w^r for the pass of stride P at K (see the
- * table above), in place. */
-#define KILN_FFT_TWIDDLE(R, T, P, K)                                                    \
-  if ((P) > 1) { /* the first pass's twiddles are all 1 */                              \
-    global const T *e = tw + 4 * ((P) + (K));                                           \
-    T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];                       \
-    _Pragma("unroll") for (uint r = R / 2; r < R; r++) {                                \
-      T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;                     \
-      xr[r] = tr;                                                                       \
-      xi[r] = ti;                                                                       \
-    }                                                                                   \
-    T wr = cr, wi = ci;                                                                 \
-    _Pragma("unroll") for (uint r = 1; r < R / 2; r++) {                                \
-      T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;                     \
-      T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;                                   \
-      T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;                                   \
-      xr[r] = ar;                                                                       \
-      xi[r] = ai;                                                                       \
-      xr[r + R / 2] = br;                                                               \
-      xi[r + R / 2] = bi;                                                               \
-      T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;                                 \
-      wr = nr;                                                                          \
-      wi = ni;                                                                          \
-    }                                                                                   \
-  }
-
-/* The length-R DFT of x in place: R/2 log2 R radix-2 decimation-in-frequency
- * butterflies, whose output is in bit-reversed order. */
-#define KILN_FFT_DFT(R, T, SUFFIX)                                                      \
-  _Pragma("unroll") for (uint h = R / 2; h >= 1; h >>= 1) {                             \
-    _Pragma("unroll") for (uint b = 0; b < R; b += 2 * h) {                             \
-      _Pragma("unroll") for (uint j = 0; j < h; j++) {                                  \
-        T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];       \
-        T dr = ur - vr, di = ui - vi;                                                   \
-        uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */                \
-        xr[b + j] = ur + vr;                                                            \
-        xi[b + j] = ui + vi;                                                            \
-        if (m == 0) { /* 1 */                                                           \
-          xr[b + j + h] = dr;                                                           \
-          xi[b + j + h] = di;                                                           \
-        } else if (m == 8) { /* sign i */                                               \
-          xr[b + j + h] = -sign * di;                                                   \
-          xi[b + j + h] = sign * dr;                                                    \
-        } else {                                                                        \
-          T tr = kiln_fft_c32_##SUFFIX[m], ti = sign * kiln_fft_s32_##SUFFIX[m];        \
-          xr[b + j + h] = dr * tr - di * ti;                                            \
-          xi[b + j + h] = dr * ti + di * tr;                                            \
-        }                                                                               \
-      }                                                                                 \
-    }                                                                                   \
-  }
-
-/* The body of a radix-R pass for work-item i of the row, k = i mod p. R is a
- * literal in the body, so that every loop is unrolled before PoCL
- * vectorises across work-items (R as a parameter of an inline function,
- * even a constant one, left them rolled: 4x slower). */
-#define KILN_FFT_BODY(R, T, SUFFIX, I, K, ROW)                                          \
-  {                                                                                     \
-    uint i = (I), k = (K);                                                              \
-    size_t row = (ROW) * (size_t)n * 2;                                                 \
-    in += row;                                                                          \
-    out += row;                                                                         \
-    uint q = n / R;                                                                     \
-    T xr[32], xi[32];                                                                   \
-    _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
-      xr[r] = in[2 * (i + r * q)];                                                      \
-      xi[r] = in[2 * (i + r * q) + 1];                                                  \
-    }                                                                                   \
-    KILN_FFT_TWIDDLE(R, T, p, k)                                                        \
-    KILN_FFT_DFT(R, T, SUFFIX)                                                          \
-    uint j = (i - k) * R + k;                                                           \
-    _Pragma("unroll") for (uint r = 0; r < R; r++) {                                    \
-      uint s = kiln_fft_bitrev(r, R);                                                   \
-      out[2 * (j + r * p)] = xr[s];                                                     \
-      out[2 * (j + r * p) + 1] = xi[s];                                                 \
-    }                                                                                   \
-  }
-
-/* The kernel of radix R, T the real type, over the global range (n/R,
- * batch). */
-#define KILN_FFT_KERNEL(R, T, SUFFIX)                                                   \
-  kernel void kiln_fft_r##R##_##SUFFIX(global const T *in, global T *out, uint p,       \
-                                       uint n, T sign, global const T *tw)              \
-  KILN_FFT_BODY(R, T, SUFFIX, get_global_id(0), get_global_id(0) & (p - 1),             \
-                get_global_id(1))
-
-/* The radix-32 kernel again over (p, n/(32 p), batch), for the passes of
- * stride p >= 16 (src/tuning.c): work-item (k, block) is i = block p + k,
- * the same points, but indexed so that the compiler sees that neighbouring
- * work-items touch neighbouring points and twiddles. The smaller radices
- * run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need no such kernel. */
-#define KILN_FFT_KERNEL_WIDE(T, SUFFIX)                                                 \
-  kernel void kiln_fft_r32w_##SUFFIX(global const T *in, global T *out, uint p,         \
-                                     uint n, T sign, global const T *tw)                \
-  KILN_FFT_BODY(32, T, SUFFIX, get_global_id(1) * p + get_global_id(0),                 \
-                get_global_id(0), get_global_id(2))
-
-#define KILN_FFT_KERNELS(T, SUFFIX, LIT)                                                \
-  KILN_FFT_TABLES(T, SUFFIX, LIT)                                                       \
-  KILN_FFT_KERNEL(2, T, SUFFIX)                                                         \
-  KILN_FFT_KERNEL(4, T, SUFFIX)                                                         \
-  KILN_FFT_KERNEL(8, T, SUFFIX)                                                         \
-  KILN_FFT_KERNEL(32, T, SUFFIX)                                                        \
-  KILN_FFT_KERNEL_WIDE(T, SUFFIX)
-
-/* Literals: float constants need the f suffix where the device has no fp64. */
-#define KILN_FFT_F32(x) x##f
-#define KILN_FFT_F64(x) x
-KILN_FFT_KERNELS(float, f32, KILN_FFT_F32)
-#ifdef KILN_HAS_FP64
-KILN_FFT_KERNELS(double, f64, KILN_FFT_F64)
 #endif
 
+/* The pass's variant: V names the real type T, LIT makes a literal of type
+ * T (float constants need the f suffix where the device has no fp64); R is
+ * the radix, WIDE says whether this is kiln_fft_r32w, and FIRST whether the
+ * pass is its type's first. */
+#if KILN_PASS <= 5
+#define V f32
+#define T float
+#define LIT(x) x##f
+#elif defined(KILN_HAS_FP64)
+#define V f64
+#define T double
+#define LIT(x) x
+#endif
+
+#if KILN_PASS % 5 == 1
+#define R 2
+#elif KILN_PASS % 5 == 2
+#define R 4
+#elif KILN_PASS % 5 == 3
+#define R 8
+#else
+#define R 32
+#endif
+#define WIDE (KILN_PASS % 5 == 0)
+#define FIRST (KILN_PASS % 5 == 1)
+
+#ifdef V
+
+#if FIRST
+/* The constant twiddles of the kernels' butterflies, exp(-2 pi i j / 32)
+ * for j < 16, in type T. */
+constant T NAME(kiln_fft_c32)[16] = {
+  LIT(1.0), LIT(0.98078528040323045), LIT(0.92387953251128676),
+  LIT(0.83146961230254524), LIT(0.70710678118654752), LIT(0.55557023301960222),
+  LIT(0.38268343236508977), LIT(0.19509032201612827), LIT(0.0),
+  -LIT(0.19509032201612827), -LIT(0.38268343236508977), -LIT(0.55557023301960222),
+  -LIT(0.70710678118654752), -LIT(0.83146961230254524), -LIT(0.92387953251128676),
+  -LIT(0.98078528040323045)};
+constant T NAME(kiln_fft_s32)[16] = {
+  LIT(0.0), LIT(0.19509032201612827), LIT(0.38268343236508977),
+  LIT(0.55557023301960222), LIT(0.70710678118654752), LIT(0.83146961230254524),
+  LIT(0.92387953251128676), LIT(0.98078528040323045), LIT(1.0),
+  LIT(0.98078528040323045), LIT(0.92387953251128676), LIT(0.83146961230254524),
+  LIT(0.70710678118654752), LIT(0.55557023301960222), LIT(0.38268343236508977),
+  LIT(0.19509032201612827)};
+#endif
+
+/* The kernel of radix R, T the real type, over the global range (n/R,
+ * batch), for work-item i of the row, k = i mod p. R is a literal in the
+ * body, so that every loop is unrolled before PoCL vectorises across
+ * work-items (R as a parameter of an inline function, even a constant one,
+ * left them rolled: 4x slower).
+ *
+ * kiln_fft_r32w is the radix-32 kernel again over (p, n/(32 p), batch), for
+ * the passes of stride p >= 16 (src/tuning.c): work-item (k, block) is i =
+ * block p + k, the same points, but indexed so that the compiler sees that
+ * neighbouring work-items touch neighbouring points and twiddles. The
+ * smaller radices run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need
+ * no such kernel. */
+#if WIDE
+kernel void NAME(kiln_fft_r32w)
+#elif R == 2
+kernel void NAME(kiln_fft_r2)
+#elif R == 4
+kernel void NAME(kiln_fft_r4)
+#elif R == 8
+kernel void NAME(kiln_fft_r8)
+#else
+kernel void NAME(kiln_fft_r32)
+#endif
+  (global const T *in, global T *out, uint p, uint n, T sign, global const T *tw)
+{
+#if WIDE
+  uint i = get_global_id(1) * p + get_global_id(0), k = get_global_id(0);
+  size_t row = get_global_id(2) * (size_t)n * 2;
+#else
+  uint i = get_global_id(0), k = get_global_id(0) & (p - 1);
+  size_t row = get_global_id(1) * (size_t)n * 2;
+#endif
+  in += row;
+  out += row;
+  uint q = n / R;
+  T xr[32], xi[32];
+#pragma unroll
+  for (uint r = 0; r < R; r++) {
+    xr[r] = in[2 * (i + r * q)];
+    xi[r] = in[2 * (i + r * q) + 1];
+  }
+  /* Multiplies points r of x by w^r for the pass of stride p at k (see the
+   * table above), in place. */
+  if (p > 1) { /* the first pass's twiddles are all 1 */
+    global const T *e = tw + 4 * (p + k);
+    T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];
+#pragma unroll
+    for (uint r = R / 2; r < R; r++) {
+      T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;
+      xr[r] = tr;
+      xi[r] = ti;
+    }
+    T wr = cr, wi = ci;
+#pragma unroll
+    for (uint r = 1; r < R / 2; r++) {
+      T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;
+      T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;
+      T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;
+      xr[r] = ar;
+      xi[r] = ai;
+      xr[r + R / 2] = br;
+      xi[r + R / 2] = bi;
+      T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;
+      wr = nr;
+      wi = ni;
+    }
+  }
+  /* The length-R DFT of x in place: R/2 log2 R radix-2
+   * decimation-in-frequency butterflies, whose output is in bit-reversed
+   * order. */
+#pragma unroll
+  for (uint h = R / 2; h >= 1; h >>= 1) {
+#pragma unroll
+    for (uint b = 0; b < R; b += 2 * h) {
+#pragma unroll
+      for (uint j = 0; j < h; j++) {
+        T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];
+        T dr = ur - vr, di = ui - vi;
+        uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */
+        xr[b + j] = ur + vr;
+        xi[b + j] = ui + vi;
+        if (m == 0) { /* 1 */
+          xr[b + j + h] = dr;
+          xi[b + j + h] = di;
+        } else if (m == 8) { /* sign i */
+          xr[b + j + h] = -sign * di;
+          xi[b + j + h] = sign * dr;
+        } else {
+          T tr = NAME(kiln_fft_c32)[m], ti = sign * NAME(kiln_fft_s32)[m];
+          xr[b + j + h] = dr * tr - di * ti;
+          xi[b + j + h] = dr * ti + di * tr;
+        }
+      }
+    }
+  }
+  uint j = (i - k) * R + k;
+#pragma unroll
+  for (uint r = 0; r < R; r++) {
+    uint s = kiln_fft_bitrev(r, R);
+    out[2 * (j + r * p)] = xr[s];
+    out[2 * (j + r * p) + 1] = xi[s];
+  }
+}
+
+#if FIRST
 /* ---- real transforms as complex ones (src/ops/fft_real.c) ----------------
  * For R2C and C2R shapes no backend runs: x real -> (x, 0); the first
  * h = n/2 + 1 points of each complex row of length n; the full Hermitian
  * spectrum from its half (X[-k] = conj X[k] over every axis); real parts.
  * Shapes are (batch, n0, n1, n2) with n2 the last axis, lower ones 1. */
-#define KILN_FFT_REAL(T, SUFFIX)                                                        \
-  kernel void kiln_fft_promote_##SUFFIX(global const T *x, global T *z, ulong count)    \
-  {                                                                                     \
-    size_t i = get_global_id(0);                                                        \
-    if (i < count) {                                                                    \
-      z[2 * i] = x[i];                                                                  \
-      z[2 * i + 1] = 0;                                                                 \
-    }                                                                                   \
-  }                                                                                     \
-                                                                                        \
-  kernel void kiln_fft_crop_##SUFFIX(global const T *full, global T *part, ulong rows,  \
-                                     ulong n, ulong h)                                  \
-  {                                                                                     \
-    size_t i = get_global_id(0);                                                        \
-    if (i < rows * h) {                                                                 \
-      size_t r = i / h, k = i - r * h;                                                  \
-      part[2 * i] = full[2 * (r * n + k)];                                              \
-      part[2 * i + 1] = full[2 * (r * n + k) + 1];                                      \
-    }                                                                                   \
-  }                                                                                     \
-                                                                                        \
-  kernel void kiln_fft_extend_##SUFFIX(global const T *part, global T *full,            \
-                                       ulong count, ulong n0, ulong n1, ulong n2)       \
-  {                                                                                     \
-    size_t i = get_global_id(0);                                                        \
-    if (i >= count)                                                                     \
-      return;                                                                           \
-    size_t h = n2 / 2 + 1, k = i % n2, rest = i / n2;                                   \
-    size_t i1 = rest % n1, i0 = rest / n1 % n0, b = rest / n1 / n0;                     \
-    T sign = 1;                                                                         \
-    if (k >= h) { /* a mirrored point: conjugate of the point at minus the index */     \
-      k = n2 - k;                                                                       \
-      i1 = i1 ? n1 - i1 : 0;                                                            \
-      i0 = i0 ? n0 - i0 : 0;                                                            \
-      sign = -1;                                                                        \
-    }                                                                                   \
-    size_t at = ((b * n0 + i0) * n1 + i1) * h + k;                                      \
-    full[2 * i] = part[2 * at];                                                         \
-    full[2 * i + 1] = sign * part[2 * at + 1];                                          \
-  }                                                                                     \
-                                                                                        \
-  kernel void kiln_fft_real_part_##SUFFIX(global const T *z, global T *x, ulong count)  \
-  {                                                                                     \
-    size_t i = get_global_id(0);                                                        \
-    if (i < count)                                                                      \
-      x[i] = z[2 * i];                                                                  \
+kernel void NAME(kiln_fft_promote)(global const T *x, global T *z, ulong count)
+{
+  size_t i = get_global_id(0);
+  if (i < count) {
+    z[2 * i] = x[i];
+    z[2 * i + 1] = 0;
   }
+}
 
-KILN_FFT_REAL(float, f32)
-#ifdef KILN_HAS_FP64
-KILN_FFT_REAL(double, f64)
-#endif
+kernel void NAME(kiln_fft_crop)(global const T *full, global T *part, ulong rows,
+                                ulong n, ulong h)
+{
+  size_t i = get_global_id(0);
+  if (i < rows * h) {
+    size_t r = i / h, k = i - r * h;
+    part[2 * i] = full[2 * (r * n + k)];
+    part[2 * i + 1] = full[2 * (r * n + k) + 1];
+  }
+}
+
+kernel void NAME(kiln_fft_extend)(global const T *part, global T *full, ulong count,
+                                  ulong n0, ulong n1, ulong n2)
+{
+  size_t i = get_global_id(0);
+  if (i >= count)
+    return;
+  size_t h = n2 / 2 + 1, k = i % n2, rest = i / n2;
+  size_t i1 = rest % n1, i0 = rest / n1 % n0, b = rest / n1 / n0;
+  T sign = 1;
+  if (k >= h) { /* a mirrored point: conjugate of the point at minus the index */
+    k = n2 - k;
+    i1 = i1 ? n1 - i1 : 0;
+    i0 = i0 ? n0 - i0 : 0;
+    sign = -1;
+  }
+  size_t at = ((b * n0 + i0) * n1 + i1) * h + k;
+  full[2 * i] = part[2 * at];
+  full[2 * i + 1] = sign * part[2 * at + 1];
+}
+
+kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count)
+{
+  size_t i = get_global_id(0);
+  if (i < count)
+    x[i] = z[2 * i];
+}
+#endif /* FIRST */
+
+#undef V
+#undef T
+#undef LIT
+#endif /* V */
+#undef R
+#undef WIDE
+#undef FIRST

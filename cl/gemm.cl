@@ -16,11 +16,16 @@
  *    outputs in registers.
  * Half storage is packed into float and stored back with vstore_half_rte:
  * float32 accumulation on every device, no cl_khr_fp16 needed.
+ *
+ * Read once per variant after cl/prelude.cl (which says how): f32, f16
+ * (half storage, float compute) and f64 where the device has fp64.
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/gemm.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
+#define KILN_PASSES 3
 
+#if KILN_PASS == 1
 /* The tile sizes are kiln's -D options, chosen for the device in
  * src/tuning.c, the one place that holds them. */
 #if !defined(KILN_GEMM_TM) || !defined(KILN_GEMM_VW) || !defined(KILN_GEMM_VWD) ||  \
@@ -34,45 +39,48 @@
 #define WPT KILN_GEMM_WPT
 #define RTS (TSM / WPT) /* work-items along each side of a GPU group */
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+/* C[i, j] = alpha * v + beta * C[i, j] in C's storage (the pass's V), C
+ * never read when beta_zero. */
+#define UPDATE(c, idx, v, alpha, beta, beta_zero)                              \
+  STORE(V, (beta_zero) ? (alpha) * (v) : (alpha) * (v) + (beta) * LOAD(V, c, idx), c, idx)
+#endif
 
-/* Storage to compute type and back. */
-#define LD_half(p, i) vload_half((i), (p))
-#define LD_float(p, i) ((p)[i])
-#define LD_double(p, i) ((p)[i])
-#define ST_half(v, p, i) vstore_half_rte((v), (i), (p))
-#define ST_float(v, p, i) ((p)[i] = (v))
-#define ST_double(v, p, i) ((p)[i] = (v))
+/* The pass's variant: V names the storage type ST, RT is the compute type,
+ * VW the CPU shape's vector width. */
+#if KILN_PASS == 1
+#define V f32
+#define ST float
+#define RT float
+#define VW KILN_GEMM_VW
+#elif KILN_PASS == 2
+#define V f16
+#define ST half
+#define RT float
+#define VW KILN_GEMM_VW
+#elif KILN_PASS == 3 && defined(KILN_HAS_FP64)
+#define V f64
+#define ST double
+#define RT double
+#define VW KILN_GEMM_VWD
+#endif
+
+#ifdef V
 
 /*
  * Packs X, R x K with element (r, p) at src[off + b*sb + r*sr + p*sp], into
  * dst: panels of PH rows, each Kp deep, row r of a panel at ((r / PH) * Kp +
  * p) * PH + r % PH; zero where r >= R or p >= K. Global size (Rp, Kp, batch).
  */
-#define PACK(NAME, ST, RT)                                                     \
-  kernel void kiln_gemm_pack_##NAME(global const ST *src, ulong off, ulong sr, \
-                                    ulong sp, ulong sb, uint R, uint K,        \
-                                    uint Kp, uint PH, global RT *dst, ulong db) \
-  {                                                                            \
-    size_t r = get_global_id(0), p = get_global_id(1), b = get_global_id(2);   \
-    RT v = 0;                                                                  \
-    if (r < R && p < K)                                                        \
-      v = LD_##ST(src, off + b * sb + r * sr + p * sp);                        \
-    dst[b * db + ((r / PH) * Kp + p) * PH + r % PH] = v;                       \
-  }
-
-PACK(f16, half, float)
-PACK(f32, float, float)
-#ifdef KILN_HAS_FP64
-PACK(f64, double, double)
-#endif
-
-/* C[i, j] = alpha * v + beta * C[i, j], C never read when beta_zero. */
-#define UPDATE(CS, c, idx, v, alpha, beta, beta_zero)                          \
-  ST_##CS((beta_zero) ? (alpha) * (v)                                          \
-                      : (alpha) * (v) + (beta) * LD_##CS(c, idx),              \
-          c, idx)
+kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulong sp,
+                                 ulong sb, uint R, uint K, uint Kp, uint PH,
+                                 global RT *dst, ulong db)
+{
+  size_t r = get_global_id(0), p = get_global_id(1), b = get_global_id(2);
+  RT v = 0;
+  if (r < R && p < K)
+    v = LOAD(V, src, off + b * sb + r * sr + p * sp);
+  dst[b * db + ((r / PH) * Kp + p) * PH + r % PH] = v;
+}
 
 /*
  * The CPU shape. Work-item (jb, ib, b) computes rows ib*TM .. +TM and columns
@@ -81,47 +89,43 @@ PACK(f64, double, double)
  * neighbouring work-items share B's panel, which stays in cache while the
  * smaller A panels stream past it.
  */
-#define GEMM_CPU(NAME, RT, VW, CS)                                             \
-  kernel void kiln_gemm_cpu_##NAME(                                            \
-    global const RT *ap, global const RT *bp, ulong da, ulong dbb, uint Kp,    \
-    global CS *c, ulong offc, ulong ldc, ulong sc, uint M, uint N, RT alpha,   \
-    RT beta, int beta_zero)                                                    \
-  {                                                                            \
-    size_t ib = get_global_id(0), jb = get_global_id(1), b = get_global_id(2); \
-    global const RT *pa = ap + b * da + ib * (size_t)Kp * TM;                  \
-    global const RT *pb = bp + b * dbb + jb * (size_t)Kp * (2 * VW);           \
-    CAT(RT, VW) acc[TM][2];                                                    \
-    _Pragma("unroll") for (int r = 0; r < TM; r++)                             \
-      acc[r][0] = acc[r][1] = 0;                                               \
-    for (uint p = 0; p < Kp; p++) {                                            \
-      CAT(RT, VW) b0 = CAT(vload, VW)(0, pb + p * (2 * VW));                   \
-      CAT(RT, VW) b1 = CAT(vload, VW)(0, pb + p * (2 * VW) + VW);              \
-      _Pragma("unroll") for (int r = 0; r < TM; r++) {                         \
-        CAT(RT, VW) av = (CAT(RT, VW))(pa[p * TM + r]);                        \
-        acc[r][0] = fma(av, b0, acc[r][0]);                                    \
-        acc[r][1] = fma(av, b1, acc[r][1]);                                    \
-      }                                                                        \
-    }                                                                          \
-    global CS *cb = c + offc + b * sc;                                         \
-    RT t[2 * VW];                                                              \
-    /* Unrolled like the loop above, so acc stays in registers. */            \
-    _Pragma("unroll") for (int r = 0; r < TM; r++) {                           \
-      size_t i = ib * TM + r;                                                  \
-      CAT(vstore, VW)(acc[r][0], 0, t);                                        \
-      CAT(vstore, VW)(acc[r][1], 0, t + VW);                                   \
-      for (int cc = 0; i < M && cc < 2 * VW; cc++) {                           \
-        size_t j = jb * (2 * VW) + cc;                                         \
-        if (j < N)                                                             \
-          UPDATE(CS, cb, i * ldc + j, t[cc], alpha, beta, beta_zero);          \
-      }                                                                        \
-    }                                                                          \
+kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong da,
+                                ulong dbb, uint Kp, global ST *c, ulong offc,
+                                ulong ldc, ulong sc, uint M, uint N, RT alpha,
+                                RT beta, int beta_zero)
+{
+  size_t ib = get_global_id(0), jb = get_global_id(1), b = get_global_id(2);
+  global const RT *pa = ap + b * da + ib * (size_t)Kp * TM;
+  global const RT *pb = bp + b * dbb + jb * (size_t)Kp * (2 * VW);
+  VEC(RT, VW) acc[TM][2];
+#pragma unroll
+  for (int r = 0; r < TM; r++)
+    acc[r][0] = acc[r][1] = 0;
+  for (uint p = 0; p < Kp; p++) {
+    VEC(RT, VW) b0 = VLOAD(VW)(0, pb + p * (2 * VW));
+    VEC(RT, VW) b1 = VLOAD(VW)(0, pb + p * (2 * VW) + VW);
+#pragma unroll
+    for (int r = 0; r < TM; r++) {
+      VEC(RT, VW) av = (VEC(RT, VW))(pa[p * TM + r]);
+      acc[r][0] = fma(av, b0, acc[r][0]);
+      acc[r][1] = fma(av, b1, acc[r][1]);
+    }
   }
-
-GEMM_CPU(f32, float, KILN_GEMM_VW, float)
-GEMM_CPU(f16, float, KILN_GEMM_VW, half)
-#ifdef KILN_HAS_FP64
-GEMM_CPU(f64, double, KILN_GEMM_VWD, double)
-#endif
+  global ST *cb = c + offc + b * sc;
+  RT t[2 * VW];
+  /* Unrolled like the loop above, so acc stays in registers. */
+#pragma unroll
+  for (int r = 0; r < TM; r++) {
+    size_t i = ib * TM + r;
+    VSTORE(VW)(acc[r][0], 0, t);
+    VSTORE(VW)(acc[r][1], 0, t + VW);
+    for (int cc = 0; i < M && cc < 2 * VW; cc++) {
+      size_t j = jb * (2 * VW) + cc;
+      if (j < N)
+        UPDATE(cb, i * ldc + j, t[cc], alpha, beta, beta_zero);
+    }
+  }
+}
 
 /*
  * The GPU shape. A and B are packed as single panels: at[p * Mp + i] and
@@ -130,53 +134,51 @@ GEMM_CPU(f64, double, KILN_GEMM_VWD, double)
  * owns outputs (tm + wm * RTS, tn + wn * RTS), so writes are coalesced.
  * Local size (RTS, RTS, 1).
  */
-#define GEMM_GPU(NAME, RT, CS)                                                 \
-  kernel __attribute__((reqd_work_group_size(RTS, RTS, 1))) void              \
-    kiln_gemm_gpu_##NAME(global const RT *at, global const RT *bt, ulong da,  \
-                         ulong dbb, uint Mp, uint Np, uint Kp, global CS *c,   \
-                         ulong offc, ulong ldc, ulong sc, uint M, uint N,      \
-                         RT alpha, RT beta, int beta_zero)                     \
-  {                                                                            \
-    local RT as[TSK][TSM], bs[TSK][TSM];                                       \
-    int tn = get_local_id(0), tm = get_local_id(1);                            \
-    size_t n0 = get_group_id(0) * TSM, m0 = get_group_id(1) * TSM;             \
-    size_t b = get_global_id(2);                                               \
-    at += b * da;                                                              \
-    bt += b * dbb;                                                             \
-    RT acc[WPT][WPT];                                                          \
-    for (int wm = 0; wm < WPT; wm++)                                           \
-      for (int wn = 0; wn < WPT; wn++)                                         \
-        acc[wm][wn] = 0;                                                       \
-    for (uint k0 = 0; k0 < Kp; k0 += TSK) {                                    \
-      for (int l = tm * RTS + tn; l < TSK * TSM; l += RTS * RTS) {             \
-        int kk = l / TSM, x = l % TSM;                                         \
-        as[kk][x] = at[(k0 + kk) * (size_t)Mp + m0 + x];                       \
-        bs[kk][x] = bt[(k0 + kk) * (size_t)Np + n0 + x];                       \
-      }                                                                        \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-      for (int kk = 0; kk < TSK; kk++) {                                       \
-        RT bv[WPT];                                                            \
-        for (int wn = 0; wn < WPT; wn++)                                       \
-          bv[wn] = bs[kk][tn + wn * RTS];                                      \
-        for (int wm = 0; wm < WPT; wm++) {                                     \
-          RT av = as[kk][tm + wm * RTS];                                       \
-          for (int wn = 0; wn < WPT; wn++)                                     \
-            acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);                        \
-        }                                                                      \
-      }                                                                        \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-    }                                                                          \
-    global CS *cb = c + offc + b * sc;                                         \
-    for (int wm = 0; wm < WPT; wm++)                                           \
-      for (int wn = 0; wn < WPT; wn++) {                                       \
-        size_t i = m0 + tm + wm * RTS, j = n0 + tn + wn * RTS;                 \
-        if (i < M && j < N)                                                    \
-          UPDATE(CS, cb, i * ldc + j, acc[wm][wn], alpha, beta, beta_zero);    \
-      }                                                                        \
+kernel __attribute__((reqd_work_group_size(RTS, RTS, 1))) void
+NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong dbb,
+                    uint Mp, uint Np, uint Kp, global ST *c, ulong offc, ulong ldc,
+                    ulong sc, uint M, uint N, RT alpha, RT beta, int beta_zero)
+{
+  local RT as[TSK][TSM], bs[TSK][TSM];
+  int tn = get_local_id(0), tm = get_local_id(1);
+  size_t n0 = get_group_id(0) * TSM, m0 = get_group_id(1) * TSM;
+  size_t b = get_global_id(2);
+  at += b * da;
+  bt += b * dbb;
+  RT acc[WPT][WPT];
+  for (int wm = 0; wm < WPT; wm++)
+    for (int wn = 0; wn < WPT; wn++)
+      acc[wm][wn] = 0;
+  for (uint k0 = 0; k0 < Kp; k0 += TSK) {
+    for (int l = tm * RTS + tn; l < TSK * TSM; l += RTS * RTS) {
+      int kk = l / TSM, x = l % TSM;
+      as[kk][x] = at[(k0 + kk) * (size_t)Mp + m0 + x];
+      bs[kk][x] = bt[(k0 + kk) * (size_t)Np + n0 + x];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < TSK; kk++) {
+      RT bv[WPT];
+      for (int wn = 0; wn < WPT; wn++)
+        bv[wn] = bs[kk][tn + wn * RTS];
+      for (int wm = 0; wm < WPT; wm++) {
+        RT av = as[kk][tm + wm * RTS];
+        for (int wn = 0; wn < WPT; wn++)
+          acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
+  global ST *cb = c + offc + b * sc;
+  for (int wm = 0; wm < WPT; wm++)
+    for (int wn = 0; wn < WPT; wn++) {
+      size_t i = m0 + tm + wm * RTS, j = n0 + tn + wn * RTS;
+      if (i < M && j < N)
+        UPDATE(cb, i * ldc + j, acc[wm][wn], alpha, beta, beta_zero);
+    }
+}
 
-GEMM_GPU(f32, float, float)
-GEMM_GPU(f16, float, half)
-#ifdef KILN_HAS_FP64
-GEMM_GPU(f64, double, double)
-#endif
+#undef V
+#undef ST
+#undef RT
+#undef VW
+#endif /* V */

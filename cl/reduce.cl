@@ -17,9 +17,19 @@
  * Kernels are named kiln_reduce_<family>_<stage>_<type>, family sum (sum,
  * mean, norm: `mode` 0, 1, 2), ext (min, max: `want_max`) or arg (argmin,
  * argmax: `want_max`); stage chunks (CPU), groups (GPU), final, axis.
+ *
+ * Read once per variant after cl/prelude.cl (which says how): f32, f16,
+ * i32 (whose sums are written out below, in long) and f64 where the device
+ * has fp64.
  */
+#ifndef KILN_PRELUDE
+#error "cl/reduce.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
+#endif
+#define KILN_PASSES 4
+
+#if KILN_PASS == 1 /* ---- what every variant shares ------------------------ */
+
 #ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define ACC double
 #define ACC16 double16
 #define CONVERT_ACC16 convert_double16
@@ -35,13 +45,7 @@
 #endif
 #define WG KILN_REDUCE_WG
 
-#define LD_f16(p, i) vload_half((i), (p))
-#define LD_f32(p, i) ((p)[i])
-#define LD_f64(p, i) ((p)[i])
-#define LD_i32(p, i) ((p)[i])
-
-/* ---- sums: Kahan where the accumulator is float -------------------------- */
-
+/* Sums: Kahan where the accumulator is float. */
 typedef struct {
   ACC s, c;
 } ksum;
@@ -62,125 +66,147 @@ inline ksum kadd(ksum a, ACC v)
 #define TERM(v, mode) ((mode) == 2 ? (ACC)(v) * (ACC)(v) : (ACC)(v))
 #define FINISH(s, n, mode) ((mode) == 1 ? (s) / (ACC)(n) : (mode) == 2 ? sqrt(s) : (s))
 
+/* Min and max: the better of the current extreme e and v, the first value,
+ * then NaN sticks (IS_NAN is the pass's). */
+#define PICK(e, v, want_max)                                                   \
+  (IS_NAN(e) ? (e) : IS_NAN(v) ? (v) : (want_max) ? max(e, v) : min(e, v))
+
+/* Argmin and argmax: whether (v, i) beats the best (e, b): NaN first, then
+ * the extreme, ties and NaN against NaN to the smaller index. */
+#define BEATS(v, i, e, b, want_max)                                            \
+  (IS_NAN(e) ? (IS_NAN(v) && (i) < (b))                                       \
+   : IS_NAN(v) ? 1                                                             \
+   : (v) == (e)   ? (i) < (b)                                                  \
+   : (want_max)   ? (v) > (e)                                                  \
+                  : (v) < (e))
+
+#endif /* KILN_PASS == 1 */
+
+/* The pass's variant: V names the input's type ST; VT is the type min, max,
+ * argmin and argmax compare in, OT the type a sum is written in; SUMS says
+ * whether the sums below are this variant's (i32's are written out apart),
+ * VEC16 whether stage 1 reads 16 lanes at a time. */
+#if KILN_PASS == 1
+#define V f32
+#define ST float
+#define VT float
+#define OT float
+#define IS_NAN(v) isnan(v)
+#define SUMS 1
+#define VEC16 1
+#elif KILN_PASS == 2
+#define V f16
+#define ST half
+#define VT float
+#define OT float
+#define IS_NAN(v) isnan(v)
+#define SUMS 1
+#define VEC16 0
+#elif KILN_PASS == 3
+#define V i32
+#define ST int
+#define VT int
+#define IS_NAN(v) 0
+#define SUMS 0
+#elif KILN_PASS == 4 && defined(KILN_HAS_FP64)
+#define V f64
+#define ST double
+#define VT double
+#define OT double
+#define IS_NAN(v) isnan(v)
+#define SUMS 1
+#define VEC16 0
+#endif
+
+#ifdef V
+
+/* ---- sums ------------------------------------------------------------------ */
+#if SUMS
+
 /* Stage 1, CPU: work-item g sums x[g*chunk .. min(n, (g+1)*chunk)). The
  * float32 body reads 16 lanes at a time into 16 accumulators. */
-#define SUM_CHUNKS(T, ST, VLOAD16)                                             \
-  kernel void kiln_reduce_sum_chunks_##T(global const ST *x, ulong off, ulong n, \
-                                         ulong chunk, int mode,                \
-                                         global ACC *partial)                  \
-  {                                                                            \
-    size_t g = get_global_id(0);                                               \
-    ulong lo = g * chunk, hi = min(n, lo + chunk), i = lo;                     \
-    x += off;                                                                  \
-    ksum k = {0, 0};                                                           \
-    VLOAD16(x, lo, hi, i, k, mode)                                             \
-    for (; i < hi; i++)                                                        \
-      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
-    partial[g] = lo < hi ? k.s : 0;                                            \
-  }
-
-/* The 16-lane body for float32: lanes sum separately, then fold. */
+kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
+                                         ulong chunk, int mode, global ACC *partial)
+{
+  size_t g = get_global_id(0);
+  ulong lo = g * chunk, hi = min(n, lo + chunk), i = lo;
+  x += off;
+  ksum k = {0, 0};
+#if VEC16 /* lanes sum separately, then fold */
+  {
+    ACC16 s = 0, c = 0;
+    for (; i + 16 <= hi; i += 16) {
+      ACC16 v = CONVERT_ACC16(vload16(0, x + i));
+      if (mode == 2)
+        v *= v;
 #ifdef KILN_HAS_FP64
-#define VADD(s, c, v) ((s) += (v))
+      s += v;
 #else
-#define VADD(s, c, v)                                                          \
-  {                                                                            \
-    ACC16 y_ = (v) - (c), t_ = (s) + y_;                                       \
-    (c) = (t_ - (s)) - y_;                                                     \
-    (s) = t_;                                                                  \
+      ACC16 y_ = v - c, t_ = s + y_;
+      c = (t_ - s) - y_;
+      s = t_;
+#endif
+    }
+    (void)c;
+    ACC lane[16];
+    vstore16(s, 0, lane);
+    for (int l = 0; l < 16; l++)
+      k = kadd(k, lane[l]);
   }
 #endif
-#define F32_BODY(x, lo, hi, i, k, mode)                                        \
-  {                                                                            \
-    ACC16 s = 0, c = 0;                                                        \
-    for (; i + 16 <= hi; i += 16) {                                            \
-      ACC16 v = CONVERT_ACC16(vload16(0, x + i));                              \
-      if (mode == 2)                                                           \
-        v *= v;                                                                \
-      VADD(s, c, v);                                                           \
-    }                                                                          \
-    (void)c;                                                                   \
-    ACC lane[16];                                                              \
-    vstore16(s, 0, lane);                                                      \
-    for (int l = 0; l < 16; l++)                                               \
-      k = kadd(k, lane[l]);                                                    \
-  }
-#define NO_BODY(x, lo, hi, i, k, mode)
-
-SUM_CHUNKS(f32, float, F32_BODY)
-SUM_CHUNKS(f16, half, NO_BODY)
-#ifdef KILN_HAS_FP64
-SUM_CHUNKS(f64, double, NO_BODY)
-#endif
+  for (; i < hi; i++)
+    k = kadd(k, TERM(LOAD(V, x, i), mode));
+  partial[g] = lo < hi ? k.s : 0;
+}
 
 /* Stage 1, GPU: group g sums a grid-stride share, then a local tree. */
-#define SUM_GROUPS(T, ST)                                                      \
-  kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void                 \
-    kiln_reduce_sum_groups_##T(global const ST *x, ulong off, ulong n,          \
-                               ulong chunk, int mode, global ACC *partial)     \
-  {                                                                            \
-    local ACC part[WG];                                                        \
-    size_t l = get_local_id(0);                                                \
-    ksum k = {0, 0};                                                           \
-    (void)chunk;                                                               \
-    x += off;                                                                  \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))           \
-      k = kadd(k, TERM(LD_##T(x, i), mode));                                   \
-    part[l] = k.s;                                                             \
-    for (size_t w = WG / 2; w > 0; w /= 2) {                                   \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-      if (l < w)                                                               \
-        part[l] += part[l + w];                                                \
-    }                                                                          \
-    if (l == 0)                                                                \
-      partial[get_group_id(0)] = part[0];                                      \
+kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+NAME(kiln_reduce_sum_groups)(global const ST *x, ulong off, ulong n, ulong chunk,
+                             int mode, global ACC *partial)
+{
+  local ACC part[WG];
+  size_t l = get_local_id(0);
+  ksum k = {0, 0};
+  (void)chunk;
+  x += off;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    k = kadd(k, TERM(LOAD(V, x, i), mode));
+  part[l] = k.s;
+  for (size_t w = WG / 2; w > 0; w /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l < w)
+      part[l] += part[l + w];
   }
+  if (l == 0)
+    partial[get_group_id(0)] = part[0];
+}
 
-SUM_GROUPS(f32, float)
-SUM_GROUPS(f16, half)
-#ifdef KILN_HAS_FP64
-SUM_GROUPS(f64, double)
-#endif
-
-/* Stage 2: partials in order, then mean or norm; OT is the output type. */
-#define SUM_FINAL(T, OT)                                                       \
-  kernel void kiln_reduce_sum_final_##T(global const ACC *partial, ulong np,    \
-                                        ulong n, int mode, global OT *out,     \
-                                        ulong out_off)                         \
-  {                                                                            \
-    ksum k = {0, 0};                                                           \
-    for (ulong i = 0; i < np; i++)                                             \
-      k = kadd(k, partial[i]);                                                 \
-    out[out_off] = (OT)FINISH(k.s, n, mode);                                   \
-  }
-
-SUM_FINAL(f32, float)
-SUM_FINAL(f16, float)
-#ifdef KILN_HAS_FP64
-SUM_FINAL(f64, double)
-#endif
+/* Stage 2: partials in order, then mean or norm. */
+kernel void NAME(kiln_reduce_sum_final)(global const ACC *partial, ulong np, ulong n,
+                                        int mode, global OT *out, ulong out_off)
+{
+  ksum k = {0, 0};
+  for (ulong i = 0; i < np; i++)
+    k = kadd(k, partial[i]);
+  out[out_off] = (OT)FINISH(k.s, n, mode);
+}
 
 /* Along an axis: output (o, i) sums x[(o*len + j)*inner + i] over j. */
-#define SUM_AXIS(T, ST, OT)                                                    \
-  kernel void kiln_reduce_sum_axis_##T(global const ST *x, ulong off,          \
-                                       ulong len, ulong inner, int mode,       \
-                                       global OT *out, ulong out_off)          \
-  {                                                                            \
-    size_t o = get_global_id(1), i = get_global_id(0);                         \
-    if (i >= inner)                                                            \
-      return;                                                                  \
-    global const ST *p = x + off + o * len * inner + i;                        \
-    ksum k = {0, 0};                                                           \
-    for (ulong j = 0; j < len; j++)                                            \
-      k = kadd(k, TERM(LD_##T(p, j * inner), mode));                           \
-    out[out_off + o * inner + i] = (OT)FINISH(k.s, len, mode);                 \
-  }
+kernel void NAME(kiln_reduce_sum_axis)(global const ST *x, ulong off, ulong len,
+                                       ulong inner, int mode, global OT *out,
+                                       ulong out_off)
+{
+  size_t o = get_global_id(1), i = get_global_id(0);
+  if (i >= inner)
+    return;
+  global const ST *p = x + off + o * len * inner + i;
+  ksum k = {0, 0};
+  for (ulong j = 0; j < len; j++)
+    k = kadd(k, TERM(LOAD(V, p, j * inner), mode));
+  out[out_off + o * inner + i] = (OT)FINISH(k.s, len, mode);
+}
 
-SUM_AXIS(f32, float, float)
-SUM_AXIS(f16, half, float)
-#ifdef KILN_HAS_FP64
-SUM_AXIS(f64, double, double)
-#endif
+#else /* the int32 sums */
 
 /* int32: sums and means from an exact long sum; a norm from a double sum of
  * squares (each square reaches 2^62, so long would wrap). A norm needs fp64,
@@ -258,151 +284,125 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
   put_i32(out, out_off + o * inner + i, s, len, mode);
 }
 
-/* ---- min and max: the first value, then NaN sticks ---------------------- */
+#endif /* SUMS */
 
-#define ISNAN_f32(v) isnan(v)
-#define ISNAN_f16(v) isnan(v)
-#define ISNAN_f64(v) isnan(v)
-#define ISNAN_i32(v) 0
-
-/* The better of the current extreme e and v. */
-#define PICK(T, e, v, want_max)                                                \
-  (ISNAN_##T(e) ? (e) : ISNAN_##T(v) ? (v) : (want_max) ? max(e, v) : min(e, v))
-
-#define ST_f16(v, p, i) vstore_half_rte((v), (i), (p))
-#define ST_f32(v, p, i) ((p)[i] = (v))
-#define ST_f64(v, p, i) ((p)[i] = (v))
-#define ST_i32(v, p, i) ((p)[i] = (v))
+/* ---- min and max ----------------------------------------------------------- */
 
 /* Stage 1 for both shapes: work-item g takes a contiguous chunk (chunk > 0)
- * or a grid-stride share (chunk == 0); VT is the compute type. */
-#define EXT_PART(T, ST, VT)                                                    \
-  kernel void kiln_reduce_ext_chunks_##T(global const ST *x, ulong off, ulong n, \
-                                         ulong chunk, int want_max,            \
-                                         global VT *partial, global int *some) \
-  {                                                                            \
-    size_t g = get_global_id(0);                                               \
-    ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);    \
-    ulong hi = chunk ? min(n, lo + chunk) : n;                                 \
-    x += off;                                                                  \
-    some[g] = lo < hi;                                                         \
-    if (lo >= hi)                                                              \
-      return;                                                                  \
-    VT e = LD_##T(x, lo);                                                      \
-    for (ulong i = lo + step; i < hi; i += step)                               \
-      e = PICK(T, e, (VT)LD_##T(x, i), want_max);                              \
-    partial[g] = e;                                                            \
-  }                                                                            \
-  kernel void kiln_reduce_ext_final_##T(global const VT *partial,               \
-                                        global const int *some, ulong np,      \
-                                        int want_max, global ST *out,          \
-                                        ulong out_off)                         \
-  {                                                                            \
-    ulong i = 0;                                                               \
-    while (!some[i])                                                           \
-      i++;                                                                     \
-    VT e = partial[i];                                                         \
-    for (i++; i < np; i++)                                                     \
-      if (some[i])                                                             \
-        e = PICK(T, e, partial[i], want_max);                                  \
-    ST_##T(e, out, out_off);                                                   \
-  }                                                                            \
-  kernel void kiln_reduce_ext_axis_##T(global const ST *x, ulong off, ulong len, \
-                                       ulong inner, int want_max, global ST *out, \
-                                       ulong out_off)                          \
-  {                                                                            \
-    size_t o = get_global_id(1), i = get_global_id(0);                         \
-    if (i >= inner)                                                            \
-      return;                                                                  \
-    global const ST *p = x + off + o * len * inner + i;                        \
-    VT e = LD_##T(p, 0);                                                       \
-    for (ulong j = 1; j < len; j++)                                            \
-      e = PICK(T, e, (VT)LD_##T(p, j * inner), want_max);                      \
-    ST_##T(e, out, out_off + o * inner + i);                                   \
-  }
+ * or a grid-stride share (chunk == 0). */
+kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
+                                         ulong chunk, int want_max, global VT *partial,
+                                         global int *some)
+{
+  size_t g = get_global_id(0);
+  ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);
+  ulong hi = chunk ? min(n, lo + chunk) : n;
+  x += off;
+  some[g] = lo < hi;
+  if (lo >= hi)
+    return;
+  VT e = LOAD(V, x, lo);
+  for (ulong i = lo + step; i < hi; i += step)
+    e = PICK(e, (VT)LOAD(V, x, i), want_max);
+  partial[g] = e;
+}
 
-EXT_PART(f32, float, float)
-EXT_PART(f16, half, float)
-EXT_PART(i32, int, int)
-#ifdef KILN_HAS_FP64
-EXT_PART(f64, double, double)
-#endif
+kernel void NAME(kiln_reduce_ext_final)(global const VT *partial, global const int *some,
+                                        ulong np, int want_max, global ST *out,
+                                        ulong out_off)
+{
+  ulong i = 0;
+  while (!some[i])
+    i++;
+  VT e = partial[i];
+  for (i++; i < np; i++)
+    if (some[i])
+      e = PICK(e, partial[i], want_max);
+  STORE(V, e, out, out_off);
+}
+
+kernel void NAME(kiln_reduce_ext_axis)(global const ST *x, ulong off, ulong len,
+                                       ulong inner, int want_max, global ST *out,
+                                       ulong out_off)
+{
+  size_t o = get_global_id(1), i = get_global_id(0);
+  if (i >= inner)
+    return;
+  global const ST *p = x + off + o * len * inner + i;
+  VT e = LOAD(V, p, 0);
+  for (ulong j = 1; j < len; j++)
+    e = PICK(e, (VT)LOAD(V, p, j * inner), want_max);
+  STORE(V, e, out, out_off + o * inner + i);
+}
 
 /* ---- argmin and argmax ----------------------------------------------------- */
 
-/* Whether (v, i) beats the best (e, b): NaN first, then the extreme, ties and
- * NaN against NaN to the smaller index. */
-#define BEATS(T, v, i, e, b, want_max)                                         \
-  (ISNAN_##T(e) ? (ISNAN_##T(v) && (i) < (b))                                 \
-   : ISNAN_##T(v) ? 1                                                          \
-   : (v) == (e)   ? (i) < (b)                                                  \
-   : (want_max)   ? (v) > (e)                                                  \
-                  : (v) < (e))
-
-#define ARG_PART(T, ST, VT)                                                    \
-  kernel void kiln_reduce_arg_chunks_##T(global const ST *x, ulong off, ulong n, \
-                                         ulong chunk, int want_max,            \
-                                         global VT *pv, global long *pi)       \
-  {                                                                            \
-    size_t g = get_global_id(0);                                               \
-    ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);    \
-    ulong hi = chunk ? min(n, lo + chunk) : n;                                 \
-    x += off;                                                                  \
-    pi[g] = -1; /* no element */                                               \
-    if (lo >= hi)                                                              \
-      return;                                                                  \
-    VT e = LD_##T(x, lo);                                                      \
-    long b = (long)lo;                                                         \
-    for (ulong i = lo + step; i < hi; i += step) {                             \
-      VT v = LD_##T(x, i);                                                     \
-      if (BEATS(T, v, (long)i, e, b, want_max)) {                              \
-        e = v;                                                                 \
-        b = (long)i;                                                           \
-      }                                                                        \
-    }                                                                          \
-    pv[g] = e;                                                                 \
-    pi[g] = b;                                                                 \
-  }                                                                            \
-  kernel void kiln_reduce_arg_final_##T(global const VT *pv,                    \
-                                        global const long *pi, ulong np,       \
-                                        int want_max, global long *out,        \
-                                        ulong out_off)                         \
-  {                                                                            \
-    ulong i = 0;                                                               \
-    while (pi[i] < 0)                                                          \
-      i++;                                                                     \
-    VT e = pv[i];                                                              \
-    long b = pi[i];                                                            \
-    for (i++; i < np; i++)                                                     \
-      if (pi[i] >= 0 && BEATS(T, pv[i], pi[i], e, b, want_max)) {              \
-        e = pv[i];                                                             \
-        b = pi[i];                                                             \
-      }                                                                        \
-    out[out_off] = b;                                                          \
-  }                                                                            \
-  kernel void kiln_reduce_arg_axis_##T(global const ST *x, ulong off, ulong len, \
-                                       ulong inner, int want_max,              \
-                                       global long *out, ulong out_off)        \
-  {                                                                            \
-    size_t o = get_global_id(1), i = get_global_id(0);                         \
-    if (i >= inner)                                                            \
-      return;                                                                  \
-    global const ST *p = x + off + o * len * inner + i;                        \
-    VT e = LD_##T(p, 0);                                                       \
-    long b = 0;                                                                \
-    for (ulong j = 1; j < len; j++) {                                          \
-      VT v = LD_##T(p, j * inner);                                             \
-      if (BEATS(T, v, (long)j, e, b, want_max)) {                              \
-        e = v;                                                                 \
-        b = (long)j;                                                           \
-      }                                                                        \
-    }                                                                          \
-    out[out_off + o * inner + i] = b;                                          \
+kernel void NAME(kiln_reduce_arg_chunks)(global const ST *x, ulong off, ulong n,
+                                         ulong chunk, int want_max, global VT *pv,
+                                         global long *pi)
+{
+  size_t g = get_global_id(0);
+  ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);
+  ulong hi = chunk ? min(n, lo + chunk) : n;
+  x += off;
+  pi[g] = -1; /* no element */
+  if (lo >= hi)
+    return;
+  VT e = LOAD(V, x, lo);
+  long b = (long)lo;
+  for (ulong i = lo + step; i < hi; i += step) {
+    VT v = LOAD(V, x, i);
+    if (BEATS(v, (long)i, e, b, want_max)) {
+      e = v;
+      b = (long)i;
+    }
   }
+  pv[g] = e;
+  pi[g] = b;
+}
 
-ARG_PART(f32, float, float)
-ARG_PART(f16, half, float)
-ARG_PART(i32, int, int)
-#ifdef KILN_HAS_FP64
-ARG_PART(f64, double, double)
-#endif
+kernel void NAME(kiln_reduce_arg_final)(global const VT *pv, global const long *pi,
+                                        ulong np, int want_max, global long *out,
+                                        ulong out_off)
+{
+  ulong i = 0;
+  while (pi[i] < 0)
+    i++;
+  VT e = pv[i];
+  long b = pi[i];
+  for (i++; i < np; i++)
+    if (pi[i] >= 0 && BEATS(pv[i], pi[i], e, b, want_max)) {
+      e = pv[i];
+      b = pi[i];
+    }
+  out[out_off] = b;
+}
+
+kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,
+                                       ulong inner, int want_max, global long *out,
+                                       ulong out_off)
+{
+  size_t o = get_global_id(1), i = get_global_id(0);
+  if (i >= inner)
+    return;
+  global const ST *p = x + off + o * len * inner + i;
+  VT e = LOAD(V, p, 0);
+  long b = 0;
+  for (ulong j = 1; j < len; j++) {
+    VT v = LOAD(V, p, j * inner);
+    if (BEATS(v, (long)j, e, b, want_max)) {
+      e = v;
+      b = (long)j;
+    }
+  }
+  out[out_off + o * inner + i] = b;
+}
+
+#undef V
+#undef ST
+#undef VT
+#undef OT
+#undef IS_NAN
+#undef SUMS
+#undef VEC16
+#endif /* V */

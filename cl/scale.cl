@@ -5,24 +5,28 @@
  *   kernel void kiln_scale_<type>(global T *x, ulong n, T factor)
  *
  * The float64 kernel exists only on devices with fp64 (KILN_HAS_FP64, set by
- * kiln).
+ * kiln). Read once per pass after cl/prelude.cl, which says how.
  */
-#ifdef KILN_HAS_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef KILN_PRELUDE
+#error "cl/scale.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
+#endif
+#define KILN_PASSES 2
+
+#if KILN_PASS == 1
+#define V f32
+#define T float
+#elif KILN_PASS == 2 && defined(KILN_HAS_FP64)
+#define V f64
+#define T double
 #endif
 
-kernel void kiln_scale_f32(global float *x, ulong n, float factor)
+#ifdef V
+kernel void NAME(kiln_scale)(global T *x, ulong n, T factor)
 {
   size_t i = get_global_id(0);
   if (i < n)
     x[i] *= factor;
 }
-
-#ifdef KILN_HAS_FP64
-kernel void kiln_scale_f64(global double *x, ulong n, double factor)
-{
-  size_t i = get_global_id(0);
-  if (i < n)
-    x[i] *= factor;
-}
+#undef V
+#undef T
 #endif

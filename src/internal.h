@@ -275,7 +275,9 @@ void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key);
 
 /* ---- kernels (program.c, generated builtin_sources.c) ------------------- */
 
-/* One of kiln's cl/ files, embedded by tools/embed-cl.py. */
+/* One of kiln's cl/ files, embedded by tools/embed-cl.py: bytes is the text
+ * kiln compiles for it, cl/prelude.cl and then the file once per pass
+ * (kiln__builtin_join()). */
 typedef struct kiln__builtin_source {
   const char *name; /* the file's name without .cl */
   const unsigned char *bytes;
@@ -284,6 +286,14 @@ typedef struct kiln__builtin_source {
 
 extern const kiln__builtin_source kiln__builtin_sources[];
 extern const size_t kiln__builtin_count;
+
+/* Appends to out the text kiln compiles for cl/<name>.cl, whose text is
+ * `text` (len bytes), after the prelude's (plen bytes): the prelude, then
+ * the file once per pass, KILN_PASS 1 .. the n of its `#define KILN_PASSES
+ * n` (1 without), each after `#line 1 "cl/<name>.cl"`. tools/embed-cl.py
+ * joins the embedded files the same way. */
+void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
+                        const char *name, const char *text, size_t len);
 
 /* The options every builtin program is built with on this device: the
  * -cl-std it supports and the device-dependent defines (tuning.c). */

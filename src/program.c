@@ -6,7 +6,9 @@
  * and the program is compiled from source again, so a driver update or a
  * bad entry costs one compile, never a wrong binary.
  */
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +247,62 @@ static size_t builtin_index(const char *name)
   return SIZE_MAX;
 }
 
+/* The n of text's first line that reads `#define KILN_PASSES n`; 1 without
+ * one. */
+static unsigned long passes_of(const char *text, size_t len)
+{
+  static const char key[] = "#define KILN_PASSES ";
+  for (const char *at = text, *end = text + len; at < end;) {
+    const char *nl = memchr(at, '\n', (size_t)(end - at));
+    size_t line = nl ? (size_t)(nl - at) : (size_t)(end - at);
+    if (line > sizeof key - 1 && !memcmp(at, key, sizeof key - 1) &&
+        at[sizeof key - 1] >= '0' && at[sizeof key - 1] <= '9')
+      return strtoul(at + sizeof key - 1, NULL, 10);
+    at += line + 1;
+  }
+  return 1;
+}
+
+void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
+                        const char *name, const char *text, size_t len)
+{
+  assert(plen <= INT_MAX && len <= INT_MAX);
+  kiln__str_appendf(out, "#line 1 \"cl/prelude.cl\"\n%.*s", (int)plen, prelude);
+  for (unsigned long k = 1, n = passes_of(text, len); k <= n; k++)
+    kiln__str_appendf(out, "\n#define KILN_PASS %lu\n#line 1 \"cl/%s.cl\"\n%.*s"
+                      "\n#undef KILN_PASS\n", k, name, (int)len, text);
+}
+
+/* The text of builtin b from the files of KILN_CL_DIR, joined as the
+ * embedded one is (malloc'd, in *text and *len). */
+static kiln_status read_from_cl_dir(kiln_runtime *rt, const char *fn,
+                                    const kiln__builtin_source *b, char **text,
+                                    size_t *len)
+{
+  char path[4096];
+  char *prelude = NULL, *file = NULL;
+  size_t plen = 0, flen = 0;
+  snprintf(path, sizeof path, "%s/prelude.cl", rt->cl_dir);
+  kiln_status st = read_file(rt, fn, path, &prelude, &plen);
+  snprintf(path, sizeof path, "%s/%s.cl", rt->cl_dir, b->name);
+  if (st == KILN_OK)
+    st = read_file(rt, fn, path, &file, &flen);
+  kiln__str s = {0};
+  if (st == KILN_OK)
+    kiln__builtin_join(&s, prelude, plen, b->name, file, flen);
+  free(prelude);
+  free(file);
+  if (st == KILN_OK && s.failed)
+    st = kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+  if (st != KILN_OK) {
+    kiln__str_free(&s);
+    return st;
+  }
+  *len = s.len;
+  *text = s.data;
+  return KILN_OK;
+}
+
 /* Builds builtin i unless it is built. Called with rt->build_lock held. */
 static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
 {
@@ -256,10 +314,8 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
   size_t len = b->size;
   const char *src = (const char *)b->bytes;
   kiln_status st = KILN_OK;
-  if (rt->cl_dir) { /* kernel development: the file on disk wins */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.cl", rt->cl_dir, b->name);
-    if ((st = read_file(rt, fn, path, &text, &len)) != KILN_OK)
+  if (rt->cl_dir) { /* kernel development: the files on disk win */
+    if ((st = read_from_cl_dir(rt, fn, b, &text, &len)) != KILN_OK)
       return st;
     src = text;
   }

@@ -4,7 +4,7 @@
  * from source and file, build errors with their log, the kernel API's
  * errors, and the on-disk cache seen from a runtime: a second runtime loads
  * instead of compiling, a corrupt entry is rebuilt, concurrent processes
- * share entries.
+ * share entries, and KILN_CL_DIR's files joined as the embedded ones are.
  *
  * usage: test-kernels FILE.cl...   (kiln's cl/ files, passed by meson)
  *        test-kernels --build-child DIR   (one process of the concurrency test)
@@ -25,6 +25,7 @@ extern char **environ;
 
 static int builtin_count;
 static char **builtin_names;
+static char cl_dir[4096]; /* the folder of the cl/ files meson passed */
 static char cache_dir[64];
 
 
@@ -222,6 +223,46 @@ static void test_kernels_cache_hit_after_miss(void **state)
   assert_int_equal(off.hits, 0);
 }
 
+/* Builds every builtin on a runtime over the cache folder; its stats. */
+static kiln_cache_usage build_builtins_cached(void)
+{
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
+  for (int i = 0; i < builtin_count; i++) {
+    kiln_program *p = NULL;
+    if (kiln_program_create_builtin(rt, builtin_names[i], &p) != KILN_OK)
+      fail_msg("cl/%s.cl: %s", builtin_names[i], kiln_last_error(rt));
+    kiln_program_destroy(p);
+  }
+  kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
+  assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  return u;
+}
+
+/* KILN_CL_DIR joins cl/prelude.cl and each file as tools/embed-cl.py does:
+ * the same text, so the same cache keys, and nothing is compiled again. A
+ * folder without the prelude is an error that names it. */
+static void test_kernels_cl_dir_joins_as_embedded(void **state)
+{
+  (void)state;
+  build_builtins_cached();
+  assert_int_equal(setenv("KILN_CL_DIR", cl_dir, 1), 0);
+  kiln_cache_usage u = build_builtins_cached();
+  assert_int_equal(u.compiles, 0);
+  assert_int_equal(u.hits, (uint64_t)builtin_count);
+  char empty[] = "/tmp/kiln-cl-dir-XXXXXX";
+  assert_non_null(mkdtemp(empty));
+  assert_int_equal(setenv("KILN_CL_DIR", empty, 1), 0);
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
+  kiln_program *p = NULL;
+  assert_kiln_fails(rt, KILN_ERR_IO, "prelude.cl",
+                    kiln_program_create_builtin(rt, builtin_names[0], &p));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  unsetenv("KILN_CL_DIR");
+  rmdir(empty);
+}
+
 /* An entry that is whole and has the right key, but holds no binary the
  * driver can use (another driver's format, say): deleted and compiled again. */
 static void test_kernels_cache_entry_refused_by_driver(void **state)
@@ -310,8 +351,13 @@ int main(int argc, char **argv)
 {
   if (argc == 3 && strcmp(argv[1], "--build-child") == 0)
     return build_child(argv[2]);
-  /* The names of kiln's kernel files, from their paths. */
+  /* The names of kiln's kernel files, from their paths, and their folder. */
   builtin_names = calloc((size_t)argc, sizeof *builtin_names);
+  if (argc > 1 && strrchr(argv[1], '/'))
+    snprintf(cl_dir, sizeof cl_dir, "%.*s", (int)(strrchr(argv[1], '/') - argv[1]),
+             argv[1]);
+  else
+    snprintf(cl_dir, sizeof cl_dir, ".");
   for (int i = 1; i < argc; i++) {
     const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
     builtin_names[builtin_count] = strdup(base);
@@ -330,6 +376,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_kernels_kernel_api_errors),
     cmocka_unit_test(test_kernels_cache_hit_after_miss),
     cmocka_unit_test(test_kernels_cache_entry_refused_by_driver),
+    cmocka_unit_test(test_kernels_cl_dir_joins_as_embedded),
     cmocka_unit_test(test_kernels_cache_shared_by_processes),
   };
   int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);

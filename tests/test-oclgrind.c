@@ -990,8 +990,9 @@ static const char *skip_space(const char *p)
 
 /* Each kernel definition of a cl/ file (`kernel` or `__kernel`, attributes,
  * `void`, a name): a literal name must have been launched; a name made by a
- * macro (kiln_convert_##FROM##_##TO) must start a launched one. Returns how
- * many definitions there are. */
+ * macro (kiln_convert_##FROM##_##TO, or NAME(kiln_scale) for the variant of
+ * a pass, cl/prelude.cl) must start a launched one. Returns how many
+ * definitions there are. */
 static int check_definitions(const char *path)
 {
   char *code = read_code(path);
@@ -1018,8 +1019,16 @@ static int check_definitions(const char *path)
     size_t n = 0;
     while ((ident(q[n]) || q[n] == '#') && n + 1 < sizeof name)
       n++;
-    memcpy(name, q, n);
-    name[n] = 0;
+    if (n == 4 && !strncmp(q, "NAME(", 5)) { /* NAME(kiln_x): kiln_x_<variant> */
+      q += 5;
+      for (n = 0; ident(q[n]) && n + 3 < sizeof name; n++)
+        ;
+      memcpy(name, q, n);
+      memcpy(name + n, "_##", 4);
+    } else {
+      memcpy(name, q, n);
+      name[n] = 0;
+    }
     char *paste = strstr(name, "##");
     if (paste)
       *paste = 0;
