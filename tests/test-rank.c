@@ -57,6 +57,7 @@ static const struct real_device {
   double peak; /* GFLOP/s fp32 expected within tol (relative); tol < 0: none */
   double tol;
 } devices[NDEV] = {
+  /* clang-format off: one device a row, as its sources give it */
   /* NVIDIA A100 datasheet (SXM4 40GB, 80GB): 108 SMs, 1410 MHz boost, 19.5
    * TFLOPS fp32; CC 8.0 (CUDA Programming Guide). Memory as CUDA reports it;
    * NVIDIA's OpenCL allows a quarter of it per allocation. */
@@ -137,6 +138,7 @@ static const struct real_device {
     "OpenCL 1.2 (Oclgrind 21.10)", "Oclgrind 21.10",
     CPU | GPU | KILN_DEVICE_ACCELERATOR | KILN_DEVICE_DEFAULT, 1, 1,
     128 * MIB, 128 * MIB, 1, 0, 0, 0), KILN_VENDOR_OCLGRIND, 1, 120, 0, 0},
+  /* clang-format on */
 };
 
 /* Best first, from the keys: discrete GPUs by peak (A770 19661 > A100
