@@ -44,13 +44,13 @@ static kiln_status check_size(kiln_runtime *rt, const char *func, const char *ty
   if (given == 0 || given > known + MAX_GROWTH)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s.struct_size is %zu: the struct was not initialised; "
-                      "expected sizeof(%s) (%zu here), as %s sets it", func, type,
-                      given, type, known, how);
+                      "expected sizeof(%s) (%zu here), as %s sets it",
+                      func, type, given, type, known, how);
   if (given < sizeof(size_t))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s.struct_size is %zu, smaller than struct_size itself; "
-                      "expected sizeof(%s) (%zu here), as %s sets it", func, type,
-                      given, type, known, how);
+                      "expected sizeof(%s) (%zu here), as %s sets it",
+                      func, type, given, type, known, how);
   return KILN_OK;
 }
 
@@ -69,8 +69,8 @@ kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type
                       "libkiln %s knows only the first %zu bytes: the program was "
                       "built against a newer kiln.h and sets a field this library "
                       "does not have; expected struct_size at most %zu, or bytes "
-                      "beyond it all zero (run with the newer libkiln)", func, type,
-                      given, bad, kiln_version(), known, known);
+                      "beyond it all zero (run with the newer libkiln)",
+                      func, type, given, bad, kiln_version(), known, known);
   /* Fields a shorter (older) struct lacks read as 0: every field kiln adds
    * has 0 as its default. */
   memset(copy, 0, known);

@@ -22,7 +22,8 @@
 #include "internal.h"
 #include "profile.h"
 
-#define DTYPE_LIST "KILN_F16, KILN_F32, KILN_F64, KILN_C32, KILN_C64, KILN_I32 or KILN_I64"
+#define DTYPE_LIST                                                                       \
+  "KILN_F16, KILN_F32, KILN_F64, KILN_C32, KILN_C64, KILN_I32 or KILN_I64"
 
 /* Reserves bytes of the runtime's budget, or says why they are not there. */
 static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
@@ -37,8 +38,7 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                       "largest single allocation of '%s', %llu bytes (%s, "
                       "CL_DEVICE_MAX_MEM_ALLOC_SIZE); split the data over "
                       "smaller buffers",
-                      fn, count, kiln_dtype_name(dtype), bytes, need,
-                      dev->info.name,
+                      fn, count, kiln_dtype_name(dtype), bytes, need, dev->info.name,
                       (unsigned long long)dev->info.max_alloc_bytes,
                       kiln__format_bytes(dev->info.max_alloc_bytes, have, sizeof have));
   int64_t device_free = kiln__device_free_memory(dev);
@@ -47,8 +47,8 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                       "%s: %zu %s elements need %zu bytes (%s), but '%s' "
                       "reports only %lld bytes (%s) free "
                       "(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
-                      fn, count, kiln_dtype_name(dtype), bytes, need,
-                      dev->info.name, (long long)device_free,
+                      fn, count, kiln_dtype_name(dtype), bytes, need, dev->info.name,
+                      (long long)device_free,
                       kiln__format_bytes((uint64_t)device_free, have, sizeof have));
   pthread_mutex_lock(&rt->lock);
   uint64_t left = rt->mem_limit - rt->mem_current - rt->mem_reserving;
@@ -102,8 +102,8 @@ static cl_int wait_status(cl_event ev, const char **call)
 {
   cl_int err = clWaitForEvents(1, &ev);
   cl_int status = CL_COMPLETE;
-  cl_int qerr = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                               sizeof status, &status, NULL);
+  cl_int qerr =
+    clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
   if (qerr == CL_SUCCESS && status < 0)
     return status;
   if (err != CL_SUCCESS)
@@ -123,14 +123,14 @@ static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
   cl_int err;
   if (flags & KILN_BUFFER_ZERO) {
     call = "clEnqueueFillBuffer";
-    err = clEnqueueFillBuffer(rt->alloc_queue, b->mem, zero,
-                              kiln_dtype_size(b->dtype), 0, b->bytes, 0, NULL, &ev);
+    err = clEnqueueFillBuffer(rt->alloc_queue, b->mem, zero, kiln_dtype_size(b->dtype), 0,
+                              b->bytes, 0, NULL, &ev);
   } else {
     /* Host memory's contents matter; a new buffer's do not. */
     call = "clEnqueueMigrateMemObjects";
     err = clEnqueueMigrateMemObjects(
-      rt->alloc_queue, 1, &b->mem,
-      wrapped ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 0, NULL, &ev);
+      rt->alloc_queue, 1, &b->mem, wrapped ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
+      0, NULL, &ev);
   }
   if (err == CL_SUCCESS) {
     err = wait_status(ev, &call);
@@ -139,10 +139,9 @@ static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
   if (err == CL_SUCCESS)
     return KILN_OK;
   char need[32];
-  return kiln__fail_cl(rt, err, call,
-                       "%s: making %zu bytes (%s) resident on '%s' at creation",
-                       fn, b->bytes, kiln__format_bytes(b->bytes, need, sizeof need),
-                       kiln__runtime_device(rt)->info.name);
+  return kiln__fail_cl(
+    rt, err, call, "%s: making %zu bytes (%s) resident on '%s' at creation", fn, b->bytes,
+    kiln__format_bytes(b->bytes, need, sizeof need), kiln__runtime_device(rt)->info.name);
 }
 
 /* Checks a creation request; on success *bytes is count * element size. */
@@ -152,31 +151,33 @@ static kiln_status check_create(kiln_runtime *rt, const char *fn, kiln_dtype dty
   if (!out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: out is NULL; expected the address of a kiln_buffer "
-                      "pointer to receive the buffer", fn);
+                      "pointer to receive the buffer",
+                      fn);
   *out = NULL;
   if (!rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "%s: rt is NULL; expected a runtime from "
-                      "kiln_runtime_create()", fn);
+                      "kiln_runtime_create()",
+                      fn);
   size_t esize = kiln_dtype_size(dtype);
   if (!esize)
     return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
-                      "%s: dtype %d is not a kiln_dtype; expected " DTYPE_LIST,
-                      fn, (int)dtype);
+                      "%s: dtype %d is not a kiln_dtype; expected " DTYPE_LIST, fn,
+                      (int)dtype);
   if (count == 0)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: count is 0; expected at least one element", fn);
   if (kiln__mul_overflow(count, esize, bytes))
     return kiln__fail(rt, KILN_ERR_OVERFLOW,
-                      "%s: %zu %s elements of %zu bytes overflow size_t", fn,
-                      count, kiln_dtype_name(dtype), esize);
+                      "%s: %zu %s elements of %zu bytes overflow size_t", fn, count,
+                      kiln_dtype_name(dtype), esize);
   return KILN_OK;
 }
 
 /* Creates a checked request: bytes is count * element size. */
 static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
-                              size_t count, size_t bytes, unsigned flags,
-                              void *host, kiln_buffer **out)
+                              size_t count, size_t bytes, unsigned flags, void *host,
+                              kiln_buffer **out)
 {
   kiln_status st = reserve(rt, fn, dtype, count, bytes);
   if (st != KILN_OK)
@@ -189,9 +190,8 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
   }
   *b = (kiln_buffer){.rt = rt, .dtype = dtype, .count = count, .bytes = bytes};
   cl_int err;
-  b->mem = clCreateBuffer(rt->context,
-                          CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0),
-                          bytes, host, &err);
+  b->mem = clCreateBuffer(
+    rt->context, CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0), bytes, host, &err);
   if (!b->mem) {
     char need[32];
     st = kiln__fail_cl(rt, err, "clCreateBuffer", "%s: allocating %zu %s elements (%s)",
@@ -212,9 +212,8 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
-                                        size_t count, unsigned flags,
-                                        kiln_buffer **out)
+KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype, size_t count,
+                                        unsigned flags, kiln_buffer **out)
 {
   static const char fn[] = "kiln_buffer_create";
   size_t bytes;
@@ -224,12 +223,13 @@ KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
   if (flags & ~KILN_BUFFER_ZERO)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: flags 0x%x include unknown bits; expected 0 or "
-                      "KILN_BUFFER_ZERO", fn, flags);
+                      "KILN_BUFFER_ZERO",
+                      fn, flags);
   return buffer_new(rt, fn, dtype, count, bytes, flags, NULL, out);
 }
 
-KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype,
-                                      size_t count, void *host, kiln_buffer **out)
+KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t count,
+                                      void *host, kiln_buffer **out)
 {
   static const char fn[] = "kiln_buffer_wrap";
   size_t bytes;
@@ -270,15 +270,16 @@ kiln_status kiln__check_operand(kiln_runtime *rt, const char *fn, const char *na
   if (!b)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
   if (b->rt != rt)
-    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME, "%s: %s belongs to another runtime",
-                      fn, name);
+    return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME, "%s: %s belongs to another runtime", fn,
+                      name);
   if (b->dtype != want)
     return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "%s: %s holds %s; expected %s", fn,
                       name, kiln_dtype_name(b->dtype), kiln_dtype_name(want));
   if (b->count < need)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS, "%s: %s needs %zu elements%s%s but "
-                      "holds %zu", fn, name, need, detail ? " " : "", detail ? detail : "",
-                      b->count);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
+                      "%s: %s needs %zu elements%s%s but "
+                      "holds %zu",
+                      fn, name, need, detail ? " " : "", detail ? detail : "", b->count);
   return KILN_OK;
 }
 
@@ -303,19 +304,20 @@ KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buf)
 }
 
 /* Checks that buf exists and [offset, offset + count) lies inside it. */
-static kiln_status check_range(const kiln_buffer *buf, const char *fn,
-                               const char *name, size_t offset, size_t count)
+static kiln_status check_range(const kiln_buffer *buf, const char *fn, const char *name,
+                               size_t offset, size_t count)
 {
   if (!buf)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s is NULL; expected a buffer from "
-                      "kiln_buffer_create()", fn, name);
+                      "kiln_buffer_create()",
+                      fn, name);
   if (offset > buf->count || count > buf->count - offset)
     return kiln__fail(buf->rt, KILN_ERR_OUT_OF_BOUNDS,
                       "%s: offset %zu + count %zu lies outside %s, a buffer of "
                       "%zu %s elements; expected offset + count <= %zu",
-                      fn, offset, count, name, buf->count,
-                      kiln_dtype_name(buf->dtype), buf->count);
+                      fn, offset, count, name, buf->count, kiln_dtype_name(buf->dtype),
+                      buf->count);
   return KILN_OK;
 }
 
@@ -339,7 +341,8 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
   if (!host)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: the host pointer is NULL; expected room for %zu %s "
-                      "elements", fn, count, kiln_dtype_name(buf->dtype));
+                      "elements",
+                      fn, count, kiln_dtype_name(buf->dtype));
   size_t esize = kiln_dtype_size(buf->dtype);
   cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
   kiln__profile_scope ps;
@@ -347,16 +350,15 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
   kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(buf->dtype));
   cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
-  cl_int err =
-    write ? clEnqueueWriteBuffer(rt->queue, buf->mem, wait, offset * esize,
-                                 count * esize, host, 0, NULL, evp)
-          : clEnqueueReadBuffer(rt->queue, buf->mem, wait, offset * esize,
-                                count * esize, host, 0, NULL, evp);
+  cl_int err = write ? clEnqueueWriteBuffer(rt->queue, buf->mem, wait, offset * esize,
+                                            count * esize, host, 0, NULL, evp)
+                     : clEnqueueReadBuffer(rt->queue, buf->mem, wait, offset * esize,
+                                           count * esize, host, 0, NULL, evp);
   if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
                        "%s: %s %zu %s elements at offset %zu", fn,
-                       write ? "writing" : "reading", count,
-                       kiln_dtype_name(buf->dtype), offset);
+                       write ? "writing" : "reading", count, kiln_dtype_name(buf->dtype),
+                       offset);
   else if (blocking)
     profile_blocking(rt, ev, fn);
   else
@@ -364,8 +366,8 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
   return kiln__profile_end(&ps, st);
 }
 
-KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset,
-                                       size_t count, const void *src)
+KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t count,
+                                       const void *src)
 {
   return transfer(buf, "kiln_buffer_write", offset, count, (void *)src, 1, 1);
 }
@@ -376,14 +378,14 @@ KILN_API kiln_status kiln_buffer_write_async(kiln_buffer *buf, size_t offset,
   return transfer(buf, "kiln_buffer_write_async", offset, count, (void *)src, 1, 0);
 }
 
-KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset,
-                                      size_t count, void *dst)
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t count,
+                                      void *dst)
 {
   return transfer(buf, "kiln_buffer_read", offset, count, dst, 0, 1);
 }
 
-KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf,
-                                            size_t offset, size_t count, void *dst)
+KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf, size_t offset,
+                                            size_t count, void *dst)
 {
   return transfer(buf, "kiln_buffer_read_async", offset, count, dst, 0, 0);
 }
@@ -403,17 +405,18 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
     return kiln__fail(rt, KILN_ERR_WRONG_RUNTIME,
                       "%s: src and dst belong to different runtimes; expected "
                       "buffers of one runtime (copy through the host between "
-                      "runtimes)", fn);
+                      "runtimes)",
+                      fn);
   if (src->dtype != dst->dtype)
     return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
                       "%s: src holds %s and dst %s; expected the same element "
-                      "type", fn, kiln_dtype_name(src->dtype),
-                      kiln_dtype_name(dst->dtype));
+                      "type",
+                      fn, kiln_dtype_name(src->dtype), kiln_dtype_name(dst->dtype));
   if (src == dst && src_offset < dst_offset + count && dst_offset < src_offset + count)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: the ranges at %zu and %zu of %zu elements overlap in "
-                      "one buffer; expected disjoint ranges", fn, src_offset,
-                      dst_offset, count);
+                      "one buffer; expected disjoint ranges",
+                      fn, src_offset, dst_offset, count);
   if (count == 0)
     return KILN_OK;
   size_t esize = kiln_dtype_size(src->dtype);
@@ -424,15 +427,15 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
   cl_event ev = NULL;
   cl_int err = clEnqueueCopyBuffer(rt->queue, src->mem, dst->mem, src_offset * esize,
                                    dst_offset * esize, count * esize, 0, NULL, &ev);
-  st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
-                                         "%s: copying %zu %s elements", fn, count,
-                                         kiln_dtype_name(src->dtype))
-                         : kiln__runtime_track(rt, ev, fn);
+  st = err != CL_SUCCESS
+         ? kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying %zu %s elements",
+                         fn, count, kiln_dtype_name(src->dtype))
+         : kiln__runtime_track(rt, ev, fn);
   return kiln__profile_end(&ps, st);
 }
 
-KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
-                                      size_t count, const void *value)
+KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t count,
+                                      const void *value)
 {
   static const char fn[] = "kiln_buffer_fill";
   kiln_status st = check_range(buf, fn, "buf", offset, count);
@@ -443,8 +446,8 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
     return KILN_OK;
   if (!value)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: value is NULL; expected a pointer to one %s element",
-                      fn, kiln_dtype_name(buf->dtype));
+                      "%s: value is NULL; expected a pointer to one %s element", fn,
+                      kiln_dtype_name(buf->dtype));
   size_t esize = kiln_dtype_size(buf->dtype);
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, "fill");
@@ -454,8 +457,8 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
   cl_int err = clEnqueueFillBuffer(rt->queue, buf->mem, value, esize, offset * esize,
                                    count * esize, 0, NULL, &ev);
   st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
-                                         "%s: filling %zu %s elements at offset %zu",
-                                         fn, count, kiln_dtype_name(buf->dtype), offset)
+                                         "%s: filling %zu %s elements at offset %zu", fn,
+                                         count, kiln_dtype_name(buf->dtype), offset)
                          : kiln__runtime_track(rt, ev, fn);
   return kiln__profile_end(&ps, st);
 }
@@ -465,7 +468,8 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
   if (!rt || !out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_memory_stats: %s is NULL; expected a runtime and a "
-                      "kiln_memory_usage to fill", !rt ? "rt" : "out");
+                      "kiln_memory_usage to fill",
+                      !rt ? "rt" : "out");
   kiln_status st = KILN__STRUCT_OUT(rt, "kiln_memory_stats", kiln_memory_usage,
                                     kiln_memory_usage_init(), out);
   if (st != KILN_OK)
@@ -498,21 +502,21 @@ static kiln_status rect(kiln_buffer *buf, int write, const void *host, size_t at
   const char *fn = write ? "kiln__buffer_write_rect" : "kiln__buffer_read_rect";
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, write ? "write" : "read");
-  kiln__profile_describe(&ps, "opencl", (uint64_t)rows * cols * es, 0, "%zux%zu %s",
-                         rows, cols, kiln_dtype_name(buf->dtype));
+  kiln__profile_describe(&ps, "opencl", (uint64_t)rows * cols * es, 0, "%zux%zu %s", rows,
+                         cols, kiln_dtype_name(buf->dtype));
   cl_event ev = NULL, *evp = rt->profile ? &ev : NULL;
-  cl_int err = write ? clEnqueueWriteBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
-                                                host_origin, region, cols * es, 0,
-                                                ld * es, 0, host, 0, NULL, evp)
-                     : clEnqueueReadBufferRect(rt->queue, buf->mem, CL_TRUE, zero,
-                                               host_origin, region, cols * es, 0,
-                                               ld * es, 0, (void *)host, 0, NULL, evp);
+  cl_int err =
+    write
+      ? clEnqueueWriteBufferRect(rt->queue, buf->mem, CL_TRUE, zero, host_origin, region,
+                                 cols * es, 0, ld * es, 0, host, 0, NULL, evp)
+      : clEnqueueReadBufferRect(rt->queue, buf->mem, CL_TRUE, zero, host_origin, region,
+                                cols * es, 0, ld * es, 0, (void *)host, 0, NULL, evp);
   kiln_status st = KILN_OK;
   if (err == CL_SUCCESS)
     profile_blocking(rt, ev, fn);
   else
-    st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBufferRect"
-                                      : "clEnqueueReadBufferRect",
+    st = kiln__fail_cl(rt, err,
+                       write ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect",
                        "moving a %zu x %zu block", rows, cols);
   return kiln__profile_end(&ps, st);
 }

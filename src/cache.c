@@ -54,8 +54,7 @@ enum { HEADER_SIZE = 48, FORMAT_VERSION = 1 };
  * foreign file, and reading it would only waste memory. */
 #define MAX_PAYLOAD ((uint64_t)1 << 30)
 
-static const unsigned char entry_magic[8] = {'K', 'I', 'L', 'N',
-                                             'B', 'I', 'N', '\n'};
+static const unsigned char entry_magic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '\n'};
 
 /* Change this when the key's inputs change, so old entries stop matching. */
 static const char key_tag[] = "kiln binary cache key, format 1";
@@ -140,9 +139,14 @@ kiln__cache_key kiln__cache_key_of(const char *source, size_t source_len,
                                    const char *options, const kiln_device_info *dev)
 {
   const char *fields[] = {
-    key_tag, source, options,
-    dev ? dev->platform_name : NULL, dev ? dev->platform_version : NULL,
-    dev ? dev->name : NULL, dev ? dev->driver_version : NULL, kiln_version(),
+    key_tag,
+    source,
+    options,
+    dev ? dev->platform_name : NULL,
+    dev ? dev->platform_version : NULL,
+    dev ? dev->name : NULL,
+    dev ? dev->driver_version : NULL,
+    kiln_version(),
   };
   enum { SOURCE_FIELD = 1, NFIELDS = sizeof fields / sizeof fields[0] };
   enum { RECORD = 8 + 16 };
@@ -290,8 +294,8 @@ enum entry_check { ENTRY_OK, ENTRY_BAD, ENTRY_NO_MEMORY };
 /* Reads and checks the entry open on fd, whose fstat is *st. Reads are
  * bounded by the size fstat gave, which must agree with the header. */
 static enum entry_check read_entry(int fd, const struct stat *st,
-                                   const kiln__cache_key *key,
-                                   unsigned char **payload, size_t *size)
+                                   const kiln__cache_key *key, unsigned char **payload,
+                                   size_t *size)
 {
   unsigned char h[HEADER_SIZE];
   if (!S_ISREG(st->st_mode) || st->st_size < HEADER_SIZE ||
@@ -329,8 +333,8 @@ static void discard(kiln__cache *c, const char *name, const struct stat *seen)
     unlinkat(c->dirfd, name, 0);
 }
 
-int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
-                     unsigned char **data, size_t *size)
+int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key, unsigned char **data,
+                     size_t *size)
 {
   if (data)
     *data = NULL;
@@ -370,8 +374,8 @@ int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
  * load checks the length and checksum and discards it, so durability would
  * buy nothing a rebuild does not, at a disk flush per program. close() is
  * checked because network file systems report write errors there. */
-static int write_entry(int fd, const kiln__cache_key *key,
-                       const unsigned char *data, size_t size)
+static int write_entry(int fd, const kiln__cache_key *key, const unsigned char *data,
+                       size_t size)
 {
   unsigned char h[HEADER_SIZE] = {0};
   memcpy(h, entry_magic, sizeof entry_magic);
@@ -404,8 +408,8 @@ static int create_temp(const kiln__cache *c, const kiln__cache_key *key, char *n
     uint64_t r = XXH3_64bits(seed, sizeof seed);
     snprintf(name, size, ".%s.tmp.%012llx", hex,
              (unsigned long long)(r & 0xffffffffffffull));
-    int fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    mode);
+    int fd =
+      openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0 && fchmod(fd, mode) != 0) {
       close(fd);
       unlinkat(c->dirfd, name, 0);
@@ -489,8 +493,10 @@ static kiln_status walk(kiln_runtime *rt, const char *fn, int temps,
   int fd = dup(c->dirfd);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (!d) {
-    kiln_status st = kiln__fail(rt, KILN_ERR_IO, "%s: cannot read the cache folder "
-                                "%s: %s", fn, c->dir, strerror(errno));
+    kiln_status st = kiln__fail(rt, KILN_ERR_IO,
+                                "%s: cannot read the cache folder "
+                                "%s: %s",
+                                fn, c->dir, strerror(errno));
     if (fd >= 0)
       close(fd);
     return st;
@@ -544,8 +550,8 @@ KILN_API kiln_status kiln_cache_contents(kiln_runtime *rt, uint64_t *entries,
                                          uint64_t *bytes)
 {
   if (!rt || !entries || !bytes)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_cache_contents: %s is NULL", !rt ? "rt" : "a result");
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_cache_contents: %s is NULL",
+                      !rt ? "rt" : "a result");
   uint64_t sums[2] = {0, 0};
   kiln_status st = walk(rt, "kiln_cache_contents", 0, add_up, sums);
   *entries = sums[0];

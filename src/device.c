@@ -23,17 +23,17 @@ static const char no_value[] = "";
 
 /* clGetDeviceInfo or clGetPlatformInfo, with its object type erased so one
  * walk serves both tables. */
-typedef cl_int (*info_fn)(const void *obj, cl_uint param, size_t size,
-                          void *value, size_t *size_ret);
+typedef cl_int (*info_fn)(const void *obj, cl_uint param, size_t size, void *value,
+                          size_t *size_ret);
 
-static cl_int device_info(const void *obj, cl_uint param, size_t size,
-                          void *value, size_t *size_ret)
+static cl_int device_info(const void *obj, cl_uint param, size_t size, void *value,
+                          size_t *size_ret)
 {
   return clGetDeviceInfo((cl_device_id)obj, param, size, value, size_ret);
 }
 
-static cl_int platform_info(const void *obj, cl_uint param, size_t size,
-                            void *value, size_t *size_ret)
+static cl_int platform_info(const void *obj, cl_uint param, size_t size, void *value,
+                            size_t *size_ret)
 {
   return clGetPlatformInfo((cl_platform_id)obj, param, size, value, size_ret);
 }
@@ -45,11 +45,11 @@ typedef struct reader {
   size_t count;
   info_fn fn;
   const void *obj;
-  const char *call;         /* "clGetDeviceInfo", for messages */
-  const char *what;         /* "device" or "platform", for messages */
+  const char *call; /* "clGetDeviceInfo", for messages */
+  const char *what; /* "device" or "platform", for messages */
   cl_uint version_param, extensions_param;
-  unsigned version;         /* 100 until the version row is read */
-  const char *extensions;   /* "" until the extensions row is read */
+  unsigned version;       /* 100 until the version row is read */
+  const char *extensions; /* "" until the extensions row is read */
 } reader;
 
 static char *textf(const char *fmt, ...) KILN__PRINTF(1, 2);
@@ -105,8 +105,8 @@ static char *why_not(const reader *r, const kiln__row *row)
     return textf("needs %s, which the %s does not list", row->needs, r->what);
   if (row->needs)
     return textf("needs OpenCL %u.%u or %s; the %s reports OpenCL %u.%u without it",
-                 row->since / 100, row->since / 10 % 10, row->needs, r->what,
-                 v / 100, v / 10 % 10);
+                 row->since / 100, row->since / 10 % 10, row->needs, r->what, v / 100,
+                 v / 10 % 10);
   return textf("needs OpenCL %u.%u; the %s reports %u.%u", row->since / 100,
                row->since / 10 % 10, r->what, v / 100, v / 10 % 10);
 }
@@ -234,8 +234,8 @@ static void platform_free(kiln__platform *p)
 /* What kiln derives from the fields the table filled. */
 static void device_derive(kiln__device *dev)
 {
-  dev->info.has_fp64 = dev->double_fp_config != 0 ||
-                       has_extension(dev->info.extensions, "cl_khr_fp64");
+  dev->info.has_fp64 =
+    dev->double_fp_config != 0 || has_extension(dev->info.extensions, "cl_khr_fp64");
   dev->info.has_fp16 = has_extension(dev->info.extensions, "cl_khr_fp16");
   dev->has_amd_free_memory =
     has_extension(dev->info.extensions, "cl_amd_device_attribute_query");
@@ -248,8 +248,8 @@ int64_t kiln__device_free_memory(const kiln__device *dev)
     return -1;
   /* AMD answers in KiB: total free, then the largest free block. */
   size_t kib[2] = {0, 0};
-  if (clGetDeviceInfo(dev->id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof kib,
-                      kib, NULL) != CL_SUCCESS)
+  if (clGetDeviceInfo(dev->id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD, sizeof kib, kib, NULL) !=
+      CL_SUCCESS)
     return -1;
   return (int64_t)kib[0] * 1024;
 }
@@ -275,9 +275,16 @@ static kiln_status add_device(kiln__device_list *list, const kiln__platform *pla
   dev.props = calloc(kiln__device_row_count, sizeof *dev.props);
   if (!dev.props)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
-  reader r = {kiln__device_rows, kiln__device_row_count, device_info, id,
-              "clGetDeviceInfo", "device", CL_DEVICE_VERSION, CL_DEVICE_EXTENSIONS,
-              100, ""};
+  reader r = {kiln__device_rows,
+              kiln__device_row_count,
+              device_info,
+              id,
+              "clGetDeviceInfo",
+              "device",
+              CL_DEVICE_VERSION,
+              CL_DEVICE_EXTENSIONS,
+              100,
+              ""};
   cl_int err = CL_SUCCESS;
   const kiln__row *bad = read_record(&r, (char *)&dev, dev.props, &err);
   if (!bad) {
@@ -302,8 +309,8 @@ static kiln_status add_device(kiln__device_list *list, const kiln__platform *pla
 
 /* Reads platform pi's table into a new record at the end of the list; *out
  * is that record, or NULL when a required query failed (a note says which). */
-static kiln_status read_platform(kiln__device_list *list, cl_platform_id id,
-                                 unsigned pi, kiln__platform **out)
+static kiln_status read_platform(kiln__device_list *list, cl_platform_id id, unsigned pi,
+                                 kiln__platform **out)
 {
   *out = NULL;
   kiln__platform p = {0};
@@ -312,13 +319,20 @@ static kiln_status read_platform(kiln__device_list *list, cl_platform_id id,
   p.props = calloc(kiln__platform_row_count, sizeof *p.props);
   if (!p.props)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
-  reader r = {kiln__platform_rows, kiln__platform_row_count, platform_info, id,
-              "clGetPlatformInfo", "platform", CL_PLATFORM_VERSION,
-              CL_PLATFORM_EXTENSIONS, 100, ""};
+  reader r = {kiln__platform_rows,
+              kiln__platform_row_count,
+              platform_info,
+              id,
+              "clGetPlatformInfo",
+              "platform",
+              CL_PLATFORM_VERSION,
+              CL_PLATFORM_EXTENSIONS,
+              100,
+              ""};
   cl_int err = CL_SUCCESS;
   const kiln__row *bad = read_record(&r, (char *)&p, p.props, &err);
-  kiln__platform *grown = bad ? NULL : grow(list->platform_items,
-                                               list->platform_count, sizeof *grown);
+  kiln__platform *grown =
+    bad ? NULL : grow(list->platform_items, list->platform_count, sizeof *grown);
   if (grown) {
     list->platform_items = grown;
     grown[list->platform_count] = p;
@@ -334,8 +348,7 @@ static kiln_status read_platform(kiln__device_list *list, cl_platform_id id,
   return KILN_OK;
 }
 
-static kiln_status add_platform(kiln__device_list *list, cl_platform_id p,
-                                unsigned pi)
+static kiln_status add_platform(kiln__device_list *list, cl_platform_id p, unsigned pi)
 {
   kiln__platform *plat = NULL;
   kiln_status st = read_platform(list, p, pi, &plat);
@@ -351,8 +364,8 @@ static kiln_status add_platform(kiln__device_list *list, cl_platform_id p,
   }
   if (err == CL_SUCCESS) {
     ids = calloc(n, sizeof *ids);
-    err = ids ? clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids, NULL)
-              : CL_OUT_OF_HOST_MEMORY;
+    err =
+      ids ? clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids, NULL) : CL_OUT_OF_HOST_MEMORY;
   }
   if (err != CL_SUCCESS)
     kiln__str_appendf(&list->notes,

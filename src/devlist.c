@@ -54,8 +54,9 @@ KILN_API kiln_status kiln_device_list_create(const kiln_options *opts,
   }
   if (st != KILN_OK) {
     kiln_device_list_destroy(list);
-    return kiln__fail(NULL, st, "kiln_device_list_create: out of host memory "
-                                "while listing OpenCL devices");
+    return kiln__fail(NULL, st,
+                      "kiln_device_list_create: out of host memory "
+                      "while listing OpenCL devices");
   }
   *out = list;
   return KILN_OK;
@@ -94,9 +95,8 @@ KILN_API size_t kiln_device_list_platform_count(const kiln_device_list *list)
 KILN_API const kiln_platform_info *kiln_device_list_platform(const kiln_device_list *list,
                                                              size_t i)
 {
-  return list && i < list->devices.platform_count
-           ? &list->devices.platform_items[i].info
-           : NULL;
+  return list && i < list->devices.platform_count ? &list->devices.platform_items[i].info
+                                                  : NULL;
 }
 
 /* The records kiln hands out are the first member of its own; the header
@@ -132,20 +132,21 @@ KILN_API size_t kiln_platform_property_count(void)
 
 /* Checks the arguments of both property calls; zeroes *out first. */
 static kiln_status check_property_args(const char *fn, const void *record,
-                                       const char *record_name, size_t i,
-                                       size_t count, kiln_property *out)
+                                       const char *record_name, size_t i, size_t count,
+                                       kiln_property *out)
 {
   if (out)
     memset(out, 0, sizeof *out);
   if (!record || !out)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s is NULL; expected %s", fn, record ? "out" : record_name,
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL; expected %s", fn,
+                      record ? "out" : record_name,
                       record ? "the address of a kiln_property to fill"
                              : "a record kiln returned");
   if (i >= count)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "%s: property %zu is out of range; expected an index below "
-                      "%zu", fn, i, count);
+                      "%zu",
+                      fn, i, count);
   return KILN_OK;
 }
 
@@ -171,11 +172,11 @@ KILN_API kiln_status kiln_device_property(const kiln_device_info *info, size_t i
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform,
-                                            size_t i, kiln_property *out)
+KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform, size_t i,
+                                            kiln_property *out)
 {
-  kiln_status st = check_property_args("kiln_platform_property", platform,
-                                       "platform", i, kiln__platform_row_count, out);
+  kiln_status st = check_property_args("kiln_platform_property", platform, "platform", i,
+                                       kiln__platform_row_count, out);
   if (st != KILN_OK)
     return st;
   fill(out, &kiln__platform_rows[i], &platform_of(platform)->props[i]);
@@ -188,9 +189,12 @@ KILN_API kiln_status kiln_device_list_select(const kiln_device_list *list,
   if (!list || !selector || !index)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_device_list_select: %s is NULL",
-                      !list ? "list" : !selector ? "selector" : "index");
+                      !list       ? "list"
+                      : !selector ? "selector"
+                                  : "index");
   kiln__str why = {0};
-  kiln_status st = kiln__devices_select(&list->devices, selector, "--device", index, &why);
+  kiln_status st =
+    kiln__devices_select(&list->devices, selector, "--device", index, &why);
   kiln__str_free(&why);
   return st;
 }

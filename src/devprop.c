@@ -12,12 +12,12 @@
 
 #include "devprop.h"
 
-
 /* ---- the tables ------------------------------------------------------------ */
 
-#define KILN_DEVICE_PROP(param, label, kind, field, required, needs, since, show, unit) \
-  {param, #param, label, kind, offsetof(kiln__device, field), required, needs, since, show, unit},
-#define KILN_DEVICE_SHOW(param, label, kind, needs, since, show, unit) \
+#define KILN_DEVICE_PROP(param, label, kind, field, required, needs, since, show, unit)  \
+  {param,    #param, label, kind, offsetof(kiln__device, field),                         \
+   required, needs,  since, show, unit},
+#define KILN_DEVICE_SHOW(param, label, kind, needs, since, show, unit)                   \
   {param, #param, label, kind, KILN__NO_FIELD, 0, needs, since, show, unit},
 #define KILN_PLATFORM_PROP(param, label, kind, field, required, needs, since, show, unit)
 #define KILN_PLATFORM_SHOW(param, label, kind, needs, since, show, unit)
@@ -31,9 +31,11 @@ const kiln__row kiln__device_rows[] = {
 
 #define KILN_DEVICE_PROP(param, label, kind, field, required, needs, since, show, unit)
 #define KILN_DEVICE_SHOW(param, label, kind, needs, since, show, unit)
-#define KILN_PLATFORM_PROP(param, label, kind, field, required, needs, since, show, unit) \
-  {param, #param, label, kind, offsetof(kiln__platform, field), required, needs, since, show, unit},
-#define KILN_PLATFORM_SHOW(param, label, kind, needs, since, show, unit) \
+#define KILN_PLATFORM_PROP(param, label, kind, field, required, needs, since, show,      \
+                           unit)                                                         \
+  {param,    #param, label, kind, offsetof(kiln__platform, field),                       \
+   required, needs,  since, show, unit},
+#define KILN_PLATFORM_SHOW(param, label, kind, needs, since, show, unit)                 \
   {param, #param, label, kind, KILN__NO_FIELD, 0, needs, since, show, unit},
 const kiln__row kiln__platform_rows[] = {
 #include "device_props.def"
@@ -54,19 +56,26 @@ typedef struct value_name {
   const char *human; /* a few words */
 } value_name;
 
-#define NAME(v, human) {v, #v, human}
+#define NAME(v, human)                                                                   \
+  {                                                                                      \
+    v, #v, human                                                                         \
+  }
 
 /* clinfo lists device types from the highest bit down. */
 static const value_name device_types[] = {
-  NAME(CL_DEVICE_TYPE_CUSTOM, "Custom"), NAME(CL_DEVICE_TYPE_ACCELERATOR, "Accelerator"),
-  NAME(CL_DEVICE_TYPE_GPU, "GPU"), NAME(CL_DEVICE_TYPE_CPU, "CPU"),
+  NAME(CL_DEVICE_TYPE_CUSTOM, "Custom"),
+  NAME(CL_DEVICE_TYPE_ACCELERATOR, "Accelerator"),
+  NAME(CL_DEVICE_TYPE_GPU, "GPU"),
+  NAME(CL_DEVICE_TYPE_CPU, "CPU"),
   NAME(CL_DEVICE_TYPE_DEFAULT, "Default"),
 };
-#define FP_CONFIG_NAMES                                                                \
-  NAME(CL_FP_DENORM, "denormals"), NAME(CL_FP_INF_NAN, "infinity and NaN"),            \
-  NAME(CL_FP_ROUND_TO_NEAREST, "round to nearest"), NAME(CL_FP_ROUND_TO_ZERO, "round to zero"), \
-  NAME(CL_FP_ROUND_TO_INF, "round to infinity"), NAME(CL_FP_FMA, "fused multiply-add"), \
-  NAME(CL_FP_SOFT_FLOAT, "emulated in software")
+#define FP_CONFIG_NAMES                                                                  \
+  NAME(CL_FP_DENORM, "denormals"), NAME(CL_FP_INF_NAN, "infinity and NaN"),              \
+    NAME(CL_FP_ROUND_TO_NEAREST, "round to nearest"),                                    \
+    NAME(CL_FP_ROUND_TO_ZERO, "round to zero"),                                          \
+    NAME(CL_FP_ROUND_TO_INF, "round to infinity"),                                       \
+    NAME(CL_FP_FMA, "fused multiply-add"),                                               \
+    NAME(CL_FP_SOFT_FLOAT, "emulated in software")
 static const value_name fp_single_configs[] = {
   FP_CONFIG_NAMES,
   NAME(CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, "correctly rounded divide and sqrt"),
@@ -83,7 +92,8 @@ static const value_name queue_props[] = {
   NAME(CL_QUEUE_PROFILING_ENABLE, "profiling"),
 };
 static const value_name exec_caps[] = {
-  NAME(CL_EXEC_KERNEL, "OpenCL kernels"), NAME(CL_EXEC_NATIVE_KERNEL, "native kernels"),
+  NAME(CL_EXEC_KERNEL, "OpenCL kernels"),
+  NAME(CL_EXEC_NATIVE_KERNEL, "native kernels"),
 };
 static const value_name svm_caps[] = {
   NAME(CL_DEVICE_SVM_COARSE_GRAIN_BUFFER, "coarse-grained buffer"),
@@ -119,14 +129,18 @@ static const value_name command_buffer_caps[] = {
   NAME(CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR, "out of order"),
 };
 static const value_name cache_types[] = {
-  NAME(CL_NONE, "None"), NAME(CL_READ_ONLY_CACHE, "Read-only"),
+  NAME(CL_NONE, "None"),
+  NAME(CL_READ_ONLY_CACHE, "Read-only"),
   NAME(CL_READ_WRITE_CACHE, "Read/write"),
 };
 static const value_name local_mem_types[] = {
-  NAME(CL_NONE, "None"), NAME(CL_LOCAL, "Local"), NAME(CL_GLOBAL, "Global"),
+  NAME(CL_NONE, "None"),
+  NAME(CL_LOCAL, "Local"),
+  NAME(CL_GLOBAL, "Global"),
 };
 static const value_name partition_types[] = {
-  NAME(CL_NONE, "None"), NAME(CL_DEVICE_PARTITION_EQUALLY, "equally"),
+  NAME(CL_NONE, "None"),
+  NAME(CL_DEVICE_PARTITION_EQUALLY, "equally"),
   NAME(CL_DEVICE_PARTITION_BY_COUNTS, "by counts"),
   NAME(CL_DEVICE_PARTITION_BY_AFFINITY_DOMAIN, "by affinity domain"),
 };
@@ -134,7 +148,18 @@ static const value_name partition_types[] = {
 /* ---- how each `show` writes its value ---------------------------------------- */
 
 typedef enum style {
-  TEXT, DEC, HEX, MEM, YESNO, VERSION, NAMEVERS, LIST, ALIGN, BITFIELD, ENUM, ENUMS
+  TEXT,
+  DEC,
+  HEX,
+  MEM,
+  YESNO,
+  VERSION,
+  NAMEVERS,
+  LIST,
+  ALIGN,
+  BITFIELD,
+  ENUM,
+  ENUMS
 } style;
 
 static const struct {
@@ -142,10 +167,14 @@ static const struct {
   const value_name *names;
   size_t count;
 } shows[AS_COUNT_] = {
-  [AS_TEXT] = {TEXT, NULL, 0},          [AS_DEC] = {DEC, NULL, 0},
-  [AS_HEX] = {HEX, NULL, 0},            [AS_MEM] = {MEM, NULL, 0},
-  [AS_BOOL] = {YESNO, NULL, 0},         [AS_VERSION] = {VERSION, NULL, 0},
-  [AS_NAMEVER] = {NAMEVERS, NULL, 0},   [AS_SIZES] = {LIST, NULL, 0},
+  [AS_TEXT] = {TEXT, NULL, 0},
+  [AS_DEC] = {DEC, NULL, 0},
+  [AS_HEX] = {HEX, NULL, 0},
+  [AS_MEM] = {MEM, NULL, 0},
+  [AS_BOOL] = {YESNO, NULL, 0},
+  [AS_VERSION] = {VERSION, NULL, 0},
+  [AS_NAMEVER] = {NAMEVERS, NULL, 0},
+  [AS_SIZES] = {LIST, NULL, 0},
   [AS_ALIGN] = {ALIGN, NULL, 0},
   [AS_DEVTYPE] = {BITFIELD, device_types, KILN__COUNT(device_types)},
   [AS_FP] = {BITFIELD, fp_configs, KILN__COUNT(fp_configs)},
@@ -332,13 +361,9 @@ int kiln__prop_format(const kiln__row *row, const void *value, size_t size,
     kiln__str_appendf(&raw, "%s", (const char *)value);
     kiln__str_appendf(&human, "%s", (const char *)value);
     break;
-  case NAMEVERS:
-    append_namevers(&raw, &human, value, size);
-    break;
+  case NAMEVERS: append_namevers(&raw, &human, value, size); break;
   case LIST:
-  case ENUMS:
-    append_array(&raw, &human, row, value, size);
-    break;
+  case ENUMS: append_array(&raw, &human, row, value, size); break;
   case BITFIELD:
     append_bits(&raw, &human, scalar(row->kind, value), shows[row->show].names,
                 shows[row->show].count);
@@ -347,9 +372,7 @@ int kiln__prop_format(const kiln__row *row, const void *value, size_t size,
     append_enum(&raw, &human, scalar(row->kind, value), shows[row->show].names,
                 shows[row->show].count);
     break;
-  default:
-    append_number(&raw, &human, row, scalar(row->kind, value));
-    break;
+  default: append_number(&raw, &human, row, scalar(row->kind, value)); break;
   }
   prop->raw = take(&raw);
   prop->human = take(&human);

@@ -91,12 +91,12 @@ typedef struct kiln__row {
   const char *name;  /* "CL_DEVICE_NAME": the raw name clinfo prints */
   const char *label; /* "Device Name": clinfo's human label */
   kiln__kind kind;
-  size_t offset;     /* into kiln__device or kiln__platform, or KILN__NO_FIELD */
+  size_t offset; /* into kiln__device or kiln__platform, or KILN__NO_FIELD */
   int required;
   const char *needs; /* the extension that defines (or backports) the query */
   unsigned since;    /* the first OpenCL version where the query is core */
   kiln__show show;
-  const char *unit;  /* human suffix for AS_DEC and AS_SIZES, e.g. "MHz" */
+  const char *unit; /* human suffix for AS_DEC and AS_SIZES, e.g. "MHz" */
 } kiln__row;
 
 /* The tables built from device_props.def (devprop.c). */

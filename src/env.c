@@ -62,8 +62,8 @@ int kiln__parse_size(const char *s, uint64_t *bytes, double *fraction)
   static const struct {
     const char *suffix;
     unsigned shift;
-  } units[] = {{"", 0},    {"b", 0},    {"k", 10},   {"kb", 10},  {"kib", 10},
-               {"m", 20},  {"mb", 20},  {"mib", 20}, {"g", 30},   {"gb", 30},
+  } units[] = {{"", 0},     {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
+               {"m", 20},   {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
                {"gib", 30}, {"t", 40},  {"tb", 40},  {"tib", 40}};
   *bytes = 0;
   *fraction = 0;
@@ -137,13 +137,13 @@ static kiln_status read_trace(const char *name, const char *value, kiln__config 
 }
 
 /* The variables whose value is a path kiln takes as it is. */
-#define KILN__READ_PATH(reader, field, unless)                                 \
-  static kiln_status reader(const char *name, const char *value, kiln__config *cfg) \
-  {                                                                            \
-    (void)name;                                                                \
-    if (!(unless))                                                             \
-      cfg->field = value;                                                      \
-    return KILN_OK;                                                            \
+#define KILN__READ_PATH(reader, field, unless)                                           \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg)      \
+  {                                                                                      \
+    (void)name;                                                                          \
+    if (!(unless))                                                                       \
+      cfg->field = value;                                                                \
+    return KILN_OK;                                                                      \
   }
 KILN__READ_PATH(read_cache_dir, cache_dir, cfg->cache_dir)
 KILN__READ_PATH(read_cl_dir, cl_dir, 0)
@@ -155,11 +155,11 @@ KILN__READ_PATH(read_icd_vendors, icd_vendors, 0)
 /* The 0-or-1 variables: what an option already set stays (a flag set by the
  * caller is never unset by the environment). `inverted`: KILN_CACHE=0 sets
  * no_cache. */
-#define KILN__READ_FLAG(reader, field, inverted, expected)                     \
-  static kiln_status reader(const char *name, const char *value, kiln__config *cfg) \
-  {                                                                            \
-    return cfg->field ? KILN_OK                                                \
-                      : parse_flag(name, value, expected, inverted, &cfg->field); \
+#define KILN__READ_FLAG(reader, field, inverted, expected)                               \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg)      \
+  {                                                                                      \
+    return cfg->field ? KILN_OK                                                          \
+                      : parse_flag(name, value, expected, inverted, &cfg->field);        \
   }
 KILN__READ_FLAG(read_cache, no_cache, 1,
                 "0 to turn the on-disk kernel cache off, or 1 for the default (on)")
@@ -198,7 +198,8 @@ static kiln_status read_memory_limit(const char *name, const char *value,
                       "%s='%s' is not a memory size; expected bytes with an optional "
                       "K, M, G or T suffix (powers of 1024), such as 512M or 1.5G, or "
                       "a percentage of the device's global memory in (0, 100], such "
-                      "as 50%%", name, value);
+                      "as 50%%",
+                      name, value);
   cfg->memory_source = name;
   return KILN_OK;
 }

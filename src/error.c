@@ -109,8 +109,8 @@ kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ..
   return status;
 }
 
-kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call,
-                          const char *fmt, ...)
+kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call, const char *fmt,
+                          ...)
 {
   kiln_status status = kiln__status_from_cl(err);
   kiln__str s = {0};
@@ -118,9 +118,8 @@ kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call,
   va_start(ap, fmt);
   kiln__str_vappendf(&s, fmt, ap);
   va_end(ap);
-  kiln__str_appendf(&s, ": %s failed with %s (%d): %s", call,
-                    kiln_cl_error_name(err), (int)err,
-                    kiln_status_string(status));
+  kiln__str_appendf(&s, ": %s failed with %s (%d): %s", call, kiln_cl_error_name(err),
+                    (int)err, kiln_status_string(status));
   record(rt, s.data);
   return status;
 }

@@ -66,14 +66,14 @@ const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
 /* Records a failure's message for kiln_last_error(rt), or for the calling
  * thread when rt is NULL, and returns status so callers can
  * `return kiln__fail(...)`. */
-kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt,
-                       ...) KILN__PRINTF(3, 4);
+kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ...)
+  KILN__PRINTF(3, 4);
 
 /* The same for a failed OpenCL call: the status comes from the CL error, and
  * the message ends with "<call> failed with <CL_NAME> (<code>)". fmt says
  * what kiln was doing. */
-kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call,
-                          const char *fmt, ...) KILN__PRINTF(4, 5);
+kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call, const char *fmt,
+                          ...) KILN__PRINTF(4, 5);
 
 /* The kiln_status an OpenCL error maps to (status.c). */
 kiln_status kiln__status_from_cl(cl_int err);
@@ -89,7 +89,7 @@ kiln_status kiln__status_from_cl(cl_int err);
  * copy->struct_size becomes `known`. `how` names what sets struct_size. */
 kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type,
                             const char *how, size_t known, const void *in, void *copy);
-#define KILN__STRUCT_IN(rt, func, type, in, copy)                                 \
+#define KILN__STRUCT_IN(rt, func, type, in, copy)                                        \
   kiln__struct_in((rt), (func), #type, #type "_init()", sizeof(type), (in), (copy))
 
 /* An operation's entry: rt and its descriptor `in` (named `name` in the
@@ -97,13 +97,13 @@ kiln_status kiln__struct_in(kiln_runtime *rt, const char *func, const char *type
 kiln_status kiln__op_desc_in(kiln_runtime *rt, const char *func, const char *name,
                              const char *type, const char *how, size_t known,
                              const void *in, void *copy);
-#define KILN__OP_DESC_IN(rt, func, type, in, copy)                               \
+#define KILN__OP_DESC_IN(rt, func, type, in, copy)                                       \
   kiln__op_desc_in((rt), (func), #in, #type, #type "_init()", sizeof(type), (in), (copy))
 
 /* Checks the struct_size of an output struct the caller allocated. */
 kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *type,
                              const char *how, size_t known, const void *out);
-#define KILN__STRUCT_OUT(rt, func, type, init, out)                               \
+#define KILN__STRUCT_OUT(rt, func, type, init, out)                                      \
   kiln__struct_out((rt), (func), #type, #init, sizeof(type), (out))
 
 /* Writes kiln's version `full` (known bytes) into an output struct of
@@ -123,7 +123,7 @@ typedef struct kiln__config {
   const char *device_source; /* "KILN_DEVICE" or "kiln_options.device" */
   const char *visible;       /* mask, or NULL */
   const char *visible_source;
-  const char *cache_dir;     /* NULL: the default below */
+  const char *cache_dir;             /* NULL: the default below */
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
   int cache_shared;          /* a team folder is acceptable */
@@ -154,7 +154,7 @@ typedef struct kiln__prop {
 typedef struct kiln__platform {
   kiln_platform_info info; /* the public view; strings point into props */
   cl_platform_id id;
-  kiln__prop *props;       /* one per platform row */
+  kiln__prop *props; /* one per platform row */
 } kiln__platform;
 
 typedef struct kiln__device {
@@ -163,18 +163,18 @@ typedef struct kiln__device {
   cl_platform_id platform;
   cl_device_id id;
   uint64_t single_fp_config, double_fp_config, half_fp_config;
-  int has_amd_free_memory; /* cl_amd_device_attribute_query */
-  kiln__prop *props;       /* one per device row; owned */
+  int has_amd_free_memory;               /* cl_amd_device_attribute_query */
+  kiln__prop *props;                     /* one per device row; owned */
   const kiln__platform *platform_record; /* in the list that found it */
 } kiln__device;
 
 typedef struct kiln__device_list {
   kiln__device *items;
   size_t count;
-  size_t platforms; /* how many platforms the ICD loader listed */
+  size_t platforms;               /* how many platforms the ICD loader listed */
   kiln__platform *platform_items; /* those kiln could read, in ICD order */
   size_t platform_count;
-  kiln__str notes;  /* what was skipped and why */
+  kiln__str notes; /* what was skipped and why */
 } kiln__device_list;
 
 /* Finds every platform and device; never fails as a whole for one bad
@@ -192,7 +192,6 @@ void kiln__device_free(kiln__device *dev); /* what one record owns */
  * is_simulator, opencl_version, peak_gflops) from the fields the driver
  * reported. Pure: tests call it on records of devices we do not have. */
 void kiln__device_derive(kiln_device_info *info);
-
 
 /* ---- selection (select.c) ------------------------------------------------ */
 
@@ -230,8 +229,8 @@ typedef struct kiln__trust {
 } kiln__trust;
 
 typedef struct kiln__cache {
-  char *dir;  /* NULL when the cache is off or unusable */
-  int dirfd;  /* the folder, opened once it passed its checks; -1 when off */
+  char *dir; /* NULL when the cache is off or unusable */
+  int dirfd; /* the folder, opened once it passed its checks; -1 when off */
   kiln__trust trust;
   /* counters, for tests and `kiln cache`; guarded by the runtime's lock */
   uint64_t hits, misses, stores, rejected, untrusted;
@@ -259,8 +258,8 @@ kiln__cache_key kiln__cache_key_of(const char *source, size_t source_len,
  * in which case it is deleted, or when it is not to be trusted (a link, not
  * a regular file, another user's, writable by others), in which case it is
  * counted in `untrusted` and left alone. Never crashes on any file content. */
-int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key,
-                     unsigned char **data, size_t *size);
+int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key, unsigned char **data,
+                     size_t *size);
 
 /* Stores an entry atomically: a temporary file in the same folder, then
  * rename(), so a concurrent reader sees the whole entry or none. Owner-only
@@ -316,23 +315,23 @@ void kiln__programs_release(kiln_runtime *rt);
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
-  pthread_mutex_t lock; /* guards everything below that changes after create */
+  pthread_mutex_t lock;      /* guards everything below that changes after create */
   kiln__device_list devices; /* the visible devices */
   size_t chosen;
-  kiln__str selection;       /* what KILN_VISIBLE_DEVICES and KILN_DEVICE did */
+  kiln__str selection; /* what KILN_VISIBLE_DEVICES and KILN_DEVICE did */
   cl_context context;
   cl_command_queue queue;       /* in order, profiling: all user-visible work */
   cl_command_queue alloc_queue; /* makes new buffers resident without waiting
                                    for the work on `queue` */
   /* kernels: the builtin programs, built on first use (program.c) */
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
-  cl_program *builtins;      /* kiln__builtin_count entries, NULL until built */
-  char *cl_dir;              /* KILN_CL_DIR: builtin sources from disk */
+  cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
+  char *cl_dir;               /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
-  uint64_t compiles;        /* programs built from source: for tests */
+  uint64_t compiles;                    /* programs built from source: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
-  kiln_backend gemm_backend; /* forced for AUTO requests, or AUTO */
-  struct kiln__fft_plan *fft_plans; /* cached FFT plans, a list (fft.c) */
+  kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */
+  struct kiln__fft_plan *fft_plans;     /* cached FFT plans, a list (fft.c) */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
@@ -341,16 +340,16 @@ struct kiln_runtime {
   struct kiln__pending {
     cl_event ev;
     const char *what; /* the call that enqueued it; static text */
-  } *pending;
+  } * pending;
   size_t npending, cap_pending;
-  cl_int deferred_err;       /* first failure found while reaping early */
+  cl_int deferred_err; /* first failure found while reaping early */
   const char *deferred_what;
-  char *error;           /* the last failure's message, of any thread */
-  uint64_t serial;       /* unique in the process, never reused: names the
+  char *error;                 /* the last failure's message, of any thread */
+  uint64_t serial;             /* unique in the process, never reused: names the
                             runtime in each thread's messages (error.c) */
-  int profile;           /* recording calls; set at creation, never changed */
+  int profile;                 /* recording calls; set at creation, never changed */
   struct kiln__profiler *prof; /* the records (profile.h); NULL when off */
-  int used_clblast;      /* counted by clblast.c; under its lock */
+  int used_clblast;            /* counted by clblast.c; under its lock */
 };
 
 struct kiln_buffer {
@@ -382,8 +381,7 @@ kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size
 /* Takes ownership of an event of a command enqueued without waiting; its
  * status is checked by kiln_finish(). Returns a failure status only when the
  * list cannot grow, after waiting for the event itself. */
-kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev,
-                                const char *what);
+kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what);
 
 /* The same, with the label the profiler gives the command (a kernel's
  * name, which need not outlive the call) when it is not `what`. */

@@ -40,8 +40,11 @@ KILN_API kiln_status kiln_kernel_create(kiln_program *program, const char *name,
     return kiln__fail(program ? kiln__program_runtime(program) : NULL,
                       KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s is NULL; expected a program, a kernel name and the "
-                      "address of a kiln_kernel pointer", fn,
-                      !program ? "program" : !name ? "name" : "out");
+                      "address of a kiln_kernel pointer",
+                      fn,
+                      !program ? "program"
+                      : !name  ? "name"
+                               : "out");
   *out = NULL;
   kiln_runtime *rt = kiln__program_runtime(program);
   cl_program p = kiln__program_cl(program);
@@ -88,8 +91,8 @@ KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel)
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index,
-                                         size_t size, const void *value)
+KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index, size_t size,
+                                         const void *value)
 {
   if (!kernel)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
@@ -115,8 +118,8 @@ KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
                       index, kernel->name);
   if (kernel && !buffer)
     return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_kernel_set_buffer: argument %u of %s: buffer is NULL",
-                      index, kernel->name);
+                      "kiln_kernel_set_buffer: argument %u of %s: buffer is NULL", index,
+                      kernel->name);
   cl_mem mem = kiln_buffer_cl_mem(buffer);
   return kiln_kernel_set_arg(kernel, index, sizeof mem, &mem);
 }
@@ -134,17 +137,30 @@ static kiln_status set_one(kiln_kernel *k, unsigned i, char c, va_list *ap)
   } v;
   switch (c) {
   case 'b': return kiln_kernel_set_buffer(k, i, va_arg(*ap, const kiln_buffer *));
-  case 'f': v.f = (float)va_arg(*ap, double); return kiln_kernel_set_arg(k, i, sizeof v.f, &v.f);
+  case 'f':
+    v.f = (float)va_arg(*ap, double);
+    return kiln_kernel_set_arg(k, i, sizeof v.f, &v.f);
   case 'd': v.d = va_arg(*ap, double); return kiln_kernel_set_arg(k, i, sizeof v.d, &v.d);
-  case 'i': v.i32 = va_arg(*ap, int32_t); return kiln_kernel_set_arg(k, i, sizeof v.i32, &v.i32);
-  case 'u': v.u32 = va_arg(*ap, uint32_t); return kiln_kernel_set_arg(k, i, sizeof v.u32, &v.u32);
-  case 'l': v.i64 = va_arg(*ap, int64_t); return kiln_kernel_set_arg(k, i, sizeof v.i64, &v.i64);
-  case 'L': v.u64 = va_arg(*ap, uint64_t); return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
-  case 'z': v.u64 = va_arg(*ap, size_t); return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
+  case 'i':
+    v.i32 = va_arg(*ap, int32_t);
+    return kiln_kernel_set_arg(k, i, sizeof v.i32, &v.i32);
+  case 'u':
+    v.u32 = va_arg(*ap, uint32_t);
+    return kiln_kernel_set_arg(k, i, sizeof v.u32, &v.u32);
+  case 'l':
+    v.i64 = va_arg(*ap, int64_t);
+    return kiln_kernel_set_arg(k, i, sizeof v.i64, &v.i64);
+  case 'L':
+    v.u64 = va_arg(*ap, uint64_t);
+    return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
+  case 'z':
+    v.u64 = va_arg(*ap, size_t);
+    return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
   default:
     return kiln__fail(k->rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_kernel_set_args: argument %u of %s has format letter "
-                      "'%c'; expected one of b f d i u l L z", i, k->name, c);
+                      "'%c'; expected one of b f d i u l L z",
+                      i, k->name, c);
   }
 }
 
@@ -170,8 +186,8 @@ static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, const char 
                                  const size_t *local)
 {
   cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0,
-                                      NULL, &ev);
+  cl_int err =
+    clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0, NULL, &ev);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching %s", what,
                          name);
@@ -185,8 +201,8 @@ static cl_int set_declared(cl_kernel k, cl_uint i, const kiln__kernel_variant *v
                            const kiln__kernel_arg *a, int has_fp64, const void *value)
 {
   static const size_t size[] = {
-    [KILN__ARG_GLOBAL] = sizeof(cl_mem), [KILN__ARG_GLOBAL_CONST] = sizeof(cl_mem),
-    [KILN__ARG_UINT] = sizeof(cl_uint),  [KILN__ARG_INT] = sizeof(cl_int),
+    [KILN__ARG_GLOBAL] = sizeof(cl_mem),  [KILN__ARG_GLOBAL_CONST] = sizeof(cl_mem),
+    [KILN__ARG_UINT] = sizeof(cl_uint),   [KILN__ARG_INT] = sizeof(cl_int),
     [KILN__ARG_ULONG] = sizeof(cl_ulong),
   };
   if (a->kind != KILN__ARG_REAL)
@@ -209,8 +225,8 @@ kiln_status kiln__launch(const kiln__kernel_decl *d, kiln_runtime *rt, const cha
   const kiln__kernel_variant *v = kiln__kernel_variant_find(d, variant);
   if (!v)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: cl/kernels.def declares no kernel %s in cl/%s.cl", what,
-                      name, d->program);
+                      "%s: cl/kernels.def declares no kernel %s in cl/%s.cl", what, name,
+                      d->program);
   cl_kernel k;
   kiln_status st = kiln__builtin_kernel(rt, d->program, name, &k);
   if (st != KILN_OK)
@@ -220,10 +236,10 @@ kiln_status kiln__launch(const kiln__kernel_decl *d, kiln_runtime *rt, const cha
   cl_uint i = 0;
   for (; i < d->nargs && err == CL_SUCCESS; i++)
     err = set_declared(k, i, v, &d->args[i], has_fp64, values[i]);
-  st = err == CL_SUCCESS ? kiln__enqueue(rt, what, name, k, dims, global, local)
-                         : kiln__fail_cl(rt, err, "clSetKernelArg",
-                                         "%s: argument %u (%s) of %s", what, i - 1,
-                                         d->args[i - 1].name, name);
+  st = err == CL_SUCCESS
+         ? kiln__enqueue(rt, what, name, k, dims, global, local)
+         : kiln__fail_cl(rt, err, "clSetKernelArg", "%s: argument %u (%s) of %s", what,
+                         i - 1, d->args[i - 1].name, name);
   clReleaseKernel(k);
   return st;
 }
@@ -249,13 +265,13 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                       "%s: %s is NULL", fn, !kernel ? "kernel" : "global");
   if (dims < 1 || dims > 3)
     return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s with %u dimensions; expected 1, 2 or 3", fn,
-                      kernel->name, dims);
+                      "%s: %s with %u dimensions; expected 1, 2 or 3", fn, kernel->name,
+                      dims);
   for (unsigned d = 0; d < dims; d++) {
     if (global[d] == 0)
       return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
-                        "%s: %s: global size 0 in dimension %u; expected at least 1",
-                        fn, kernel->name, d);
+                        "%s: %s: global size 0 in dimension %u; expected at least 1", fn,
+                        kernel->name, d);
     if (local && (local[d] == 0 || global[d] % local[d] != 0))
       return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
                         "%s: %s: global size %zu is not a multiple of local size "
@@ -268,7 +284,7 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
   kiln__profile_begin(kernel->rt, &ps, kernel->name);
   kiln__profile_describe(&ps, "user", 0, 0, "%s",
                          range_text(dims, global, local, shape, sizeof shape));
-  kiln_status st = kiln__enqueue(kernel->rt, fn, kernel->name, kernel->kernel, dims,
-                                 global, local);
+  kiln_status st =
+    kiln__enqueue(kernel->rt, fn, kernel->name, kernel->kernel, dims, global, local);
   return kiln__profile_end(&ps, st);
 }

@@ -19,27 +19,27 @@
 #define KILN__VALUE_A_END
 #define KILN__VALUE_B_END
 
-#define KILN_KERNEL(program, family, variants, args)                           \
-  static const kiln__kernel_variant family##_variants[] = {variants};          \
+#define KILN_KERNEL(program, family, variants, args)                                     \
+  static const kiln__kernel_variant family##_variants[] = {variants};                    \
   static const kiln__kernel_arg family##_args[] = {KILN__EACH(KILN__DESC, args)};
 #include "cl/kernels.def"
 #undef KILN_KERNEL
 
 const kiln__kernel_decl kiln__kernel_decls[KILN__ROW_COUNT] = {
-#define KILN_KERNEL(program, family, variants, args)                           \
-  [KILN__ROW_##family] = {#program, #family, family##_variants,                \
-                          KILN__COUNT(family##_variants), family##_args,       \
-                          KILN__COUNT(family##_args)},
+#define KILN_KERNEL(program, family, variants, args)                                     \
+  [KILN__ROW_##family] = {#program,          #family,                                    \
+                          family##_variants, KILN__COUNT(family##_variants),             \
+                          family##_args,     KILN__COUNT(family##_args)},
 #include "cl/kernels.def"
 #undef KILN_KERNEL
 };
 
-#define KILN_KERNEL(program, family, variants, args)                           \
-  kiln_status kiln__launch_##family(KILN__LAUNCH_PARAMS KILN__EACH(KILN__PARAM, args)) \
-  {                                                                            \
-    const void *values[] = {KILN__EACH(KILN__VALUE, args)};                    \
-    return kiln__launch(&kiln__kernel_decls[KILN__ROW_##family], rt, what,     \
-                        variant, dims, global, local, values);                 \
+#define KILN_KERNEL(program, family, variants, args)                                     \
+  kiln_status kiln__launch_##family(KILN__LAUNCH_PARAMS KILN__EACH(KILN__PARAM, args))   \
+  {                                                                                      \
+    const void *values[] = {KILN__EACH(KILN__VALUE, args)};                              \
+    return kiln__launch(&kiln__kernel_decls[KILN__ROW_##family], rt, what, variant,      \
+                        dims, global, local, values);                                    \
   }
 #include "cl/kernels.def"
 #undef KILN_KERNEL

@@ -41,7 +41,7 @@ typedef struct kiln__kernel_arg {
 } kiln__kernel_arg;
 
 typedef struct kiln__kernel_variant {
-  const char *suffix; /* the kernel is kiln_<family>_<suffix> */
+  const char *suffix;   /* the kernel is kiln_<family>_<suffix> */
   const char *types[2]; /* what T0 and T1 stand for; NULL when unused */
 } kiln__kernel_variant;
 
@@ -115,11 +115,11 @@ kiln_status kiln__launch(const kiln__kernel_decl *d, kiln_runtime *rt, const cha
 #define KILN__PARAM_A_END
 #define KILN__PARAM_B_END
 
-#define KILN__LAUNCH_PARAMS                                                    \
-  kiln_runtime *rt, const char *what, const char *variant, cl_uint dims,       \
+#define KILN__LAUNCH_PARAMS                                                              \
+  kiln_runtime *rt, const char *what, const char *variant, cl_uint dims,                 \
     const size_t *global, const size_t *local
 
-#define KILN_KERNEL(program, family, variants, args)                           \
+#define KILN_KERNEL(program, family, variants, args)                                     \
   kiln_status kiln__launch_##family(KILN__LAUNCH_PARAMS KILN__EACH(KILN__PARAM, args));
 #include "cl/kernels.def"
 #undef KILN_KERNEL

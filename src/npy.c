@@ -56,7 +56,8 @@ static kiln_status check_size(const char *name, kiln_array *a, size_t *bytes)
   kiln__npy_shape_repr(&m, a->ndim, a->shape);
   kiln_status st = kiln__fail(NULL, KILN_ERR_FORMAT,
                               "kiln_npy_load: '%s': shape %s %s than size_t can "
-                              "count", name, kiln__str_get(&m),
+                              "count",
+                              name, kiln__str_get(&m),
                               count_over ? "has more elements" : "is more bytes");
   kiln__str_free(&m);
   return st;
@@ -67,11 +68,11 @@ static kiln_status check_size(const char *name, kiln_array *a, size_t *bytes)
 /* Where the bytes come from: a file, or memory (tests and fuzzers). */
 typedef struct source {
   const char *name;
-  int fd;                    /* -1: memory */
+  int fd; /* -1: memory */
   const unsigned char *mem;
-  size_t size;               /* the whole, when size_known */
-  int size_known;            /* a regular file or memory: checked before reading */
-  size_t pos;                /* bytes consumed */
+  size_t size;    /* the whole, when size_known */
+  int size_known; /* a regular file or memory: checked before reading */
+  size_t pos;     /* bytes consumed */
 } source;
 
 /* Reads up to n bytes; *got is fewer only at the end of the source. */
@@ -92,8 +93,8 @@ static kiln_status source_read(source *s, void *buf, size_t n, size_t *got)
       continue;
     if (r < 0) {
       char e[128];
-      return kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load: cannot read '%s': %s",
-                        s->name, error_text(errno, e, sizeof e));
+      return kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load: cannot read '%s': %s", s->name,
+                        error_text(errno, e, sizeof e));
     }
     if (r == 0)
       break;
@@ -107,7 +108,8 @@ static kiln_status preamble_short(const source *s)
 {
   return kiln__fail(NULL, KILN_ERR_FORMAT,
                     "kiln_npy_load: '%s' ends after %zu bytes, inside the .npy "
-                    "preamble (magic, version, header length)", s->name, s->pos);
+                    "preamble (magic, version, header length)",
+                    s->name, s->pos);
 }
 
 /* The magic, the version and the header's length. */
@@ -129,7 +131,8 @@ static kiln_status read_preamble(source *s, size_t *hlen)
   if (b[6] < 1 || b[6] > 3 || b[7] != 0)
     return kiln__fail(NULL, KILN_ERR_FORMAT,
                       "kiln_npy_load: '%s' is .npy format version %u.%u; kiln "
-                      "reads 1.0, 2.0 and 3.0", s->name, b[6], b[7]);
+                      "reads 1.0, 2.0 and 3.0",
+                      s->name, b[6], b[7]);
   lenbytes = b[6] == 1 ? 2 : 4;
   st = source_read(s, b + 8, lenbytes, &got);
   if (st == KILN_OK && got < lenbytes)
@@ -143,7 +146,8 @@ static kiln_status header_past_end(const source *s, size_t hlen, size_t have)
 {
   return kiln__fail(NULL, KILN_ERR_FORMAT,
                     "kiln_npy_load: '%s': the header length says %zu bytes, but "
-                    "the file ends %zu bytes after the preamble", s->name, hlen, have);
+                    "the file ends %zu bytes after the preamble",
+                    s->name, hlen, have);
 }
 
 static kiln_status read_header(source *s, size_t hlen, unsigned char **text)
@@ -152,13 +156,16 @@ static kiln_status read_header(source *s, size_t hlen, unsigned char **text)
   if (hlen > MAX_HEADER)
     return kiln__fail(NULL, KILN_ERR_FORMAT,
                       "kiln_npy_load: '%s': the header length says %zu bytes; kiln "
-                      "reads headers of at most %u", s->name, hlen, MAX_HEADER);
+                      "reads headers of at most %u",
+                      s->name, hlen, MAX_HEADER);
   if (s->size_known && hlen > s->size - s->pos)
     return header_past_end(s, hlen, s->size - s->pos);
   *text = malloc(hlen ? hlen : 1);
   if (!*text)
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "kiln_npy_load: out of "
-                      "host memory for a header of %zu bytes", hlen);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_npy_load: out of "
+                      "host memory for a header of %zu bytes",
+                      hlen);
   kiln_status st = source_read(s, *text, hlen, &got);
   if (st == KILN_OK && got < hlen)
     st = header_past_end(s, hlen, got);
@@ -170,15 +177,16 @@ static kiln_status data_size_fail(const source *s, const kiln_array *a, size_t n
 {
   kiln__str m = {0};
   kiln__npy_shape_repr(&m, a->ndim, a->shape);
-  kiln_status st = kiln__fail(
-      NULL, KILN_ERR_FORMAT,
-      "kiln_npy_load: '%s': the data is %s%zu bytes, but shape %s of %s needs "
-      "%zu%s", s->name, at_least ? "more than " : "", have, kiln__str_get(&m),
-      kiln_dtype_name(a->dtype), need,
-      have > need || at_least
-          ? "; bytes after the data are refused (np.load ignores them, but they "
-            "mean the shape does not describe the data)"
-          : ": the file is truncated");
+  kiln_status st =
+    kiln__fail(NULL, KILN_ERR_FORMAT,
+               "kiln_npy_load: '%s': the data is %s%zu bytes, but shape %s of %s needs "
+               "%zu%s",
+               s->name, at_least ? "more than " : "", have, kiln__str_get(&m),
+               kiln_dtype_name(a->dtype), need,
+               have > need || at_least
+                 ? "; bytes after the data are refused (np.load ignores them, but they "
+                   "mean the shape does not describe the data)"
+                 : ": the file is truncated");
   kiln__str_free(&m);
   return st;
 }
@@ -190,8 +198,10 @@ static kiln_status read_data(source *s, kiln_array *a, size_t bytes)
   if (s->size_known && s->size - s->pos != bytes)
     return data_size_fail(s, a, bytes, s->size - s->pos, 0);
   if (bytes && !(a->data = malloc(bytes)))
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "kiln_npy_load: '%s': "
-                      "out of host memory for %zu bytes of data", s->name, bytes);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_npy_load: '%s': "
+                      "out of host memory for %zu bytes of data",
+                      s->name, bytes);
   kiln_status st = source_read(s, a->data, bytes, &got);
   if (st == KILN_OK && got == bytes)
     st = source_read(s, &extra, 1, &more); /* a stream: look for trailing bytes */
@@ -235,8 +245,8 @@ KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out)
                       !path ? "path" : "out");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load: cannot open '%s': %s",
-                      path, error_text(errno, e, sizeof e));
+    return kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load: cannot open '%s': %s", path,
+                      error_text(errno, e, sizeof e));
   source s = {.name = path, .fd = fd};
   /* A regular file's size lets a lying header fail before any allocation. */
   if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size <= SIZE_MAX) {
@@ -274,20 +284,27 @@ static kiln_status check_array(const char *fn, const kiln_array *a, size_t *byte
     return kiln__fail(NULL, KILN_ERR_INVALID_DTYPE, "%s: dtype %d is not a kiln_dtype",
                       fn, (int)a->dtype);
   if (a->ndim > KILN_ARRAY_MAX_DIMS)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: ndim is %u; kiln "
-                      "handles at most %d dimensions", fn, a->ndim, KILN_ARRAY_MAX_DIMS);
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: ndim is %u; kiln "
+                      "handles at most %d dimensions",
+                      fn, a->ndim, KILN_ARRAY_MAX_DIMS);
   kiln__npy_shape_repr(&m, a->ndim, a->shape);
   if (kiln__npy_shape_count(a->ndim, a->shape, &count) ||
       kiln__mul_overflow(count, kiln_dtype_size(a->dtype), bytes))
-    st = kiln__fail(NULL, KILN_ERR_OVERFLOW, "%s: shape %s of %s is more bytes "
-                    "than size_t can count", fn, kiln__str_get(&m),
-                    kiln_dtype_name(a->dtype));
+    st = kiln__fail(NULL, KILN_ERR_OVERFLOW,
+                    "%s: shape %s of %s is more bytes "
+                    "than size_t can count",
+                    fn, kiln__str_get(&m), kiln_dtype_name(a->dtype));
   else if (count != a->count)
-    st = kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: count is %zu, but shape "
-                    "%s holds %zu elements", fn, a->count, kiln__str_get(&m), count);
+    st = kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                    "%s: count is %zu, but shape "
+                    "%s holds %zu elements",
+                    fn, a->count, kiln__str_get(&m), count);
   else if (!a->data && *bytes)
-    st = kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: data is NULL for %zu "
-                    "elements", fn, count);
+    st = kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                    "%s: data is NULL for %zu "
+                    "elements",
+                    fn, count);
   kiln__str_free(&m);
   return st;
 }
@@ -341,9 +358,8 @@ static int write_full(int fd, const void *buf, size_t n)
 /* Writes the three parts to a temporary file, flushes it to the disk and
  * renames it over path: a crash or a full disk leaves the old file or the
  * whole new one, never a part. */
-static kiln_status write_atomic(const char *path, const unsigned char *pre,
-                                size_t prelen, const kiln__str *h,
-                                const void *data, size_t bytes)
+static kiln_status write_atomic(const char *path, const unsigned char *pre, size_t prelen,
+                                const kiln__str *h, const void *data, size_t bytes)
 {
   char *tmp = NULL, e[128];
   const char *step = "creating";
@@ -367,9 +383,10 @@ static kiln_status write_atomic(const char *path, const unsigned char *pre,
     unlink(tmp);
   kiln_status st = KILN_OK;
   if (err)
-    st = kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_save: cannot write '%s': %s the "
-                    "temporary file '%s%s' failed: %s; '%s' is unchanged", path,
-                    step, tmp ? tmp : path, tmp ? "" : ".tmp.*",
+    st = kiln__fail(NULL, KILN_ERR_IO,
+                    "kiln_npy_save: cannot write '%s': %s the "
+                    "temporary file '%s%s' failed: %s; '%s' is unchanged",
+                    path, step, tmp ? tmp : path, tmp ? "" : ".tmp.*",
                     error_text(err, e, sizeof e), path);
   free(tmp);
   return st;
@@ -439,8 +456,10 @@ KILN_API kiln_status kiln_array_to_c_order(kiln_array *array)
   if (spread > 1 && array->count > 0) {
     unsigned char *c = malloc(bytes);
     if (!c)
-      return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "kiln_array_to_c_order: "
-                        "out of host memory for a copy of %zu bytes", bytes);
+      return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "kiln_array_to_c_order: "
+                        "out of host memory for a copy of %zu bytes",
+                        bytes);
     fortran_to_c(array, c);
     free(array->data);
     array->data = c;

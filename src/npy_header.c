@@ -31,7 +31,7 @@ static const struct {
   const char *code;
   kiln_dtype dtype;
 } dtypes[] = {
-  {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64}, {"c8", KILN_C32},
+  {"f2", KILN_F16},  {"f4", KILN_F32}, {"f8", KILN_F64}, {"c8", KILN_C32},
   {"c16", KILN_C64}, {"i4", KILN_I32}, {"i8", KILN_I64},
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
@@ -86,8 +86,7 @@ static kiln_status parse_fail(const parser *p, const char *fmt, ...)
 {
   kiln__str m = {0};
   va_list ap;
-  kiln__str_appendf(&m, "kiln_npy_load: '%s': bad header at byte %zu: ", p->name,
-                    p->pos);
+  kiln__str_appendf(&m, "kiln_npy_load: '%s': bad header at byte %zu: ", p->name, p->pos);
   va_start(ap, fmt);
   kiln__str_vappendf(&m, fmt, ap);
   va_end(ap);
@@ -252,8 +251,10 @@ static kiln_status parse_shape(parser *p, kiln_array *a)
   int comma = 0;
   for (skip_ws(p); st == KILN_OK && peek(p) != ')';) {
     if (a->ndim == KILN_ARRAY_MAX_DIMS)
-      return parse_fail(p, "a shape of more than %d dimensions; kiln reads at "
-                           "most %d", KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS);
+      return parse_fail(p,
+                        "a shape of more than %d dimensions; kiln reads at "
+                        "most %d",
+                        KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS);
     st = parse_dim(p, &a->shape[a->ndim++]);
     skip_ws(p);
     comma = peek(p) == ',';
@@ -274,7 +275,9 @@ static const struct {
   const char *name;
   kiln_status (*parse)(parser *p, kiln_array *a);
 } keys[] = {
-  {"descr", parse_descr}, {"fortran_order", parse_order}, {"shape", parse_shape},
+  {"descr", parse_descr},
+  {"fortran_order", parse_order},
+  {"shape", parse_shape},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 #define KEY_LIST "'descr', 'fortran_order' and 'shape'"
@@ -293,9 +296,8 @@ static kiln_status parse_dict(parser *p, kiln_array *a)
       k++;
     if (st == KILN_OK && (k == NKEYS || seen[k]++)) {
       p->pos = at; /* point at the key, not past it */
-      return k == NKEYS
-                 ? parse_fail(p, "unknown key '%s'; expected only " KEY_LIST, key)
-                 : parse_fail(p, "the key '%s' appears twice", key);
+      return k == NKEYS ? parse_fail(p, "unknown key '%s'; expected only " KEY_LIST, key)
+                        : parse_fail(p, "the key '%s' appears twice", key);
     }
     if (st == KILN_OK) {
       skip_ws(p);
@@ -335,7 +337,7 @@ kiln_status kiln__npy_parse_header(const char *name, const unsigned char *text,
  * the preamble into pre, the dict padded with spaces and a newline into h,
  * so that the data starts at a multiple of 64 bytes. */
 kiln_status kiln__npy_build_header(const kiln_array *a, unsigned char pre[12],
-                                size_t *prelen, kiln__str *h)
+                                   size_t *prelen, kiln__str *h)
 {
   kiln__str_appendf(h, "{'descr': '<%s', 'fortran_order': %s, 'shape': ",
                     dtype_code(a->dtype), a->fortran_order ? "True" : "False");

@@ -54,8 +54,8 @@ void kiln__profile_open(kiln_runtime *rt, kiln__profile_scope *ps, const char *n
   }
   if (!thread_number)
     thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
-  *ps = (kiln__profile_scope){.rt = rt, .name = name, .backend = "",
-                              .host_start = now_ns()};
+  *ps =
+    (kiln__profile_scope){.rt = rt, .name = name, .backend = "", .host_start = now_ns()};
   current = ps;
 }
 
@@ -169,8 +169,8 @@ static int finished(const kiln__prof_op *op)
 {
   for (size_t i = 0; i < op->ncmds; i++) {
     cl_int status = CL_COMPLETE;
-    if (clGetEventInfo(op->cmds[i].ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                       sizeof status, &status, NULL) == CL_SUCCESS &&
+    if (clGetEventInfo(op->cmds[i].ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                       &status, NULL) == CL_SUCCESS &&
         status > CL_COMPLETE)
       return 0;
   }
@@ -183,19 +183,20 @@ static int finished(const kiln__prof_op *op)
 static void resolve_op(kiln__prof_op *op)
 {
   static const cl_profiling_info which[4] = {
-    CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
-    CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
+    CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT, CL_PROFILING_COMMAND_START,
+    CL_PROFILING_COMMAND_END};
   int ok = 1;
   for (size_t i = 0; i < op->ncmds; i++) {
     kiln__prof_cmd *c = &op->cmds[i];
     cl_ulong *times[4] = {&c->queued, &c->submit, &c->start, &c->end};
     cl_int status = CL_COMPLETE;
-    if (clGetEventInfo(c->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                       &status, NULL) != CL_SUCCESS || status != CL_COMPLETE)
+    if (clGetEventInfo(c->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                       NULL) != CL_SUCCESS ||
+        status != CL_COMPLETE)
       ok = 0;
     for (int t = 0; t < 4 && ok; t++)
-      ok = clGetEventProfilingInfo(c->ev, which[t], sizeof(cl_ulong), times[t],
-                                   NULL) == CL_SUCCESS;
+      ok = clGetEventProfilingInfo(c->ev, which[t], sizeof(cl_ulong), times[t], NULL) ==
+           CL_SUCCESS;
     clReleaseEvent(c->ev);
     c->ev = NULL;
     if (!ok)

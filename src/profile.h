@@ -50,7 +50,7 @@ typedef struct kiln__profiler {
  * to kiln__profile_end(). The commands kiln__runtime_track() sees on this
  * thread in between are the call's. */
 typedef struct kiln__profile_scope {
-  kiln_runtime *rt; /* NULL: not recording (profiling off, or this call
+  kiln_runtime *rt;           /* NULL: not recording (profiling off, or this call
                        runs inside another recorded call, which takes its
                        commands) */
   const char *name, *backend; /* name lives through the call; backend static */
@@ -79,11 +79,11 @@ void kiln__profile_marker(kiln_runtime *rt);
  *   return kiln__profile_end(&ps, st);          on every path after begin
  *
  * end() keeps the record when st is KILN_OK and something was enqueued. */
-#define kiln__profile_begin(rt_, ps_, name_)                                   \
+#define kiln__profile_begin(rt_, ps_, name_)                                             \
   ((rt_)->profile ? kiln__profile_open((rt_), (ps_), (name_)) : (void)((ps_)->rt = NULL))
-#define kiln__profile_describe(ps_, ...)                                       \
+#define kiln__profile_describe(ps_, ...)                                                 \
   ((ps_)->rt ? kiln__profile_set((ps_), __VA_ARGS__) : (void)0)
-#define kiln__profile_end(ps_, st_)                                            \
+#define kiln__profile_end(ps_, st_)                                                      \
   ((ps_)->rt ? kiln__profile_close((ps_), (st_)) : (st_))
 
 /* For backends that hand the queue to a library that enqueues commands
@@ -111,7 +111,7 @@ void kiln__profile_resolve(kiln_runtime *rt, int all);
 /* Writes the resolved records as a trace to path. Failures go to
  * kiln_last_error(report_to), report_to NULL for the thread's; fn names the
  * caller. Takes the runtime's lock. */
-kiln_status kiln__trace_write(kiln_runtime *rt, kiln_runtime *report_to,
-                              const char *path, const char *fn);
+kiln_status kiln__trace_write(kiln_runtime *rt, kiln_runtime *report_to, const char *path,
+                              const char *fn);
 
 #endif /* KILN_PROFILE_H */

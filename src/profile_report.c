@@ -98,11 +98,14 @@ KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
   if (!rt || !count || (!rows && capacity))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s is NULL; expected a runtime, an array of capacity "
-                      "rows (NULL only with capacity 0) and a count to fill", fn,
-                      !rt ? "rt" : !count ? "count" : "rows");
-  kiln_status st = capacity ? KILN__STRUCT_OUT(rt, fn, kiln_profile_row,
-                                               kiln_profile_row_init(), rows)
-                            : KILN_OK;
+                      "rows (NULL only with capacity 0) and a count to fill",
+                      fn,
+                      !rt      ? "rt"
+                      : !count ? "count"
+                               : "rows");
+  kiln_status st =
+    capacity ? KILN__STRUCT_OUT(rt, fn, kiln_profile_row, kiln_profile_row_init(), rows)
+             : KILN_OK;
   kiln_profile_row *all;
   left_out lo;
   if (st == KILN_OK)
@@ -190,15 +193,19 @@ static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
 static void print_left_out(FILE *f, const left_out *lo)
 {
   if (lo->pending)
-    fprintf(f, "%zu call%s still running on the device %s not counted; call "
-               "kiln_finish() first\n", lo->pending, lo->pending == 1 ? "" : "s",
-            lo->pending == 1 ? "is" : "are");
+    fprintf(f,
+            "%zu call%s still running on the device %s not counted; call "
+            "kiln_finish() first\n",
+            lo->pending, lo->pending == 1 ? "" : "s", lo->pending == 1 ? "is" : "are");
   if (lo->failed)
-    fprintf(f, "%zu call%s left out: a command failed, or the driver gave no "
-               "profiling times\n", lo->failed, lo->failed == 1 ? "" : "s");
+    fprintf(f,
+            "%zu call%s left out: a command failed, or the driver gave no "
+            "profiling times\n",
+            lo->failed, lo->failed == 1 ? "" : "s");
   if (lo->dropped)
-    fprintf(f, "%llu call%s not recorded: out of host memory, or the driver "
-               "refused an event\n",
+    fprintf(f,
+            "%llu call%s not recorded: out of host memory, or the driver "
+            "refused an event\n",
             (unsigned long long)lo->dropped, lo->dropped == 1 ? "" : "s");
 }
 
@@ -207,8 +214,8 @@ KILN_API kiln_status kiln_profile_report(kiln_runtime *rt, FILE *f)
   static const char fn[] = "kiln_profile_report";
   if (!rt || !f)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s is NULL; expected a runtime and a FILE to print into",
-                      fn, !rt ? "rt" : "f");
+                      "%s: %s is NULL; expected a runtime and a FILE to print into", fn,
+                      !rt ? "rt" : "f");
   kiln_profile_row *rows;
   size_t n;
   left_out lo;

@@ -35,7 +35,8 @@ static char *build_log(cl_program p, cl_device_id dev)
   char *log = NULL;
   if (clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS &&
       (log = malloc(size + 1)) != NULL &&
-      clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL) == CL_SUCCESS) {
+      clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, size, log, NULL) ==
+        CL_SUCCESS) {
     log[size] = '\0';
     return log;
   }
@@ -57,8 +58,8 @@ static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
     return;
   cl_int err, status;
   const unsigned char *bins[1] = {bin};
-  cl_program p = clCreateProgramWithBinary(rt->context, 1, &dev->id, &size, bins,
-                                           &status, &err);
+  cl_program p =
+    clCreateProgramWithBinary(rt->context, 1, &dev->id, &size, bins, &status, &err);
   free(bin);
   if (p && clBuildProgram(p, 1, &dev->id, options, NULL, NULL) == CL_SUCCESS) {
     *out = p;
@@ -78,11 +79,13 @@ static void store_binary(kiln_runtime *rt, const kiln__cache_key *key, cl_progra
 {
   size_t size = 0;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
-        CL_SUCCESS || size == 0)
+        CL_SUCCESS ||
+      size == 0)
     return;
   unsigned char *bin = malloc(size);
   unsigned char *bins[1] = {bin};
-  if (bin && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
+  if (bin &&
+      clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
     pthread_mutex_lock(&rt->lock);
     kiln__cache_store(&rt->cache, key, bin, size);
     pthread_mutex_unlock(&rt->lock);
@@ -92,8 +95,8 @@ static void store_binary(kiln_runtime *rt, const kiln__cache_key *key, cl_progra
 
 /* Builds source for the runtime's device, through the cache. On success
  * *log is the compiler's messages (malloc'd). */
-static kiln_status build(kiln_runtime *rt, const char *fn, const char *src,
-                         size_t len, const char *options, cl_program *out, char **log)
+static kiln_status build(kiln_runtime *rt, const char *fn, const char *src, size_t len,
+                         const char *options, cl_program *out, char **log)
 {
   const kiln__device *dev = kiln__runtime_device(rt);
   options = options ? options : "";
@@ -116,9 +119,8 @@ static kiln_status build(kiln_runtime *rt, const char *fn, const char *src,
     kiln_status st = kiln__fail(rt, kiln__status_from_cl(err),
                                 "%s: clBuildProgram failed with %s (%d) on '%s'.\n"
                                 "options: %s\nbuild log:\n%s",
-                                fn, kiln_cl_error_name(err), (int)err,
-                                dev->info.name, *options ? options : "(none)",
-                                *log ? *log : "(none)");
+                                fn, kiln_cl_error_name(err), (int)err, dev->info.name,
+                                *options ? options : "(none)", *log ? *log : "(none)");
     free(*log);
     *log = NULL;
     clReleaseProgram(p);
@@ -150,7 +152,8 @@ static kiln_status check_out(kiln_runtime *rt, const char *fn, void *out,
 {
   if (!rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: rt is NULL; expected a runtime from kiln_runtime_create()", fn);
+                      "%s: rt is NULL; expected a runtime from kiln_runtime_create()",
+                      fn);
   if (!out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: out is NULL; expected the address of a %s pointer", fn, what);
@@ -194,8 +197,9 @@ static kiln_status read_file(kiln_runtime *rt, const char *fn, const char *path,
     kiln__str_free(&s);
     return kiln__fail(rt, bad ? KILN_ERR_IO : KILN_ERR_INVALID_ARGUMENT,
                       "%s: cannot read '%s'%s", fn, path,
-                      bad ? "" : ": it holds NUL bytes or is too large; expected "
-                                 "OpenCL C source text");
+                      bad ? ""
+                          : ": it holds NUL bytes or is too large; expected "
+                            "OpenCL C source text");
   }
   *text = s.data ? s.data : strdup("");
   *len = s.len;
@@ -269,8 +273,10 @@ void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
   assert(plen <= INT_MAX && len <= INT_MAX);
   kiln__str_appendf(out, "#line 1 \"cl/prelude.cl\"\n%.*s", (int)plen, prelude);
   for (unsigned long k = 1, n = passes_of(text, len); k <= n; k++)
-    kiln__str_appendf(out, "\n#define KILN_PASS %lu\n#line 1 \"cl/%s.cl\"\n%.*s"
-                      "\n#undef KILN_PASS\n", k, name, (int)len, text);
+    kiln__str_appendf(out,
+                      "\n#define KILN_PASS %lu\n#line 1 \"cl/%s.cl\"\n%.*s"
+                      "\n#undef KILN_PASS\n",
+                      k, name, (int)len, text);
 }
 
 /* The text of builtin b from the files of KILN_CL_DIR, joined as the
@@ -322,9 +328,9 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
   kiln__str options = {0};
   kiln__builtin_options(&kiln__runtime_device(rt)->info, &options);
   char *log = NULL;
-  st = options.failed ? KILN_ERR_OUT_OF_HOST_MEMORY
-                      : build(rt, fn, src, len, kiln__str_get(&options),
-                              &rt->builtins[i], &log);
+  st = options.failed
+         ? KILN_ERR_OUT_OF_HOST_MEMORY
+         : build(rt, fn, src, len, kiln__str_get(&options), &rt->builtins[i], &log);
   free(log);
   free(text);
   kiln__str_free(&options);
@@ -427,7 +433,8 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
   if (!rt || !out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_cache_stats: %s is NULL; expected a runtime and a "
-                      "kiln_cache_usage to fill", !rt ? "rt" : "out");
+                      "kiln_cache_usage to fill",
+                      !rt ? "rt" : "out");
   kiln_status st = KILN__STRUCT_OUT(rt, "kiln_cache_stats", kiln_cache_usage,
                                     kiln_cache_usage_init(), out);
   if (st != KILN_OK)

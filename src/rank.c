@@ -12,7 +12,6 @@
 
 #include "internal.h"
 
-
 KILN_API const char *kiln_vendor_name(kiln_vendor vendor)
 {
   static const char *const names[] = {
@@ -93,7 +92,7 @@ static unsigned nvidia_lanes(uint32_t major, uint32_t minor)
     return 64; /* Volta, Turing */
   if (major == 8)
     return minor == 0 ? 64 : 128; /* A100 : consumer Ampere, Ada */
-  return 128; /* Hopper, Blackwell, and a driver without the query */
+  return 128;                     /* Hopper, Blackwell, and a driver without the query */
 }
 
 /* fp32 lanes per compute unit, as the driver counts compute units. */
@@ -104,8 +103,8 @@ static unsigned lanes_per_cu(const kiln_device_info *d)
   switch (d->vendor_family) {
   case KILN_VENDOR_NVIDIA: return nvidia_lanes(d->arch_major, d->arch_minor);
   case KILN_VENDOR_AMD: return d->arch_major >= 11 ? 128 : 64; /* RDNA3 dual issue */
-  case KILN_VENDOR_INTEL: return 8;   /* a CU is an EU: SIMD8 */
-  case KILN_VENDOR_APPLE: return 128; /* a CU is a GPU core */
+  case KILN_VENDOR_INTEL: return 8;                            /* a CU is an EU: SIMD8 */
+  case KILN_VENDOR_APPLE: return 128;                          /* a CU is a GPU core */
   case KILN_VENDOR_ARM: return 16;
   case KILN_VENDOR_QUALCOMM: return 64;
   case KILN_VENDOR_IMAGINATION: return 32;
@@ -155,8 +154,13 @@ void kiln__device_derive(kiln_device_info *d)
 }
 
 /* The kinds of device, best first. */
-enum device_class { CLASS_DISCRETE_GPU = 4, CLASS_INTEGRATED_GPU = 3,
-                    CLASS_ACCELERATOR = 2, CLASS_CPU = 1, CLASS_OTHER = 0 };
+enum device_class {
+  CLASS_DISCRETE_GPU = 4,
+  CLASS_INTEGRATED_GPU = 3,
+  CLASS_ACCELERATOR = 2,
+  CLASS_CPU = 1,
+  CLASS_OTHER = 0
+};
 
 static enum device_class device_class(const kiln_device_info *d)
 {
@@ -179,8 +183,7 @@ static int usable(const kiln_device_info *d)
 
 /* The keys and their order are documented at kiln_device_compare() in
  * kiln.h; keep the two in step. */
-KILN_API int kiln_device_compare(const kiln_device_info *a,
-                                 const kiln_device_info *b)
+KILN_API int kiln_device_compare(const kiln_device_info *a, const kiln_device_info *b)
 {
   int c;
   if ((c = BIGGER_FIRST(usable(a), usable(b))) != 0 ||
@@ -196,16 +199,18 @@ KILN_API int kiln_device_compare(const kiln_device_info *a,
     return c < 0 ? -1 : 1;
   if (a->device_index != b->device_index)
     return a->device_index < b->device_index ? -1 : 1;
-  return a->platform_index < b->platform_index ? -1
-         : a->platform_index > b->platform_index ? 1 : 0;
+  return a->platform_index < b->platform_index   ? -1
+         : a->platform_index > b->platform_index ? 1
+                                                 : 0;
 }
 
-KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *d,
-                                              char *buf, size_t size)
+KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *d, char *buf,
+                                              size_t size)
 {
   static const char *const classes[] = {
     [CLASS_DISCRETE_GPU] = "discrete GPU", [CLASS_INTEGRATED_GPU] = "integrated GPU",
-    [CLASS_ACCELERATOR] = "accelerator", [CLASS_CPU] = "CPU", [CLASS_OTHER] = "other device",
+    [CLASS_ACCELERATOR] = "accelerator",   [CLASS_CPU] = "CPU",
+    [CLASS_OTHER] = "other device",
   };
   char mem[32];
   const char *why = !d->available            ? "not available, "

@@ -18,8 +18,7 @@ static atomic_uint_fast64_t runtimes_made;
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
 
-static kiln_status fail_no_device(const kiln__device_list *list,
-                                  const kiln__config *cfg)
+static kiln_status fail_no_device(const kiln__device_list *list, const kiln__config *cfg)
 {
   kiln__str msg = {0};
   const char *notes = kiln__str_get(&list->notes);
@@ -29,9 +28,10 @@ static kiln_status fail_no_device(const kiln__device_list *list,
     kiln__str_appendf(&msg, "%zu OpenCL platform%s found, but no usable device\n",
                       list->platforms, list->platforms == 1 ? "" : "s");
   else
-    kiln__str_appendf(&msg, "%zu device%s found, but none is usable; expected a "
-                            "device that reports CL_DEVICE_AVAILABLE and "
-                            "CL_DEVICE_COMPILER_AVAILABLE\n",
+    kiln__str_appendf(&msg,
+                      "%zu device%s found, but none is usable; expected a "
+                      "device that reports CL_DEVICE_AVAILABLE and "
+                      "CL_DEVICE_COMPILER_AVAILABLE\n",
                       list->count, list->count == 1 ? "" : "s");
   kiln_status st = kiln__fail(NULL, KILN_ERR_NO_DEVICE, "kiln_runtime_create: %s%s%s",
                               kiln__str_get(&msg), *notes ? "notes:\n" : "", notes);
@@ -62,8 +62,8 @@ static kiln_status choose_device(kiln_runtime *rt, const kiln__config *cfg)
 {
   kiln_status st = KILN_OK;
   if (rt->devices.count && cfg->visible)
-    st = kiln__devices_mask(&rt->devices, cfg->visible, cfg->visible_source,
-                            &rt->selection);
+    st =
+      kiln__devices_mask(&rt->devices, cfg->visible, cfg->visible_source, &rt->selection);
   if (st != KILN_OK)
     return st;
   size_t best = kiln__devices_best(&rt->devices);
@@ -71,8 +71,8 @@ static kiln_status choose_device(kiln_runtime *rt, const kiln__config *cfg)
     return fail_no_device(&rt->devices, cfg);
   rt->chosen = best;
   if (cfg->device)
-    st = kiln__devices_select(&rt->devices, cfg->device, cfg->device_source,
-                              &rt->chosen, &rt->selection);
+    st = kiln__devices_select(&rt->devices, cfg->device, cfg->device_source, &rt->chosen,
+                              &rt->selection);
   if (st == KILN_OK && rt->chosen != best)
     kiln__str_appendf(&rt->selection, "the ranking alone would pick %u:%u %s\n",
                       rt->devices.items[best].info.platform_index,
@@ -92,8 +92,7 @@ static kiln_status open_device(kiln_runtime *rt)
     return kiln__fail_cl(NULL, err, "clCreateContext",
                          "kiln_runtime_create: creating a context on '%s'",
                          dev->info.name);
-  rt->queue = clCreateCommandQueue(rt->context, dev->id,
-                                   CL_QUEUE_PROFILING_ENABLE, &err);
+  rt->queue = clCreateCommandQueue(rt->context, dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
   if (rt->queue)
     rt->alloc_queue = clCreateCommandQueue(rt->context, dev->id, 0, &err);
   if (!rt->queue || !rt->alloc_queue)
@@ -110,7 +109,7 @@ static void runtime_free(kiln_runtime *rt)
 #if HAVE_CLBLAST
   kiln__clblast_release(rt);
 #endif
-  kiln__profile_free(rt);      /* the events of calls still recorded */
+  kiln__profile_free(rt); /* the events of calls still recorded */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);
@@ -131,8 +130,7 @@ static void runtime_free(kiln_runtime *rt)
   free(rt);
 }
 
-KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
-                                         kiln_runtime **out)
+KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime **out)
 {
   if (!out)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
@@ -156,8 +154,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
                       "kiln_runtime_create: allocating the runtime failed");
   }
   rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
-  rt->builtins = calloc(kiln__builtin_count ? kiln__builtin_count : 1,
-                        sizeof *rt->builtins);
+  rt->builtins =
+    calloc(kiln__builtin_count ? kiln__builtin_count : 1, sizeof *rt->builtins);
   rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;
   if (!rt->builtins || (cfg.cl_dir && !rt->cl_dir)) {
     runtime_free(rt);
@@ -167,8 +165,9 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
   st = kiln__devices_discover(&rt->devices);
   if (st != KILN_OK) {
     runtime_free(rt);
-    return kiln__fail(NULL, st, "kiln_runtime_create: out of host memory "
-                                "while listing OpenCL devices");
+    return kiln__fail(NULL, st,
+                      "kiln_runtime_create: out of host memory "
+                      "while listing OpenCL devices");
   }
   st = choose_device(rt, &cfg);
   if (st == KILN_OK)
@@ -211,14 +210,14 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
                       "%s still alive, holding %s; destroy them with "
                       "kiln_buffer_destroy() first",
                       (unsigned long long)live, live == 1 ? "" : "s",
-                      live == 1 ? "is" : "are",
-                      kiln__format_bytes(held, b, sizeof b));
+                      live == 1 ? "is" : "are", kiln__format_bytes(held, b, sizeof b));
   }
   clFinish(rt->queue); /* errors no longer have anyone to go to */
   /* The trace's failure is the thread's to read: the runtime is gone. */
-  kiln_status st = rt->prof && rt->prof->trace ? kiln__trace_write(rt, NULL, rt->prof->trace,
-                                                      "kiln_runtime_destroy")
-                                  : KILN_OK;
+  kiln_status st =
+    rt->prof && rt->prof->trace
+      ? kiln__trace_write(rt, NULL, rt->prof->trace, "kiln_runtime_destroy")
+      : KILN_OK;
   runtime_free(rt);
   return st;
 }
@@ -239,8 +238,7 @@ static void reap_finished(kiln_runtime *rt)
   size_t kept = 0;
   for (size_t i = 0; i < rt->npending; i++) {
     cl_int status = CL_QUEUED;
-    cl_int err = clGetEventInfo(rt->pending[i].ev,
-                                CL_EVENT_COMMAND_EXECUTION_STATUS,
+    cl_int err = clGetEventInfo(rt->pending[i].ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
                                 sizeof status, &status, NULL);
     if (err == CL_SUCCESS && status > CL_COMPLETE) {
       rt->pending[kept++] = rt->pending[i];
@@ -306,8 +304,7 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
   rt->deferred_what = NULL;
   pthread_mutex_unlock(&rt->lock);
   if (failed != CL_SUCCESS)
-    return kiln__fail_cl(rt, failed, what,
-                         "kiln_finish: a command failed on the device");
+    return kiln__fail_cl(rt, failed, what, "kiln_finish: a command failed on the device");
   if (err != CL_SUCCESS)
     return kiln__fail_cl(rt, err, "clFinish", "kiln_finish: waiting for the queue");
   return KILN_OK;
@@ -328,8 +325,7 @@ KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt)
   return rt ? rt->devices.count : 0;
 }
 
-KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
-                                                        size_t i)
+KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt, size_t i)
 {
   return rt && i < rt->devices.count ? &rt->devices.items[i].info : NULL;
 }

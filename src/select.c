@@ -34,7 +34,6 @@ static const struct {
   {"accelerator", KILN_DEVICE_ACCELERATOR},
 };
 
-
 /* Parses a run of digits into *v; returns the end, or NULL. */
 static const char *parse_index(const char *s, const char *end, unsigned long *v)
 {
@@ -177,8 +176,8 @@ static kiln_status fail_selector(const kiln__device_list *list, const char *fmt,
   va_end(ap);
   kiln__str_appendf(&s, "\nthe devices are:");
   list_devices(&s, list);
-  kiln_status st = kiln__fail(NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "%s",
-                              kiln__str_get(&s));
+  kiln_status st =
+    kiln__fail(NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "%s", kiln__str_get(&s));
   kiln__str_free(&s);
   return st;
 }
@@ -192,8 +191,8 @@ static kiln_status parse_or_fail(const kiln__device_list *list, const char *valu
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: out of host memory while parsing '%s'", source, value);
   if (*n < 0)
-    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s",
-                         source, value, (int)bad.len, bad.text, grammar);
+    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s", source,
+                         value, (int)bad.len, bad.text, grammar);
   return KILN_OK;
 }
 
@@ -210,7 +209,8 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
   kiln__device *kept = malloc(list->count * sizeof *kept + 1);
   if (!slot || !kept) {
     free(slot), free(kept), free(terms);
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", source);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                      source);
   }
   for (size_t i = 0; i < list->count; i++)
     slot[i] = SIZE_MAX;
@@ -228,8 +228,8 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
                          (int)terms[t].len, terms[t].text);
   }
   if (st == KILN_OK) {
-    kiln__str_appendf(why, "%s='%s' shows %zu of %zu devices", source, mask,
-                      visible, list->count);
+    kiln__str_appendf(why, "%s='%s' shows %zu of %zu devices", source, mask, visible,
+                      list->count);
     const char *sep = "; hides ";
     for (size_t i = 0; i < list->count; i++) {
       if (slot[i] != SIZE_MAX) {
@@ -276,19 +276,19 @@ kiln_status kiln__devices_select(const kiln__device_list *list, const char *sele
     for (size_t i = 0; i < list->count; i++) {
       const kiln_device_info *d = &list->items[i].info;
       if (term_matches(&terms[t], d, i) && d->available && d->compiler_available &&
-          (*chosen == SIZE_MAX ||
-           kiln_device_compare(d, &list->items[*chosen].info) < 0))
+          (*chosen == SIZE_MAX || kiln_device_compare(d, &list->items[*chosen].info) < 0))
         *chosen = i;
     }
   if (*chosen == SIZE_MAX)
-    st = fail_selector(list, "%s='%s' matches no usable device (available, with a "
-                             "compiler)", source, selector);
+    st = fail_selector(list,
+                       "%s='%s' matches no usable device (available, with a "
+                       "compiler)",
+                       source, selector);
   else
-    kiln__str_appendf(why, "%s='%s': '%.*s' picks %u:%u %s\n", source, selector,
-                      (int)terms[t - 1].len, terms[t - 1].text,
-                      list->items[*chosen].info.platform_index,
-                      list->items[*chosen].info.device_index,
-                      list->items[*chosen].info.name);
+    kiln__str_appendf(
+      why, "%s='%s': '%.*s' picks %u:%u %s\n", source, selector, (int)terms[t - 1].len,
+      terms[t - 1].text, list->items[*chosen].info.platform_index,
+      list->items[*chosen].info.device_index, list->items[*chosen].info.name);
   free(terms);
   return st;
 }

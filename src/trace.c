@@ -65,8 +65,10 @@ static void put_meta(FILE *f, int pid, int tid, const char *what, const char *na
   fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":",
           pid, tid, what);
   put_string(f, name);
-  fprintf(f, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
-             "\"args\":{\"sort_index\":%d}}", pid, tid, sort);
+  fprintf(f,
+          "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+          "\"args\":{\"sort_index\":%d}}",
+          pid, tid, sort);
 }
 
 /* The args every event of a call carries. */
@@ -86,8 +88,10 @@ static void put_complete(FILE *f, const char *name, const char *cat, int pid, in
 {
   fputs(",\n{\"name\":", f);
   put_string(f, name);
-  fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-             "\"dur\":%.3f,", cat, pid, tid, ts, dur);
+  fprintf(f,
+          ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+          "\"dur\":%.3f,",
+          cat, pid, tid, ts, dur);
 }
 
 /* One call: its host event, and when it finished on the device its device
@@ -105,9 +109,10 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
   double d0 = device_us(p, op->start), d1 = device_us(p, op->end);
   put_complete(f, op->name, "device", pid, DEVICE_TID, d0, d1 - d0);
   put_call_args(f, op);
-  fprintf(f, ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
-             "\"host_us\":%.3f}}", op->ncmds, device_us(p, op->queued),
-          device_us(p, op->submit), h1 - h0);
+  fprintf(f,
+          ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
+          "\"host_us\":%.3f}}",
+          op->ncmds, device_us(p, op->queued), device_us(p, op->submit), h1 - h0);
   for (size_t i = 0; i < op->ncmds; i++) {
     const kiln__prof_cmd *c = &op->cmds[i];
     double c0 = device_us(p, c->start), c1 = device_us(p, c->end);
@@ -117,10 +122,14 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
     fprintf(f, ",\"queued_us\":%.3f,\"submit_us\":%.3f}}", device_us(p, c->queued),
             device_us(p, c->submit));
   }
-  fprintf(f, ",\n{\"name\":\"enqueue\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,"
-             "\"pid\":%d,\"tid\":%d,\"ts\":%.3f}", id, pid, host, h0);
-  fprintf(f, ",\n{\"name\":\"enqueue\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\","
-             "\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f}", id, pid, DEVICE_TID, d0);
+  fprintf(f,
+          ",\n{\"name\":\"enqueue\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,"
+          "\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
+          id, pid, host, h0);
+  fprintf(f,
+          ",\n{\"name\":\"enqueue\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\","
+          "\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
+          id, pid, DEVICE_TID, d0);
 }
 
 /* Names the tracks: the process, the device's two, one per host thread. */
@@ -129,8 +138,10 @@ static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
   const kiln__profiler *p = rt->prof;
   char name[300];
   snprintf(name, sizeof name, "kiln on %s", kiln_runtime_device(rt)->name);
-  fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\","
-             "\"args\":{\"name\":", pid);
+  fprintf(f,
+          "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\","
+          "\"args\":{\"name\":",
+          pid);
   put_string(f, name);
   fputs("}}", f);
   put_meta(f, pid, DEVICE_TID, "thread_name", "device: calls", 1);
@@ -148,8 +159,10 @@ static void put_trace(FILE *f, kiln_runtime *rt)
 {
   const kiln__profiler *p = rt->prof;
   int pid = (int)getpid();
-  fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"kiln_version\":\"%s\","
-             "\"device\":", KILN_VERSION_STRING);
+  fprintf(f,
+          "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"kiln_version\":\"%s\","
+          "\"device\":",
+          KILN_VERSION_STRING);
   put_string(f, kiln_runtime_device(rt)->name);
   fputs("},\n\"traceEvents\":[\n", f);
   if (rt->profile)
@@ -160,22 +173,25 @@ static void put_trace(FILE *f, kiln_runtime *rt)
   fputs("\n]}\n", f);
 }
 
-kiln_status kiln__trace_write(kiln_runtime *rt, kiln_runtime *report_to,
-                              const char *path, const char *fn)
+kiln_status kiln__trace_write(kiln_runtime *rt, kiln_runtime *report_to, const char *path,
+                              const char *fn)
 {
   FILE *f = fopen(path, "w");
   if (!f)
-    return kiln__fail(report_to, KILN_ERR_IO, "%s: cannot create the trace file '%s': "
-                      "%s; expected a path where a file can be created", fn, path,
-                      strerror(errno));
+    return kiln__fail(report_to, KILN_ERR_IO,
+                      "%s: cannot create the trace file '%s': "
+                      "%s; expected a path where a file can be created",
+                      fn, path, strerror(errno));
   pthread_mutex_lock(&rt->lock);
   kiln__profile_resolve(rt, 1);
   put_trace(f, rt);
   pthread_mutex_unlock(&rt->lock);
   int failed = ferror(f);
   if (fclose(f) != 0 || failed)
-    return kiln__fail(report_to, KILN_ERR_IO, "%s: writing the trace file '%s' "
-                      "failed: %s", fn, path, strerror(errno));
+    return kiln__fail(report_to, KILN_ERR_IO,
+                      "%s: writing the trace file '%s' "
+                      "failed: %s",
+                      fn, path, strerror(errno));
   return KILN_OK;
 }
 

@@ -131,26 +131,29 @@ static int check_above(const kiln__trust *t, const char *path, const struct stat
   char who[128];
   if (!trusted_owner(t, st->st_uid)) {
     describe(0, (unsigned)st->st_uid, who, sizeof who);
-    kiln__str_appendf(why, "%s, a folder above it, belongs to %s, who could replace "
-                           "the cache folder with one of their own; fix: choose a "
-                           "folder under your own home (KILN_CACHE_DIR)",
+    kiln__str_appendf(why,
+                      "%s, a folder above it, belongs to %s, who could replace "
+                      "the cache folder with one of their own; fix: choose a "
+                      "folder under your own home (KILN_CACHE_DIR)",
                       path, who);
     return -1;
   }
   if (st->st_mode & S_ISVTX) /* others may write, but not rename ours */
     return 0;
   if (st->st_mode & S_IWOTH) {
-    kiln__str_appendf(why, "%s, a folder above it, is writable by every user "
-                           "without the sticky bit, so anyone could replace the "
-                           "cache folder; fix: chmod o-w %s (or chmod +t %s)",
+    kiln__str_appendf(why,
+                      "%s, a folder above it, is writable by every user "
+                      "without the sticky bit, so anyone could replace the "
+                      "cache folder; fix: chmod o-w %s (or chmod +t %s)",
                       path, path, path);
     return -1;
   }
   if ((st->st_mode & S_IWGRP) && !group_write_ok(t, st)) {
     describe(1, (unsigned)st->st_gid, who, sizeof who);
-    kiln__str_appendf(why, "%s, a folder above it, is writable by %s without the "
-                           "sticky bit, so its members could replace the cache "
-                           "folder; fix: chmod g-w %s",
+    kiln__str_appendf(why,
+                      "%s, a folder above it, is writable by %s without the "
+                      "sticky bit, so its members could replace the cache "
+                      "folder; fix: chmod g-w %s",
                       path, who, path);
     return -1;
   }
@@ -171,15 +174,17 @@ static int check_folder(kiln__trust *t, const char *dir, const struct stat *st,
   t->shared = team;
   if (!trusted_owner(t, st->st_uid)) {
     describe(0, (unsigned)st->st_uid, who, sizeof who);
-    kiln__str_appendf(why, "%s belongs to %s, not to you%s; kiln runs the code it "
-                           "caches, so it uses only a folder you own; fix: choose "
-                           "a folder of your own (KILN_CACHE_DIR)",
+    kiln__str_appendf(why,
+                      "%s belongs to %s, not to you%s; kiln runs the code it "
+                      "caches, so it uses only a folder you own; fix: choose "
+                      "a folder of your own (KILN_CACHE_DIR)",
                       dir, who, team ? " nor to a member of its group" : "");
     return -1;
   }
   if (st->st_mode & S_IWOTH) {
-    kiln__str_appendf(why, "%s is writable by every user (mode %04o), so anyone "
-                           "could plant code that kiln would run; fix: chmod 700 %s",
+    kiln__str_appendf(why,
+                      "%s is writable by every user (mode %04o), so anyone "
+                      "could plant code that kiln would run; fix: chmod 700 %s",
                       dir, (unsigned)(st->st_mode & 07777), dir);
     return -1;
   }
@@ -190,17 +195,19 @@ static int check_folder(kiln__trust *t, const char *dir, const struct stat *st,
   }
   describe(1, (unsigned)st->st_gid, who, sizeof who);
   if (!team) {
-    kiln__str_appendf(why, "%s is writable by %s (mode %04o), whose members could "
-                           "plant code that kiln would run; fix: chmod 700 %s, or "
-                           "for a cache shared by that group: chmod 2770 %s and "
-                           "KILN_CACHE_SHARED=1 for each member",
+    kiln__str_appendf(why,
+                      "%s is writable by %s (mode %04o), whose members could "
+                      "plant code that kiln would run; fix: chmod 700 %s, or "
+                      "for a cache shared by that group: chmod 2770 %s and "
+                      "KILN_CACHE_SHARED=1 for each member",
                       dir, who, (unsigned)(st->st_mode & 07777), dir, dir);
     return -1;
   }
   if (!(st->st_mode & S_ISGID)) {
-    kiln__str_appendf(why, "%s is a team folder of %s without the setgid bit, so "
-                           "entries would not keep the team's group; fix: chmod "
-                           "g+s %s",
+    kiln__str_appendf(why,
+                      "%s is a team folder of %s without the setgid bit, so "
+                      "entries would not keep the team's group; fix: chmod "
+                      "g+s %s",
                       dir, who, dir);
     return -1;
   }
@@ -271,8 +278,7 @@ int kiln__trust_check_file(const kiln__trust *t, const char *name, const struct 
 {
   char who[128];
   if (S_ISLNK(st->st_mode)) {
-    kiln__str_appendf(why, "%s is a symbolic link; kiln follows none in its cache",
-                      name);
+    kiln__str_appendf(why, "%s is a symbolic link; kiln follows none in its cache", name);
     return -1;
   }
   if (!S_ISREG(st->st_mode)) {

@@ -20,22 +20,22 @@ int kiln__trust_open_dir(const char *dir, kiln__trust *t, kiln__str *why);
 
 /* Whether a file, as stat'ed without following links, may be trusted:
  * 0, or -1 with the reason (naming it as `name`) appended to why. */
-int kiln__trust_check_file(const kiln__trust *t, const char *name,
-                           const struct stat *st, kiln__str *why);
+int kiln__trust_check_file(const kiln__trust *t, const char *name, const struct stat *st,
+                           kiln__str *why);
 
 enum kiln__trust_result {
-  KILN__TRUST_OK,         /* *fd is open on a trusted file, *st its fstat */
-  KILN__TRUST_ABSENT,     /* no such file */
-  KILN__TRUST_REFUSED,    /* not to be trusted; why says how */
-  KILN__TRUST_UNREADABLE  /* it exists but cannot be opened; why says how */
+  KILN__TRUST_OK,        /* *fd is open on a trusted file, *st its fstat */
+  KILN__TRUST_ABSENT,    /* no such file */
+  KILN__TRUST_REFUSED,   /* not to be trusted; why says how */
+  KILN__TRUST_UNREADABLE /* it exists but cannot be opened; why says how */
 };
 
 /* Opens dirfd/name for reading, without following a link, and checks the
  * file on the open descriptor, so nothing can be swapped in between the
  * check and the reads. */
 enum kiln__trust_result kiln__trust_open_file(const kiln__trust *t, int dirfd,
-                                              const char *name, int *fd,
-                                              struct stat *st, kiln__str *why);
+                                              const char *name, int *fd, struct stat *st,
+                                              kiln__str *why);
 
 /* Test seam: when set, called just before a file is opened, between the
  * open and the checks, and after the checks (before any read), so a test

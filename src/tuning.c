@@ -29,7 +29,9 @@ void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
   *t = (kiln__gemm_tuning){
     .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
     .tm = 8,
-    .vw = w >= 16 ? 16 : w >= 8 ? 8 : 4,
+    .vw = w >= 16  ? 16
+          : w >= 8 ? 8
+                   : 4,
     .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
     .tsk = 16,
     .wpt = 4,

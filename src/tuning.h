@@ -12,8 +12,8 @@
 
 /* The parameters of cl/gemm.cl for a device (see tuning.c for why). */
 typedef struct kiln__gemm_tuning {
-  int gpu_shape;         /* local-memory tiles, else the CPU shape */
-  unsigned tm, vw, vwd;  /* CPU: rows per work-item; float and double lanes */
+  int gpu_shape;          /* local-memory tiles, else the CPU shape */
+  unsigned tm, vw, vwd;   /* CPU: rows per work-item; float and double lanes */
   unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
 } kiln__gemm_tuning;
 

@@ -89,7 +89,8 @@ const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size)
 double kiln__half_to_double(uint16_t h)
 {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                              : ldexp(1024 + m, e - 25);
+  double v = e == 0    ? ldexp(m, -24)
+             : e == 31 ? (m ? NAN : INFINITY)
+                       : ldexp(1024 + m, e - 25);
   return (h & 0x8000) ? -v : v;
 }

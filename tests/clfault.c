@@ -123,8 +123,8 @@ const char *clfault_class_name(clfault_class k)
 
 const char *clfault_object_name(clfault_object o)
 {
-  static const char *const names[] = {"mem", "kernel", "program", "event", "queue",
-                                      "context"};
+  static const char *const names[] = {"mem",   "kernel", "program",
+                                      "event", "queue",  "context"};
   return (unsigned)o < CLFAULT_OBJECTS ? names[o] : "invalid";
 }
 
@@ -173,74 +173,74 @@ static void *real(const char *fn)
 
 #define CALLER __builtin_return_address(0)
 
-#define NEXT(name, params)                                                     \
-  static cl_int(CL_API_CALL * next) params;                                    \
-  if (!next)                                                                   \
-    *(void **)&next = real(#name)
+#define NEXT(name, params)                                                               \
+  static cl_int(CL_API_CALL *next) params;                                               \
+  if (!next)                                                                             \
+  *(void **)&next = real(#name)
 
 /* An entry point that returns cl_int, of class klass (NO_CLASS: a query);
  * evp: its cl_event *out parameter, or NULL when it has none. */
-#define CLFAULT_CALL(klass, name, params, args, evp)                           \
-  CL_API_ENTRY cl_int CL_API_CALL name params                                  \
-  {                                                                            \
-    static cl_int(CL_API_CALL * next) params;                                  \
-    if (hit(#name, klass, CALLER))                                             \
-      return armed.err;                                                        \
-    if (!next)                                                                 \
-      *(void **)&next = real(#name);                                           \
-    cl_int err_ = next args;                                                   \
-    cl_event *evp_ = (evp);                                                    \
-    if (err_ == CL_SUCCESS && evp_ && *evp_)                                   \
-      atomic_fetch_add(&live[CLFAULT_EVENT], 1);                               \
-    return err_;                                                               \
+#define CLFAULT_CALL(klass, name, params, args, evp)                                     \
+  CL_API_ENTRY cl_int CL_API_CALL name params                                            \
+  {                                                                                      \
+    static cl_int(CL_API_CALL *next) params;                                             \
+    if (hit(#name, klass, CALLER))                                                       \
+      return armed.err;                                                                  \
+    if (!next)                                                                           \
+      *(void **)&next = real(#name);                                                     \
+    cl_int err_ = next args;                                                             \
+    cl_event *evp_ = (evp);                                                              \
+    if (err_ == CL_SUCCESS && evp_ && *evp_)                                             \
+      atomic_fetch_add(&live[CLFAULT_EVENT], 1);                                         \
+    return err_;                                                                         \
   }
 
 #define CLFAULT_INT(name, params, args) CLFAULT_CALL(NO_CLASS, name, params, args, NULL)
-#define CLFAULT_ENQ(name, params, args, evp)                                   \
+#define CLFAULT_ENQ(name, params, args, evp)                                             \
   CLFAULT_CALL(CLFAULT_ENQUEUE, name, params, args, evp)
 
 /* An entry point that returns a new object of kind `object`, reporting
  * through errp, of class klass. */
-#define CLFAULT_NEW(klass, object, type, name, params, args, errp)             \
-  CL_API_ENTRY type CL_API_CALL name params                                    \
-  {                                                                            \
-    static type(CL_API_CALL * next) params;                                    \
-    if (hit(#name, klass, CALLER)) {                                           \
-      if (errp)                                                                \
-        *(errp) = armed.err;                                                   \
-      return NULL;                                                             \
-    }                                                                          \
-    if (!next)                                                                 \
-      *(void **)&next = real(#name);                                           \
-    type obj_ = next args;                                                     \
-    if (obj_)                                                                  \
-      atomic_fetch_add(&live[object], 1);                                      \
-    return obj_;                                                               \
+#define CLFAULT_NEW(klass, object, type, name, params, args, errp)                       \
+  CL_API_ENTRY type CL_API_CALL name params                                              \
+  {                                                                                      \
+    static type(CL_API_CALL *next) params;                                               \
+    if (hit(#name, klass, CALLER)) {                                                     \
+      if (errp)                                                                          \
+        *(errp) = armed.err;                                                             \
+      return NULL;                                                                       \
+    }                                                                                    \
+    if (!next)                                                                           \
+      *(void **)&next = real(#name);                                                     \
+    type obj_ = next args;                                                               \
+    if (obj_)                                                                            \
+      atomic_fetch_add(&live[object], 1);                                                \
+    return obj_;                                                                         \
   }
 
 /* clRetain<what> and clRelease<what>. */
-#define CLFAULT_REF(what, type, object)                                        \
-  CL_API_ENTRY cl_int CL_API_CALL clRetain##what(type o)                       \
-  {                                                                            \
-    NEXT(clRetain##what, (type));                                              \
-    cl_int err = next(o);                                                      \
-    if (err == CL_SUCCESS)                                                     \
-      atomic_fetch_add(&live[object], 1);                                      \
-    return err;                                                                \
-  }                                                                            \
-  CL_API_ENTRY cl_int CL_API_CALL clRelease##what(type o)                      \
-  {                                                                            \
-    NEXT(clRelease##what, (type));                                             \
-    cl_int err = next(o);                                                      \
-    if (err == CL_SUCCESS)                                                     \
-      atomic_fetch_sub(&live[object], 1);                                      \
-    return err;                                                                \
+#define CLFAULT_REF(what, type, object)                                                  \
+  CL_API_ENTRY cl_int CL_API_CALL clRetain##what(type o)                                 \
+  {                                                                                      \
+    NEXT(clRetain##what, (type));                                                        \
+    cl_int err = next(o);                                                                \
+    if (err == CL_SUCCESS)                                                               \
+      atomic_fetch_add(&live[object], 1);                                                \
+    return err;                                                                          \
+  }                                                                                      \
+  CL_API_ENTRY cl_int CL_API_CALL clRelease##what(type o)                                \
+  {                                                                                      \
+    NEXT(clRelease##what, (type));                                                       \
+    cl_int err = next(o);                                                                \
+    if (err == CL_SUCCESS)                                                               \
+      atomic_fetch_sub(&live[object], 1);                                                \
+    return err;                                                                          \
   }
 
 /* ---- queries -------------------------------------------------------------- */
 
-CLFAULT_INT(clGetPlatformIDs,
-            (cl_uint n, cl_platform_id *ids, cl_uint *nret), (n, ids, nret))
+CLFAULT_INT(clGetPlatformIDs, (cl_uint n, cl_platform_id *ids, cl_uint *nret),
+            (n, ids, nret))
 CLFAULT_INT(clGetPlatformInfo,
             (cl_platform_id p, cl_platform_info q, size_t s, void *v, size_t *r),
             (p, q, s, v, r))
@@ -258,11 +258,10 @@ void clfault_arm_event_status(int nth, cl_int status)
   clfault_arm("clGetEventInfo", nth, 1, status);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event ev, cl_event_info q,
-                                               size_t s, void *v, size_t *r)
+CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event ev, cl_event_info q, size_t s,
+                                               void *v, size_t *r)
 {
-  static cl_int(CL_API_CALL * next)(cl_event, cl_event_info, size_t, void *,
-                                    size_t *);
+  static cl_int(CL_API_CALL * next)(cl_event, cl_event_info, size_t, void *, size_t *);
   if (q == CL_EVENT_COMMAND_EXECUTION_STATUS && s >= sizeof(cl_int) && v &&
       hit("clGetEventInfo", NO_CLASS, CALLER)) {
     *(cl_int *)v = armed.err;
@@ -280,13 +279,13 @@ CLFAULT_INT(clFinish, (cl_command_queue q), (q))
 
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_CONTEXT, cl_context, clCreateContext,
             (const cl_context_properties *p, cl_uint n, const cl_device_id *d,
-             void(CL_CALLBACK *f)(const char *, const void *, size_t, void *),
-             void *u, cl_int *e),
+             void(CL_CALLBACK *f)(const char *, const void *, size_t, void *), void *u,
+             cl_int *e),
             (p, n, d, f, u, e), e)
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_CONTEXT, cl_context, clCreateContextFromType,
             (const cl_context_properties *p, cl_device_type t,
-             void(CL_CALLBACK *f)(const char *, const void *, size_t, void *),
-             void *u, cl_int *e),
+             void(CL_CALLBACK *f)(const char *, const void *, size_t, void *), void *u,
+             cl_int *e),
             (p, t, f, u, e), e)
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_QUEUE, cl_command_queue, clCreateCommandQueue,
             (cl_context c, cl_device_id d, cl_command_queue_properties p, cl_int *e),
@@ -296,11 +295,10 @@ CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_QUEUE, cl_command_queue,
             (cl_context c, cl_device_id d, const cl_queue_properties *p, cl_int *e),
             (c, d, p, e), e)
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateBuffer,
-            (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *e),
-            (c, f, s, h, e), e)
+            (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *e), (c, f, s, h, e),
+            e)
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateSubBuffer,
-            (cl_mem m, cl_mem_flags f, cl_buffer_create_type t, const void *i,
-             cl_int *e),
+            (cl_mem m, cl_mem_flags f, cl_buffer_create_type t, const void *i, cl_int *e),
             (m, f, t, i, e), e)
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateImage,
             (cl_context c, cl_mem_flags f, const cl_image_format *fmt,
@@ -315,8 +313,7 @@ CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_PROGRAM, cl_program, clCreateProgramWithBinar
             (cl_context c, cl_uint n, const cl_device_id *d, const size_t *l,
              const unsigned char **b, cl_int *status, cl_int *e),
             (c, n, d, l, b, status, e), e)
-CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_PROGRAM, cl_program,
-            clCreateProgramWithBuiltInKernels,
+CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_PROGRAM, cl_program, clCreateProgramWithBuiltInKernels,
             (cl_context c, cl_uint n, const cl_device_id *d, const char *names,
              cl_int *e),
             (c, n, d, names, e), e)
@@ -345,52 +342,52 @@ CLFAULT_CALL(CLFAULT_BUILD, clBuildProgram,
               void(CL_CALLBACK *f)(cl_program, void *), void *u),
              (p, n, d, o, f, u), NULL)
 CLFAULT_CALL(CLFAULT_BUILD, clCompileProgram,
-             (cl_program p, cl_uint n, const cl_device_id *d, const char *o,
-              cl_uint nh, const cl_program *h, const char **hn,
+             (cl_program p, cl_uint n, const cl_device_id *d, const char *o, cl_uint nh,
+              const cl_program *h, const char **hn,
               void(CL_CALLBACK *f)(cl_program, void *), void *u),
              (p, n, d, o, nh, h, hn, f, u), NULL)
 CLFAULT_NEW(CLFAULT_BUILD, CLFAULT_PROGRAM, cl_program, clLinkProgram,
-            (cl_context c, cl_uint n, const cl_device_id *d, const char *o,
-             cl_uint np, const cl_program *ps,
-             void(CL_CALLBACK *f)(cl_program, void *), void *u, cl_int *e),
+            (cl_context c, cl_uint n, const cl_device_id *d, const char *o, cl_uint np,
+             const cl_program *ps, void(CL_CALLBACK *f)(cl_program, void *), void *u,
+             cl_int *e),
             (c, n, d, o, np, ps, f, u, e), e)
 
 /* ---- enqueues ------------------------------------------------------------- */
 
 CLFAULT_ENQ(clEnqueueMigrateMemObjects,
-            (cl_command_queue q, cl_uint n, const cl_mem *m,
-             cl_mem_migration_flags f, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_uint n, const cl_mem *m, cl_mem_migration_flags f,
+             cl_uint nw, const cl_event *w, cl_event *ev),
             (q, n, m, f, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueFillBuffer,
-            (cl_command_queue q, cl_mem m, const void *p, size_t ps, size_t o,
-             size_t s, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_mem m, const void *p, size_t ps, size_t o, size_t s,
+             cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, p, ps, o, s, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueWriteBuffer,
-            (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s,
-             const void *p, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s, const void *p,
+             cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, b, o, s, p, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueReadBuffer,
             (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s, void *p,
              cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, b, o, s, p, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueWriteBufferRect,
-            (cl_command_queue q, cl_mem m, cl_bool b, const size_t *bo,
-             const size_t *ho, const size_t *r, size_t brp, size_t bsp, size_t hrp,
-             size_t hsp, const void *p, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_mem m, cl_bool b, const size_t *bo, const size_t *ho,
+             const size_t *r, size_t brp, size_t bsp, size_t hrp, size_t hsp,
+             const void *p, cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, b, bo, ho, r, brp, bsp, hrp, hsp, p, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueReadBufferRect,
-            (cl_command_queue q, cl_mem m, cl_bool b, const size_t *bo,
-             const size_t *ho, const size_t *r, size_t brp, size_t bsp, size_t hrp,
-             size_t hsp, void *p, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_mem m, cl_bool b, const size_t *bo, const size_t *ho,
+             const size_t *r, size_t brp, size_t bsp, size_t hrp, size_t hsp, void *p,
+             cl_uint nw, const cl_event *w, cl_event *ev),
             (q, m, b, bo, ho, r, brp, bsp, hrp, hsp, p, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueCopyBuffer,
             (cl_command_queue q, cl_mem s, cl_mem d, size_t so, size_t dof, size_t n,
              cl_uint nw, const cl_event *w, cl_event *ev),
             (q, s, d, so, dof, n, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueCopyBufferRect,
-            (cl_command_queue q, cl_mem s, cl_mem d, const size_t *so,
-             const size_t *dof, const size_t *r, size_t srp, size_t ssp, size_t drp,
-             size_t dsp, cl_uint nw, const cl_event *w, cl_event *ev),
+            (cl_command_queue q, cl_mem s, cl_mem d, const size_t *so, const size_t *dof,
+             const size_t *r, size_t srp, size_t ssp, size_t drp, size_t dsp, cl_uint nw,
+             const cl_event *w, cl_event *ev),
             (q, s, d, so, dof, r, srp, ssp, drp, dsp, nw, w, ev), ev)
 CLFAULT_ENQ(clEnqueueNDRangeKernel,
             (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off,
@@ -414,15 +411,14 @@ CLFAULT_ENQ(clEnqueueWaitForEvents, (cl_command_queue q, cl_uint n, const cl_eve
 
 /* ---- maps ----------------------------------------------------------------- */
 
-CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m,
-                                                 cl_bool b, cl_map_flags f, size_t o,
-                                                 size_t s, cl_uint nw,
-                                                 const cl_event *w, cl_event *ev,
-                                                 cl_int *e)
+CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool b,
+                                                  cl_map_flags f, size_t o, size_t s,
+                                                  cl_uint nw, const cl_event *w,
+                                                  cl_event *ev, cl_int *e)
 {
   static void *(CL_API_CALL * next)(cl_command_queue, cl_mem, cl_bool, cl_map_flags,
-                                    size_t, size_t, cl_uint, const cl_event *,
-                                    cl_event *, cl_int *);
+                                    size_t, size_t, cl_uint, const cl_event *, cl_event *,
+                                    cl_int *);
   if (hit("clEnqueueMapBuffer", CLFAULT_MAP, CALLER)) {
     if (e)
       *e = armed.err;
@@ -436,12 +432,11 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m,
   return p;
 }
 
-CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(cl_command_queue q, cl_mem m,
-                                                cl_bool b, cl_map_flags f,
-                                                const size_t *o, const size_t *r,
-                                                size_t *rp, size_t *sp, cl_uint nw,
-                                                const cl_event *w, cl_event *ev,
-                                                cl_int *e)
+CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool b,
+                                                 cl_map_flags f, const size_t *o,
+                                                 const size_t *r, size_t *rp, size_t *sp,
+                                                 cl_uint nw, const cl_event *w,
+                                                 cl_event *ev, cl_int *e)
 {
   static void *(CL_API_CALL * next)(cl_command_queue, cl_mem, cl_bool, cl_map_flags,
                                     const size_t *, const size_t *, size_t *, size_t *,
@@ -465,7 +460,7 @@ CLFAULT_CALL(CLFAULT_MAP, clEnqueueUnmapMemObject,
              (q, m, p, nw, w, ev), ev)
 
 CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context c, cl_svm_mem_flags f, size_t s,
-                                         cl_uint a)
+                                          cl_uint a)
 {
   static void *(CL_API_CALL * next)(cl_context, cl_svm_mem_flags, size_t, cl_uint);
   if (hit("clSVMAlloc", CLFAULT_MAP, CALLER))

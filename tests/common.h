@@ -33,26 +33,23 @@ static inline uint64_t kiln_test_random(uint64_t *state)
 }
 
 /* Fails the test with kiln's message unless expr returns KILN_OK. */
-#define assert_kiln_ok(rt, expr)                                               \
-  do {                                                                         \
-    kiln_status st_ = (expr);                                                  \
-    if (st_ != KILN_OK)                                                        \
-      fail_msg("%s returned %s: %s", #expr, kiln_status_name(st_),             \
-               kiln_last_error(rt));                                           \
+#define assert_kiln_ok(rt, expr)                                                         \
+  do {                                                                                   \
+    kiln_status st_ = (expr);                                                            \
+    if (st_ != KILN_OK)                                                                  \
+      fail_msg("%s returned %s: %s", #expr, kiln_status_name(st_), kiln_last_error(rt)); \
   } while (0)
 
 /* Fails unless expr returns want, and the message names `needle`. */
-#define assert_kiln_fails(rt, want, needle, expr)                              \
-  do {                                                                         \
-    kiln_status st_ = (expr);                                                  \
-    if (st_ != (want))                                                         \
-      fail_msg("%s returned %s, expected %s: %s", #expr,                       \
-               kiln_status_name(st_), kiln_status_name(want),                  \
-               kiln_last_error(rt));                                           \
-    const char *msg_ = kiln_last_error(rt);                                    \
-    if (!strstr(msg_, (needle)))                                               \
-      fail_msg("%s: the message does not mention '%s': %s", #expr, (needle),   \
-               msg_);                                                          \
+#define assert_kiln_fails(rt, want, needle, expr)                                        \
+  do {                                                                                   \
+    kiln_status st_ = (expr);                                                            \
+    if (st_ != (want))                                                                   \
+      fail_msg("%s returned %s, expected %s: %s", #expr, kiln_status_name(st_),          \
+               kiln_status_name(want), kiln_last_error(rt));                             \
+    const char *msg_ = kiln_last_error(rt);                                              \
+    if (!strstr(msg_, (needle)))                                                         \
+      fail_msg("%s: the message does not mention '%s': %s", #expr, (needle), msg_);      \
   } while (0)
 
 /* Called from main() of a device test before the tests run: with no OpenCL
@@ -72,7 +69,7 @@ static inline void kiln_test_require_device(void)
 
 /* Runs a group of tests with OCL_ICD_VENDORS at a new empty folder, set
  * before any OpenCL call of the process, so the ICD loader finds no driver. */
-#define kiln_test_run_without_platforms(tests)                                 \
+#define kiln_test_run_without_platforms(tests)                                           \
   kiln_test__without_platforms(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
 
 static inline int kiln_test__without_platforms(const char *name,

@@ -17,7 +17,10 @@ typedef struct conv_case {
   int bias, relu;
 } conv_case;
 
-static inline size_t conv_or1(size_t v) { return v ? v : 1; }
+static inline size_t conv_or1(size_t v)
+{
+  return v ? v : 1;
+}
 
 static inline kiln_conv2d_desc conv_case_desc(const conv_case *cc, kiln_dtype t,
                                               kiln_tensor_layout l)
@@ -36,9 +39,11 @@ static inline kiln_conv2d_desc conv_case_desc(const conv_case *cc, kiln_dtype t,
 static inline void conv_case_output(const kiln_conv2d_desc *d, size_t *p, size_t *q)
 {
   *p = (d->h + d->pad_top + d->pad_bottom - conv_or1(d->dilation_h) * (d->r - 1) - 1) /
-         conv_or1(d->stride_h) + 1;
+         conv_or1(d->stride_h) +
+       1;
   *q = (d->w + d->pad_left + d->pad_right - conv_or1(d->dilation_w) * (d->s - 1) - 1) /
-         conv_or1(d->stride_w) + 1;
+         conv_or1(d->stride_w) +
+       1;
 }
 
 /* Offsets of image element (b, ch, i, j) of a tensor of `chans` channels
@@ -82,8 +87,8 @@ static inline void conv_case_reference(const kiln_conv2d_desc *d, const double *
                 long long xj = (long long)(j * sw + e * dw) - (long long)d->pad_left;
                 if (yi < 0 || xj < 0 || yi >= (long long)d->h || xj >= (long long)d->w)
                   continue;
-                double v = x[conv_img(d, d->c, d->h, d->w, b, kk / kg * cg + cc, (size_t)yi,
-                                      (size_t)xj)] *
+                double v = x[conv_img(d, d->c, d->h, d->w, b, kk / kg * cg + cc,
+                                      (size_t)yi, (size_t)xj)] *
                            w[conv_flt(d, cg, kk, cc, a, e)];
                 s += v;
                 m += fabs(v);

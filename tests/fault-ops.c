@@ -27,8 +27,8 @@ static void fill_pattern(kiln_dtype t, void *p, size_t count, unsigned salt)
   size_t n = t == KILN_C32 ? 2 * count : count;
   kiln_dtype e = t == KILN_C32 ? KILN_F32 : t;
   for (size_t i = 0; i < n; i++)
-    kiln_test_put(e, p, i, e == KILN_I32 || e == KILN_I64 ? 8 * pattern(i, salt)
-                                                          : pattern(i, salt));
+    kiln_test_put(
+      e, p, i, e == KILN_I32 || e == KILN_I64 ? 8 * pattern(i, salt) : pattern(i, salt));
 }
 
 static void *xmalloc(size_t bytes)
@@ -182,7 +182,8 @@ static const char *verify_to_buffer(fx *f)
 static const char *verify_from_buffer(fx *f)
 {
   return memcmp(f->host[0], f->want[0], f->host_bytes[0]) ? "the host array does not "
-         "hold the buffer's contents" : NULL;
+                                                            "hold the buffer's contents"
+                                                          : NULL;
 }
 
 static void setup_copy(fx *f)
@@ -249,7 +250,8 @@ static const char *verify_create(fx *f)
   if (memcmp(zeros, z, sizeof z))
     return "the KILN_BUFFER_ZERO buffer is not zero";
   return memcmp(wrapped, f->host_copy[0], sizeof wrapped) ? "the wrapped buffer does "
-         "not show the host memory" : NULL;
+                                                            "not show the host memory"
+                                                          : NULL;
 }
 
 /* ---- gemm ---------------------------------------------------------------------- */
@@ -388,8 +390,9 @@ static const char *verify_reduce_host(fx *f)
   double s = 0;
   for (size_t i = 0; i < NR; i++)
     s += pow(((const float *)f->host_copy[0])[i], 2);
-  return near(*(const float *)f->host[1], sqrt(s)) ? NULL : "the norm differs from "
-         "the double-precision reference";
+  return near(*(const float *)f->host[1], sqrt(s)) ? NULL
+                                                   : "the norm differs from "
+                                                     "the double-precision reference";
 }
 
 /* ---- convolution ----------------------------------------------------------------- */
@@ -666,10 +669,18 @@ static void setup_kernel(fx *f)
 
 /* An op that builds nothing; one whose first run builds programs or plans
  * (swept cold too); one that needs a backend this kiln may lack. */
-#define WARM(n, s, r, v) {.name = n, .setup = s, .run = r, .verify = v}
-#define COLD(n, s, r, v) {.name = n, .setup = s, .run = r, .verify = v, .cold = 1}
-#define NEEDS(be, n, s, r, v)                                                  \
-  {.name = n, .setup = s, .run = r, .verify = v, .cold = 1, .needs = be}
+#define WARM(n, s, r, v)                                                                 \
+  {                                                                                      \
+    .name = n, .setup = s, .run = r, .verify = v                                         \
+  }
+#define COLD(n, s, r, v)                                                                 \
+  {                                                                                      \
+    .name = n, .setup = s, .run = r, .verify = v, .cold = 1                              \
+  }
+#define NEEDS(be, n, s, r, v)                                                            \
+  {                                                                                      \
+    .name = n, .setup = s, .run = r, .verify = v, .cold = 1, .needs = be                 \
+  }
 
 const op fault_ops[] = {
   WARM("buffer_create", setup_create, run_create, verify_create),
@@ -685,8 +696,12 @@ const op fault_ops[] = {
   /* CLBlast 1.5.3 asks for the build log of a program whose build failed;
    * after an injected failure PoCL has none (CL_INVALID_PROGRAM), and
    * CLBlast reports that instead of the build's error. */
-  {.name = "gemm_clblast", .setup = setup_gemm, .run = run_gemm_clblast,
-   .verify = verify_gemm, .cold = 1, .needs = KILN_BACKEND_CLBLAST,
+  {.name = "gemm_clblast",
+   .setup = setup_gemm,
+   .run = run_gemm_clblast,
+   .verify = verify_gemm,
+   .cold = 1,
+   .needs = KILN_BACKEND_CLBLAST,
    .kiln_only = BIT(CLFAULT_BUILD)},
   COLD("gemm_host", setup_gemm_host, run_gemm_host, verify_gemm_host),
   COLD("reduce", setup_reduce, run_reduce, verify_reduce),
@@ -695,9 +710,12 @@ const op fault_ops[] = {
   COLD("conv2d_direct", setup_conv, run_conv_direct, verify_conv),
   COLD("convert", setup_convert, run_convert, verify_convert),
   COLD("fft_c2c_kiln", setup_fft_kiln, run_fft_c2c_kiln, verify_fft_c2c),
-  NEEDS(KILN_BACKEND_VKFFT, "fft_c2c_vkfft", setup_fft_c2c, run_fft_c2c_vkfft, verify_fft_c2c),
-  NEEDS(KILN_BACKEND_VKFFT, "fft_r2c_vkfft", setup_fft_r2c, run_fft_r2c_vkfft, verify_fft_r2c),
-  NEEDS(KILN_BACKEND_VKFFT, "fft_c2r_vkfft", setup_fft_c2r, run_fft_c2r_vkfft, verify_fft_c2r),
+  NEEDS(KILN_BACKEND_VKFFT, "fft_c2c_vkfft", setup_fft_c2c, run_fft_c2c_vkfft,
+        verify_fft_c2c),
+  NEEDS(KILN_BACKEND_VKFFT, "fft_r2c_vkfft", setup_fft_r2c, run_fft_r2c_vkfft,
+        verify_fft_r2c),
+  NEEDS(KILN_BACKEND_VKFFT, "fft_c2r_vkfft", setup_fft_c2r, run_fft_c2r_vkfft,
+        verify_fft_c2r),
   /* clFFT 2.12's bake ignores a failed clCreateProgramWithSource,
    * clCreateKernel or clBuildProgram and reports success: the plan it
    * leaves fails every transform after (CL_INVALID_PROGRAM,
@@ -706,14 +724,26 @@ const op fault_ops[] = {
    * kiln can catch: the cold sweep (the bake) fails only kiln's own calls.
    * The warm one fails clFFT's enqueues of a transform too, which it
    * reports. */
-  {.name = "fft_c2c_clfft", .setup = setup_fft_c2c, .run = run_fft_c2c_clfft,
-   .verify = verify_fft_c2c, .cold = 1, .needs = KILN_BACKEND_CLFFT,
+  {.name = "fft_c2c_clfft",
+   .setup = setup_fft_c2c,
+   .run = run_fft_c2c_clfft,
+   .verify = verify_fft_c2c,
+   .cold = 1,
+   .needs = KILN_BACKEND_CLFFT,
    .kiln_only = ~0u},
-  {.name = "fft_r2c_clfft", .setup = setup_fft_r2c, .run = run_fft_r2c_clfft,
-   .verify = verify_fft_r2c, .cold = 1, .needs = KILN_BACKEND_CLFFT,
+  {.name = "fft_r2c_clfft",
+   .setup = setup_fft_r2c,
+   .run = run_fft_r2c_clfft,
+   .verify = verify_fft_r2c,
+   .cold = 1,
+   .needs = KILN_BACKEND_CLFFT,
    .kiln_only = ~0u},
-  {.name = "fft_c2r_clfft", .setup = setup_fft_c2r, .run = run_fft_c2r_clfft,
-   .verify = verify_fft_c2r, .cold = 1, .needs = KILN_BACKEND_CLFFT,
+  {.name = "fft_c2r_clfft",
+   .setup = setup_fft_c2r,
+   .run = run_fft_c2r_clfft,
+   .verify = verify_fft_c2r,
+   .cold = 1,
+   .needs = KILN_BACKEND_CLFFT,
    .kiln_only = ~0u},
 };
 

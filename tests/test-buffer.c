@@ -18,7 +18,7 @@ static const struct dt {
   size_t size;
   const char *name;
 } dtypes[] = {
-  {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},    {KILN_F64, 8, "float64"},
+  {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
   {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
   {KILN_I64, 8, "int64"},
 };
@@ -122,8 +122,7 @@ static void assert_usable(kiln_runtime *rt, const kiln_memory_usage *before)
   free(src);
 }
 
-static void assert_usage(kiln_runtime *rt, uint64_t current, uint64_t peak,
-                         uint64_t live)
+static void assert_usage(kiln_runtime *rt, uint64_t current, uint64_t peak, uint64_t live)
 {
   kiln_memory_usage u = stats(rt);
   assert_int_equal(u.current_bytes, current);
@@ -151,11 +150,11 @@ static kiln_runtime *runtime_with(uint64_t limit, double fraction)
 
 /* Fails unless call returns want with `needle` in the message, and sets the
  * kiln_buffer pointer out, non-NULL before, to NULL. */
-#define assert_create_fails(rt, want, needle, out, call)                       \
-  do {                                                                         \
-    (out) = (kiln_buffer *)&(out);                                             \
-    assert_kiln_fails(rt, want, needle, call);                                 \
-    assert_null(out);                                                          \
+#define assert_create_fails(rt, want, needle, out, call)                                 \
+  do {                                                                                   \
+    (out) = (kiln_buffer *)&(out);                                                       \
+    assert_kiln_fails(rt, want, needle, call);                                           \
+    assert_null(out);                                                                    \
   } while (0)
 
 static void test_buffer_round_trip_every_dtype(void **state)
@@ -174,8 +173,9 @@ static void test_buffer_round_trip_every_dtype(void **state)
       assert_int_equal(kiln_buffer_bytes(b), n * t->size);
       assert_ptr_equal(kiln_buffer_runtime(b), rt);
       assert_non_null(kiln_buffer_cl_mem(b));
-      assert_int_equal(clGetMemObjectInfo(kiln_buffer_cl_mem(b), CL_MEM_SIZE,
-                                          sizeof size, &size, NULL), CL_SUCCESS);
+      assert_int_equal(
+        clGetMemObjectInfo(kiln_buffer_cl_mem(b), CL_MEM_SIZE, sizeof size, &size, NULL),
+        CL_SUCCESS);
       assert_int_equal(size, n * t->size);
       assert_kiln_ok(rt, kiln_buffer_write(b, 0, n, a));
       assert_contents(rt, t, b, a, n, "round trip");
@@ -235,8 +235,8 @@ static void test_buffer_big_256mib(void **state)
   assert_kiln_ok(rt, kiln_buffer_read(b, 0, n, dst));
   for (size_t i = 0; i < n; i++)
     if (dst[i] != src[i])
-      fail_msg("element %zu of %zu: 0x%08x, expected 0x%08x", i, n,
-               (unsigned)dst[i], (unsigned)src[i]);
+      fail_msg("element %zu of %zu: 0x%08x, expected 0x%08x", i, n, (unsigned)dst[i],
+               (unsigned)src[i]);
   assert_kiln_ok(rt, kiln_buffer_destroy(b));
   free(src);
   free(dst);
@@ -317,8 +317,9 @@ static void test_buffer_wrap_host_memory(void **state)
     assert_int_equal(kiln_buffer_dtype(b), t->dtype);
     assert_int_equal(kiln_buffer_count(b), n);
     cl_mem_flags flags = 0;
-    assert_int_equal(clGetMemObjectInfo(kiln_buffer_cl_mem(b), CL_MEM_FLAGS,
-                                        sizeof flags, &flags, NULL), CL_SUCCESS);
+    assert_int_equal(
+      clGetMemObjectInfo(kiln_buffer_cl_mem(b), CL_MEM_FLAGS, sizeof flags, &flags, NULL),
+      CL_SUCCESS);
     assert_true(flags & CL_MEM_USE_HOST_PTR);
     assert_contents(rt, t, b, a, n, "wrapped host memory");
     assert_kiln_ok(rt, kiln_buffer_write(b, 0, n, bnew));
@@ -497,12 +498,11 @@ static void test_buffer_memory_fraction(void **state)
 /* Every call that takes a range, with buf's range [off, off + n). */
 typedef kiln_status (*range_op)(kiln_buffer *buf, kiln_buffer *other, size_t off,
                                 size_t n, void *host);
-#define RANGE_OP(name, call)                                                   \
-  static kiln_status name(kiln_buffer *b, kiln_buffer *o, size_t off, size_t n, \
-                          void *h)                                             \
-  {                                                                            \
-    (void)b, (void)o, (void)h;                                                 \
-    return call;                                                               \
+#define RANGE_OP(name, call)                                                             \
+  static kiln_status name(kiln_buffer *b, kiln_buffer *o, size_t off, size_t n, void *h) \
+  {                                                                                      \
+    (void)b, (void)o, (void)h;                                                           \
+    return call;                                                                         \
   }
 RANGE_OP(op_write, kiln_buffer_write(b, off, n, h))
 RANGE_OP(op_write_async, kiln_buffer_write_async(b, off, n, h))
@@ -517,9 +517,9 @@ static const struct {
   range_op op;
   int host; /* takes a host pointer */
 } range_ops[] = {
-  {"write", op_write, 1},        {"write_async", op_write_async, 1},
-  {"read", op_read, 1},          {"read_async", op_read_async, 1},
-  {"fill", op_fill, 1},          {"copy into", op_copy_to, 0},
+  {"write", op_write, 1},         {"write_async", op_write_async, 1},
+  {"read", op_read, 1},           {"read_async", op_read_async, 1},
+  {"fill", op_fill, 1},           {"copy into", op_copy_to, 0},
   {"copy from", op_copy_from, 0},
 };
 
@@ -562,8 +562,13 @@ static void test_buffer_out_of_bounds(void **state)
   kiln_runtime *rt = *state;
   const struct {
     size_t off, count;
-  } bad[] = {{0, 18}, {17, 1}, {10, 8}, {18, 1}, {1, SIZE_MAX},
-             {SIZE_MAX, 2}, {SIZE_MAX / 4 + 1, SIZE_MAX / 4 * 3}};
+  } bad[] = {{0, 18},
+             {17, 1},
+             {10, 8},
+             {18, 1},
+             {1, SIZE_MAX},
+             {SIZE_MAX, 2},
+             {SIZE_MAX / 4 + 1, SIZE_MAX / 4 * 3}};
   pair p;
   pair_open(rt, &p);
   for (size_t o = 0; o < COUNT(range_ops); o++)
@@ -596,8 +601,10 @@ static void test_buffer_null_pointers_and_empty_ranges(void **state)
     for (size_t i = 0; i < COUNT(offs); i++) {
       st = range_ops[o].op(p.b, p.other, offs[i], 0, NULL);
       if (st != KILN_OK && !*empty)
-        snprintf(empty, sizeof empty, "%s of 0 elements at %zu with NULL returned "
-                 "%s: %s", name, offs[i], kiln_status_name(st), kiln_last_error(rt));
+        snprintf(empty, sizeof empty,
+                 "%s of 0 elements at %zu with NULL returned "
+                 "%s: %s",
+                 name, offs[i], kiln_status_name(st), kiln_last_error(rt));
       assert_kiln_ok(rt, range_ops[o].op(p.b, p.other, offs[i], 0, p.io));
     }
     st = range_ops[o].op(NULL, p.other, 0, 1, p.io);
@@ -635,9 +642,9 @@ static void test_buffer_copy_refused(void **state)
     size_t dst, src, count;
   } overlaps[] = {{5, 0, 10}, {0, 5, 10}, {3, 3, 1}, {0, 0, 64}, {20, 29, 10}};
   for (size_t i = 0; i < COUNT(overlaps); i++)
-    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "overlap",
-                      kiln_buffer_copy(f, overlaps[i].dst, f, overlaps[i].src,
-                                       overlaps[i].count));
+    assert_kiln_fails(
+      rt, KILN_ERR_INVALID_ARGUMENT, "overlap",
+      kiln_buffer_copy(f, overlaps[i].dst, f, overlaps[i].src, overlaps[i].count));
   assert_kiln_ok(rt, kiln_finish(rt));
   assert_kiln_ok(rt, kiln_buffer_destroy(f));
   assert_kiln_ok(rt, kiln_buffer_destroy(i32));
@@ -669,7 +676,10 @@ static void test_buffer_runtime_destroy_busy(void **state)
 }
 
 /* OpenCL failures while creating or wrapping a buffer of 4096 float32. */
-#define FAULT(fn, err, flags, wrap, want) {fn, err, #err, flags, wrap, KILN_ERR_##want}
+#define FAULT(fn, err, flags, wrap, want)                                                \
+  {                                                                                      \
+    fn, err, #err, flags, wrap, KILN_ERR_##want                                          \
+  }
 static const struct create_fault {
   const char *fn;
   cl_int err;
@@ -690,14 +700,12 @@ static const struct create_fault {
   FAULT("clWaitForEvents", CL_OUT_OF_RESOURCES, KILN_BUFFER_ZERO, 0, OUT_OF_MEMORY),
   FAULT("clEnqueueFillBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE, KILN_BUFFER_ZERO, 0,
         OUT_OF_MEMORY),
-  FAULT("clEnqueueFillBuffer", CL_OUT_OF_RESOURCES, KILN_BUFFER_ZERO, 0,
-        OUT_OF_MEMORY),
+  FAULT("clEnqueueFillBuffer", CL_OUT_OF_RESOURCES, KILN_BUFFER_ZERO, 0, OUT_OF_MEMORY),
 };
 
 /* Disarms clfault, then checks that the armed call failed once, and that kiln
  * returned the status expected with a message naming the call and error. */
-static void check_fault(kiln_runtime *rt, const struct create_fault *f,
-                        kiln_status st)
+static void check_fault(kiln_runtime *rt, const struct create_fault *f, kiln_status st)
 {
   int hits = clfault_hits();
   clfault_disarm();
@@ -726,9 +734,11 @@ static void test_buffer_create_faults(void **state)
     /* Memory never held is no peak; reported after the other cases ran. */
     uint64_t p = stats(rt).peak_bytes;
     if (p != before.peak_bytes && !*peak)
-      snprintf(peak, sizeof peak, "%s failing with %s raised peak_bytes from "
-               "%llu to %llu", f->fn, f->err_name,
-               (unsigned long long)before.peak_bytes, (unsigned long long)p);
+      snprintf(peak, sizeof peak,
+               "%s failing with %s raised peak_bytes from "
+               "%llu to %llu",
+               f->fn, f->err_name, (unsigned long long)before.peak_bytes,
+               (unsigned long long)p);
     assert_usable(rt, &before);
   }
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
@@ -744,14 +754,14 @@ static void test_buffer_transfer_faults(void **state)
     range_op op;
     struct create_fault f;
   } faults[] = {
-    {op_write, FAULT("clEnqueueWriteBuffer", CL_OUT_OF_HOST_MEMORY, 0, 0,
-                     OUT_OF_HOST_MEMORY)},
-    {op_write_async, FAULT("clEnqueueWriteBuffer", CL_OUT_OF_HOST_MEMORY, 0, 0,
-                           OUT_OF_HOST_MEMORY)},
+    {op_write,
+     FAULT("clEnqueueWriteBuffer", CL_OUT_OF_HOST_MEMORY, 0, 0, OUT_OF_HOST_MEMORY)},
+    {op_write_async,
+     FAULT("clEnqueueWriteBuffer", CL_OUT_OF_HOST_MEMORY, 0, 0, OUT_OF_HOST_MEMORY)},
     {op_read, FAULT("clEnqueueReadBuffer", CL_OUT_OF_RESOURCES, 0, 0, OUT_OF_MEMORY)},
     {op_read_async, FAULT("clEnqueueReadBuffer", CL_INVALID_VALUE, 0, 0, OPENCL)},
-    {op_fill, FAULT("clEnqueueFillBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE, 0, 0,
-                    OUT_OF_MEMORY)},
+    {op_fill,
+     FAULT("clEnqueueFillBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE, 0, 0, OUT_OF_MEMORY)},
   };
   pair p;
   pair_open(rt, &p);

@@ -22,12 +22,12 @@
 enum { HEADER = 48 }; /* the entry header's size, as cache.c lays it out */
 
 typedef struct fixture {
-  char root[64];        /* the test's own folder */
-  char dir[128];        /* root/cache, where `cache` lives */
+  char root[64]; /* the test's own folder */
+  char dir[128]; /* root/cache, where `cache` lives */
   kiln__cache cache;
   kiln__str notes;
   kiln_device_info dev;
-  kiln__cache_key key;  /* of `source` for `dev` */
+  kiln__cache_key key; /* of `source` for `dev` */
 } fixture;
 
 static const char source[] = "kernel void k(global float *x) { x[0] = 1; }";
@@ -178,8 +178,8 @@ static void test_cache_round_trip(void **state)
 {
   fixture *fx = *state;
   assert_string_equal(fx->cache.dir, fx->dir);
-  assert_true(fx->cache.hits == 0 && fx->cache.misses == 0 &&
-              fx->cache.stores == 0 && fx->cache.rejected == 0);
+  assert_true(fx->cache.hits == 0 && fx->cache.misses == 0 && fx->cache.stores == 0 &&
+              fx->cache.rejected == 0);
   unsigned char *out = (unsigned char *)state;
   size_t out_size = 99;
   assert_int_equal(kiln__cache_load(&fx->cache, &fx->key, &out, &out_size), -1);
@@ -557,8 +557,8 @@ static void expect_dir(const kiln_options *opts, const char *want)
   kiln__str notes = {0};
   open_from_env(&c, opts, &notes);
   if (!c.dir || strcmp(c.dir, want) != 0)
-    fail_msg("the cache is at %s, expected %s (%s)", c.dir ? c.dir : "(off)",
-             want, kiln__str_get(&notes));
+    fail_msg("the cache is at %s, expected %s (%s)", c.dir ? c.dir : "(off)", want,
+             kiln__str_get(&notes));
   kiln__cache_close(&c);
   kiln__str_free(&notes);
 }
@@ -673,9 +673,10 @@ static void test_cache_two_writers(void **state)
     loads++;
     if (kiln__cache_load(&fx->cache, &fx->key, &out, &size) == 0) {
       hits++;
-      int which = size != BIG ? -1
+      int which = size != BIG                         ? -1
                   : memcmp(out, payload[0], BIG) == 0 ? 0
-                  : memcmp(out, payload[1], BIG) == 0 ? 1 : -1;
+                  : memcmp(out, payload[1], BIG) == 0 ? 1
+                                                      : -1;
       if (which < 0)
         mixed++;
       else
@@ -689,7 +690,8 @@ static void test_cache_two_writers(void **state)
       }
   }
   print_message("# two writers: %u loads, %u hits (%u of the first payload, "
-                "%u of the second)\n", loads, hits, seen[0], seen[1]);
+                "%u of the second)\n",
+                loads, hits, seen[0], seen[1]);
   for (int k = 0; k < 2; k++)
     if (!WIFEXITED(status[k]) || WEXITSTATUS(status[k]) != 0)
       fail_msg("writer %d failed (status %#x)", k, status[k]);
@@ -717,18 +719,12 @@ int main(void)
   unsetenv("KILN_CACHE_DIR");
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
-    T(test_cache_round_trip),
-    T(test_cache_empty_payload_refused),
-    T(test_cache_key_inputs),
-    T(test_cache_corrupt_entries),
-    T(test_cache_foreign_entry),
-    T(test_cache_garbage),
-    T(test_cache_entry_not_a_file),
-    T(test_cache_unwritable_folder),
-    T(test_cache_close_zeroed),
-    T(test_cache_creates_parents),
-    T(test_cache_folder_resolution),
-    T(test_cache_turned_off),
+    T(test_cache_round_trip),        T(test_cache_empty_payload_refused),
+    T(test_cache_key_inputs),        T(test_cache_corrupt_entries),
+    T(test_cache_foreign_entry),     T(test_cache_garbage),
+    T(test_cache_entry_not_a_file),  T(test_cache_unwritable_folder),
+    T(test_cache_close_zeroed),      T(test_cache_creates_parents),
+    T(test_cache_folder_resolution), T(test_cache_turned_off),
     T(test_cache_two_writers),
   };
 #undef T

@@ -26,7 +26,10 @@ static const struct {
   const char *name;
   kiln_status status;
 } expected[] = {
-#define ROW(name, status) {name, #name, status}
+#define ROW(name, status)                                                                \
+  {                                                                                      \
+    name, #name, status                                                                  \
+  }
   ROW(CLBlastSuccess, KILN_OK),
   ROW(CLBlastOpenCLCompilerNotAvailable, KILN_ERR_BUILD),
   ROW(CLBlastTempBufferAllocFailure, KILN_ERR_OUT_OF_MEMORY),
@@ -94,13 +97,12 @@ static void test_clblast_status_every_code(void **state)
   (void)state;
   for (size_t i = 0; i < NEXPECTED; i++) {
     int code = expected[i].code;
-    kiln_status want = expected[i].status == FROM_CL ? kiln__status_from_cl(code)
-                                                     : expected[i].status;
+    kiln_status want =
+      expected[i].status == FROM_CL ? kiln__status_from_cl(code) : expected[i].status;
     assert_string_equal(kiln__clblast_status_name(code), expected[i].name);
     if (kiln__status_from_clblast(code) != want)
       fail_msg("%s (%d) maps to %s, expected %s", expected[i].name, code,
-               kiln_status_name(kiln__status_from_clblast(code)),
-               kiln_status_name(want));
+               kiln_status_name(kiln__status_from_clblast(code)), kiln_status_name(want));
     /* Only success is KILN_OK, and the codes shared with OpenCL map the way
      * the rest of kiln maps OpenCL's errors. */
     assert_true((code == 0) == (want == KILN_OK));
@@ -148,7 +150,8 @@ static void test_clblast_status_unknown_codes(void **state)
                       "kiln_gemm: CLBlastHgemm failed with unknown CLBlast status "
                       "(-4242): an OpenCL call failed");
   /* OpenCL codes CLBlast passes through without naming them. */
-  assert_string_equal(kiln__clblast_status_name(CL_INVALID_CONTEXT), "CL_INVALID_CONTEXT");
+  assert_string_equal(kiln__clblast_status_name(CL_INVALID_CONTEXT),
+                      "CL_INVALID_CONTEXT");
   assert_int_equal(kiln__status_from_clblast(CL_INVALID_CONTEXT), KILN_ERR_OPENCL);
   assert_string_equal(kiln__clblast_status_name(CL_DEVICE_NOT_AVAILABLE),
                       "CL_DEVICE_NOT_AVAILABLE");
@@ -191,8 +194,9 @@ static void test_clblast_status_header_codes_all_named(void **state)
 static double half_value(uint16_t h)
 {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                               : ldexp(m | 0x400, e - 25);
+  double v = e == 0    ? ldexp(m, -24)
+             : e == 31 ? (m ? NAN : INFINITY)
+                       : ldexp(m | 0x400, e - 25);
   return (h & 0x8000) ? -v : v;
 }
 
@@ -203,11 +207,25 @@ static void test_clblast_status_half_rounds_to_nearest_even(void **state)
     double d;
     uint16_t h;
   } cases[] = {
-    {1.0, 0x3c00}, {-2.0, 0xc000}, {0.1, 0x2e66}, {0.0, 0x0000}, {-0.0, 0x8000},
-    {65504.0, 0x7bff}, {65519.99, 0x7bff}, {65520.0, 0x7c00}, {1e300, 0x7c00},
-    {-INFINITY, 0xfc00}, {0x1p-14, 0x0400}, {0x1p-24, 0x0001}, {0x1p-25, 0x0000},
-    {0x1.0000001p-25, 0x0001}, {0x1.8p-24, 0x0002}, {0x1.ffcp-15, 0x0400},
-    {1.0 + 0x1p-11, 0x3c00}, {1.0 + 0x3p-11, 0x3c02}, {1.0 + 0x1.0000001p-11, 0x3c01},
+    {1.0, 0x3c00},
+    {-2.0, 0xc000},
+    {0.1, 0x2e66},
+    {0.0, 0x0000},
+    {-0.0, 0x8000},
+    {65504.0, 0x7bff},
+    {65519.99, 0x7bff},
+    {65520.0, 0x7c00},
+    {1e300, 0x7c00},
+    {-INFINITY, 0xfc00},
+    {0x1p-14, 0x0400},
+    {0x1p-24, 0x0001},
+    {0x1p-25, 0x0000},
+    {0x1.0000001p-25, 0x0001},
+    {0x1.8p-24, 0x0002},
+    {0x1.ffcp-15, 0x0400},
+    {1.0 + 0x1p-11, 0x3c00},
+    {1.0 + 0x3p-11, 0x3c02},
+    {1.0 + 0x1.0000001p-11, 0x3c01},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (kiln__half_from_double(cases[i].d) != cases[i].h)

@@ -34,7 +34,6 @@ static void *to_bytes(const double *x, size_t n, kiln_dtype t)
   return out;
 }
 
-
 /* 31 random bits. */
 static uint64_t lcg(uint64_t *s)
 {
@@ -51,7 +50,6 @@ static double *values(size_t n, kiln_dtype t, uint64_t *seed)
 }
 
 /* ---- the cases ----------------------------------------------------------- */
-
 
 static const conv_case cases[] = {
   /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  r */
@@ -70,14 +68,14 @@ static const conv_case cases[] = {
   {1, 4, 13, 11, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0}, /* dw x2 */
   {1, 4, 13, 11, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 0}, /* dilation 2 */
   {3, 3, 13, 11, 4, 3, 3, 1, 1, 0, 0, 0, 0, 2, 2, 1, 0, 0},
-  {1, 3, 7, 9, 4, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1, 1, 1, 0},   /* asymmetric */
+  {1, 3, 7, 9, 4, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1, 1, 1, 0}, /* asymmetric */
   {3, 4, 13, 11, 4, 3, 3, 2, 2, 1, 0, 2, 1, 1, 1, 2, 1, 1},
   {1, 3, 13, 11, 5, 3, 3, 2, 1, 0, 1, 1, 0, 1, 2, 1, 0, 1}, /* mixed */
   {1, 6, 7, 9, 6, 3, 3, 1, 1, 1, 0, 2, 1, 2, 2, 6, 1, 1},
   {1, 2, 7, 9, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},   /* defaults */
   {1, 32, 9, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* m = 289 */
   {3, 16, 13, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
-  {1, 3, 7, 9, 4, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 5x5 */
+  {1, 3, 7, 9, 4, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* 5x5 */
   {3, 4, 13, 11, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 1},
   {1, 4, 13, 11, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4, 1, 0},
   {1, 3, 13, 11, 5, 5, 5, 2, 2, 1, 0, 2, 1, 1, 1, 1, 0, 1},
@@ -89,10 +87,10 @@ static const conv_case cases[] = {
   {1, 4, 7, 9, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0},
   {1, 2, 7, 9, 4, 7, 7, 2, 2, 1, 0, 2, 1, 1, 1, 2, 1, 1},
   {1, 4, 13, 11, 4, 7, 7, 1, 1, 2, 2, 2, 2, 2, 2, 1, 0, 1},
-  {1, 3, 5, 5, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},   /* filter = input */
-  {1, 3, 7, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0},   /* 1x3 */
-  {1, 4, 9, 7, 4, 5, 3, 2, 1, 2, 2, 1, 1, 1, 1, 2, 1, 0},   /* 5x3 */
-  {3, 5, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1},   /* 1 pixel */
+  {1, 3, 5, 5, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* filter = input */
+  {1, 3, 7, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0}, /* 1x3 */
+  {1, 4, 9, 7, 4, 5, 3, 2, 1, 2, 2, 1, 1, 1, 1, 2, 1, 0}, /* 5x3 */
+  {3, 5, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1}, /* 1 pixel */
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -191,13 +189,14 @@ static unsigned ran[5], refused[5]; /* by backend, for the summary */
 static void describe(const problem *p, const char *what, char *out, size_t size)
 {
   const kiln_conv2d_desc *d = &p->d;
-  snprintf(out, size,
-           "%s %s %s n=%zu c=%zu %zux%zu k=%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
-           "dilation %zu,%zu groups %zu bias %d relu %d",
-           what, kiln_dtype_name(d->dtype), d->layout == KILN_NCHW ? "NCHW" : "NHWC", d->n,
-           d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top,
-           d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
-           d->groups, p->b != NULL, d->relu);
+  snprintf(
+    out, size,
+    "%s %s %s n=%zu c=%zu %zux%zu k=%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
+    "dilation %zu,%zu groups %zu bias %d relu %d",
+    what, kiln_dtype_name(d->dtype), d->layout == KILN_NCHW ? "NCHW" : "NHWC", d->n, d->c,
+    d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom,
+    d->pad_left, d->pad_right, d->dilation_h, d->dilation_w, d->groups, p->b != NULL,
+    d->relu);
 }
 
 /* Checks y against the reference; the first bad element names the case. */
@@ -223,7 +222,8 @@ static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64
     assert_kiln_ok(NULL, kiln_conv2d_output(&p.d, &pp, &qq));
     assert_int_equal(pp, p.p);
     assert_int_equal(qq, p.q);
-    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny, *got = bound + p.ny;
+    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny,
+           *got = bound + p.ny;
     reference(&p, want, bound);
     for (size_t bi = 0; bi < sizeof all_backends / sizeof all_backends[0]; bi++) {
       kiln_backend be = all_backends[bi];
@@ -256,9 +256,18 @@ static void run_table(kiln_runtime *rt, kiln_dtype t)
     run_case(rt, &cases[i], t, 100 * (uint64_t)t + i);
 }
 
-static void test_conv_float32(void **state) { run_table(*state, KILN_F32); }
-static void test_conv_float64(void **state) { run_table(*state, KILN_F64); }
-static void test_conv_float16(void **state) { run_table(*state, KILN_F16); }
+static void test_conv_float32(void **state)
+{
+  run_table(*state, KILN_F32);
+}
+static void test_conv_float64(void **state)
+{
+  run_table(*state, KILN_F64);
+}
+static void test_conv_float16(void **state)
+{
+  run_table(*state, KILN_F16);
+}
 
 /* When im2col's workspace for the whole batch exceeds the memory budget, it
  * works image by image; when not even one image's fits, OUT_OF_MEMORY. */
@@ -277,7 +286,8 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
     assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
     problem p;
     make(&p, &cc, KILN_F32, KILN_NCHW, 7);
-    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny, *got = bound + p.ny;
+    double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny,
+           *got = bound + p.ny;
     reference(&p, want, bound);
     char msg[1024];
     for (int be = KILN_BACKEND_IM2COL; be <= KILN_BACKEND_DIRECT; be++) {
@@ -387,7 +397,8 @@ static void test_conv_output_too_small(void **state)
 /* x, weights, bias, y: four buffers of one type and runtime. */
 enum { X, W, B, Y };
 
-static void make_bufs(kiln_runtime *rt, kiln_dtype t, const size_t n[4], kiln_buffer *v[4])
+static void make_bufs(kiln_runtime *rt, kiln_dtype t, const size_t n[4],
+                      kiln_buffer *v[4])
 {
   for (int i = 0; i < 4; i++)
     assert_kiln_ok(rt, kiln_buffer_create(rt, t, n[i], KILN_BUFFER_ZERO, &v[i]));
@@ -509,7 +520,8 @@ static void test_conv_errors_null_zero_backend(void **state)
     assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "NULL", CONV(rt, d, n));
   }
   size_t p, q;
-  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "NULL", kiln_conv2d_output(NULL, &p, &q));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "NULL",
+                    kiln_conv2d_output(NULL, &p, &q));
   for (int f = 0; f < 7; f++) { /* each size zero in turn */
     kiln_conv2d_desc z = d;
     size_t *field[7] = {&z.n, &z.c, &z.k, &z.h, &z.w, &z.r, &z.s};

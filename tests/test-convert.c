@@ -46,8 +46,9 @@ static void reference(value x, kiln_dtype to, void *out)
   case KILN_F32: *(float *)out = x.is_int ? (float)x.i : (float)x.d; break;
   case KILN_F64: *(double *)out = x.is_int ? (double)x.i : x.d; break;
   case KILN_I32:
-    *(int32_t *)out = x.is_int ? (int32_t)(x.i > INT32_MAX ? INT32_MAX
-                                           : x.i < INT32_MIN ? INT32_MIN : x.i)
+    *(int32_t *)out = x.is_int ? (int32_t)(x.i > INT32_MAX   ? INT32_MAX
+                                           : x.i < INT32_MIN ? INT32_MIN
+                                                             : x.i)
                                : (int32_t)saturate(x.d, -2147483648.0, 2147483647.0,
                                                    INT32_MIN, INT32_MAX);
     break;
@@ -86,16 +87,64 @@ static value load(kiln_dtype t, const void *p)
 }
 
 static const double float_specials[] = {
-  0.0, -0.0, 1.0, -1.0, 0.5, 1.5, 2.5, -2.5, 0.1, 65504.0, 65519.0, 65520.0,
-  65536.0, 1e-8, 5.960464477539063e-8 /* smallest half */, 2.98023223876953125e-8,
-  8.940696716308594e-8, 6.103515625e-5, 2049.0, 2051.0, 16777217.0, 1e10, -1e10,
-  2147483520.0, 2147483648.0, -2147483904.0, 3e38, -3e38, 1e300, INFINITY,
-  -INFINITY, NAN, 9.2233720368547758e18, -9.2233720368547758e18, 1e19,
+  0.0,
+  -0.0,
+  1.0,
+  -1.0,
+  0.5,
+  1.5,
+  2.5,
+  -2.5,
+  0.1,
+  65504.0,
+  65519.0,
+  65520.0,
+  65536.0,
+  1e-8,
+  5.960464477539063e-8 /* smallest half */,
+  2.98023223876953125e-8,
+  8.940696716308594e-8,
+  6.103515625e-5,
+  2049.0,
+  2051.0,
+  16777217.0,
+  1e10,
+  -1e10,
+  2147483520.0,
+  2147483648.0,
+  -2147483904.0,
+  3e38,
+  -3e38,
+  1e300,
+  INFINITY,
+  -INFINITY,
+  NAN,
+  9.2233720368547758e18,
+  -9.2233720368547758e18,
+  1e19,
 };
 static const int64_t int_specials[] = {
-  0, 1, -1, 2, 2047, 2049, 2051, 65504, 65519, 65520, 70000, -70000,
-  16777216, 16777217, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1,
-  (int64_t)INT32_MIN - 1, 9007199254740993LL, -9007199254740993LL, INT64_MAX,
+  0,
+  1,
+  -1,
+  2,
+  2047,
+  2049,
+  2051,
+  65504,
+  65519,
+  65520,
+  70000,
+  -70000,
+  16777216,
+  16777217,
+  INT32_MAX,
+  INT32_MIN,
+  (int64_t)INT32_MAX + 1,
+  (int64_t)INT32_MIN - 1,
+  9007199254740993LL,
+  -9007199254740993LL,
+  INT64_MAX,
   INT64_MIN,
 };
 
@@ -136,15 +185,17 @@ static void check_pair(kiln_runtime *rt, kiln_dtype from, kiln_dtype to, size_t 
   for (size_t i = 0; i < n; i++) {
     value x = load(from, src + i * fs);
     reference(x, to, want);
-    int nan_ok = (to == KILN_F16 && isnan(kiln_test_half_value(*(uint16_t *)want)) &&
-                  isnan(kiln_test_half_value(*(uint16_t *)(got + i * ts)))) ||
-                 (to == KILN_F32 && isnan(*(float *)want) && isnan(*(float *)(got + i * ts))) ||
-                 (to == KILN_F64 && isnan(*(double *)want) && isnan(*(double *)(got + i * ts)));
+    int nan_ok =
+      (to == KILN_F16 && isnan(kiln_test_half_value(*(uint16_t *)want)) &&
+       isnan(kiln_test_half_value(*(uint16_t *)(got + i * ts)))) ||
+      (to == KILN_F32 && isnan(*(float *)want) && isnan(*(float *)(got + i * ts))) ||
+      (to == KILN_F64 && isnan(*(double *)want) && isnan(*(double *)(got + i * ts)));
     if (!nan_ok && memcmp(want, got + i * ts, ts) != 0) {
       value g = load(to, got + i * ts), w = load(to, want);
       fail_msg("%s -> %s, element %zu of %zu: from %.17g / %lld got %.17g / %lld, "
-               "expected %.17g / %lld", kiln_dtype_name(from), kiln_dtype_name(to),
-               i, n, x.d, (long long)x.i, g.d, (long long)g.i, w.d, (long long)w.i);
+               "expected %.17g / %lld",
+               kiln_dtype_name(from), kiln_dtype_name(to), i, n, x.d, (long long)x.i, g.d,
+               (long long)g.i, w.d, (long long)w.i);
     }
   }
   kiln_buffer_destroy(a);

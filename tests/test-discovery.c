@@ -98,8 +98,8 @@ static void test_discovery_skips_platform_without_device_list(void **state)
   (void)state;
   kiln_runtime *rt = NULL;
   kiln_status st = create_with_fault("clGetDeviceIDs", 1, CL_INVALID_PLATFORM, &rt);
-  const char *where = st == KILN_OK ? kiln_runtime_diagnostics(rt)
-                                    : kiln_last_error(NULL);
+  const char *where =
+    st == KILN_OK ? kiln_runtime_diagnostics(rt) : kiln_last_error(NULL);
   assert_non_null(strstr(where, "skipped: clGetDeviceIDs failed with "
                                 "CL_INVALID_PLATFORM (-32)"));
   assert_int_equal(st, expected_platforms() == 2 ? KILN_OK : KILN_ERR_NO_DEVICE);
@@ -144,8 +144,8 @@ static void test_discovery_platform_list_fails(void **state)
   assert_int_equal(create_with_fault("clGetPlatformIDs", 1, CL_OUT_OF_HOST_MEMORY, &rt),
                    KILN_ERR_NO_DEVICE);
   assert_null(rt);
-  assert_non_null(strstr(kiln_last_error(NULL),
-                         "clGetPlatformIDs failed with CL_OUT_OF_HOST_MEMORY"));
+  assert_non_null(
+    strstr(kiln_last_error(NULL), "clGetPlatformIDs failed with CL_OUT_OF_HOST_MEMORY"));
 }
 
 static void test_discovery_context_fails(void **state)

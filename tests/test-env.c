@@ -47,9 +47,29 @@ static void test_env_parse_size_refuses(void **state)
 {
   (void)state;
   static const char *const bad[] = {
-    "", "abc", "-1", "0", "0K", "0%", "101%", "1.5.5G", "12Q", "1 G", " 1G",
-    "1G ", "G", ".", "%", "16777216T", /* 2^64 */ "18446744073709551616",
-    "99999999999999999999999", "1e9", "0x10", "nan", "inf", "0.0001",
+    "",
+    "abc",
+    "-1",
+    "0",
+    "0K",
+    "0%",
+    "101%",
+    "1.5.5G",
+    "12Q",
+    "1 G",
+    " 1G",
+    "1G ",
+    "G",
+    ".",
+    "%",
+    "16777216T",
+    /* 2^64 */ "18446744073709551616",
+    "99999999999999999999999",
+    "1e9",
+    "0x10",
+    "nan",
+    "inf",
+    "0.0001",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint64_t bytes = 0;
@@ -100,8 +120,7 @@ static void test_env_bad_value_is_named(void **state)
   /* The message says what is expected. */
   assert_non_null(strstr(kiln_last_error(NULL), "suffix"));
   setenv("KILN_MEMORY_LIMIT", "150%", 1);
-  assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV, "'150%'",
-                    kiln_runtime_create(NULL, &rt));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV, "'150%'", kiln_runtime_create(NULL, &rt));
   unsetenv("KILN_MEMORY_LIMIT");
 }
 
@@ -158,7 +177,8 @@ static void test_env_cache_shared(void **state)
   setenv("KILN_CACHE_SHARED", "yes", 1);
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ENV,
                     "KILN_CACHE_SHARED='yes' is not 0 or 1; expected 1 to accept a "
-                    "team cache folder", kiln__config_resolve(&opts, &cfg));
+                    "team cache folder",
+                    kiln__config_resolve(&opts, &cfg));
   unsetenv("KILN_CACHE_SHARED");
 }
 

@@ -43,7 +43,6 @@
 #include "fault-ops.h"
 #include "kiln/kiln_cl.h"
 
-
 /* What a failed call of each class answers, taken in turn, and what kiln
  * must make of each (kiln__status_from_cl()). */
 static const cl_int class_errors[CLFAULT_CLASSES][3] = {
@@ -261,8 +260,10 @@ static void test_faults_op(void **state)
       fault_point(o, rt, (clfault_class)k, (int)i, 1);
       assert_kiln_ok(rt, kiln_runtime_destroy(rt));
       char where[128];
-      snprintf(where, sizeof where, "%s (cold), %s call %ld failing, then the runtime "
-               "destroyed", o->name, clfault_class_name((clfault_class)k), i);
+      snprintf(where, sizeof where,
+               "%s (cold), %s call %ld failing, then the runtime "
+               "destroyed",
+               o->name, clfault_class_name((clfault_class)k), i);
       assert_no_leak(where, &start, NULL, 1);
     }
   }
@@ -291,7 +292,8 @@ static void test_faults_classes_counted(void **state)
   void *host = clEnqueueMapBuffer(q, m, CL_TRUE, CL_MAP_READ, 0, 64, 0, NULL, NULL, &err);
   assert_non_null(host);
   clfault_arm_class(CLFAULT_MAP, 1, CL_OUT_OF_RESOURCES); /* the unmap below */
-  assert_int_equal(clEnqueueUnmapMemObject(q, m, host, 0, NULL, NULL), CL_OUT_OF_RESOURCES);
+  assert_int_equal(clEnqueueUnmapMemObject(q, m, host, 0, NULL, NULL),
+                   CL_OUT_OF_RESOURCES);
   assert_int_equal(clfault_hits(), 1);
   assert_string_equal(clfault_failed_function(), "clEnqueueUnmapMemObject");
   clfault_disarm();
@@ -411,7 +413,8 @@ int main(int argc, char **argv)
   tests[2] = (struct CMUnitTest)cmocka_unit_test(test_faults_classes_counted);
   for (size_t i = 0; i < fault_op_count; i++) {
     snprintf(names[i], sizeof names[i], "test_faults_%s", fault_ops[i].name);
-    tests[i + 3] = (struct CMUnitTest){.name = names[i], .test_func = test_faults_op,
+    tests[i + 3] = (struct CMUnitTest){.name = names[i],
+                                       .test_func = test_faults_op,
                                        .initial_state = (void *)&fault_ops[i]};
   }
   int failed = _cmocka_run_group_tests("faults", tests, count, NULL, NULL);

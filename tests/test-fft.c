@@ -43,23 +43,22 @@
  * factor above 13: those must then fail with a message naming VkFFT's
  * package. With VkFFT, AUTO must run every length. */
 #if !defined(HAVE_VKFFT)
-#define HAVE_VKFFT 0
+#  define HAVE_VKFFT 0
 #endif
 
-#define SLACK 2             /* output elements after the result, never written */
-#define SENTINEL 12345.0    /* their value */
+#define SLACK 2          /* output elements after the result, never written */
+#define SENTINEL 12345.0 /* their value */
 #define NBACKENDS 4
 #define PI 3.14159265358979323846
 
-static const kiln_backend backends[NBACKENDS] = {
-  KILN_BACKEND_AUTO, KILN_BACKEND_KILN, KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
+static const kiln_backend backends[NBACKENDS] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
+                                                 KILN_BACKEND_CLFFT, KILN_BACKEND_VKFFT};
 /* Per backend: cases run, and cases it refused as unsupported. */
 static size_t ran[NBACKENDS], skipped[NBACKENDS];
 static int no_library; /* AUTO refused an R2C of 8: no FFT library built in */
 static double worst;   /* the largest error / bound of the test so far */
 
 /* ---- the reference ---------------------------------------------------- */
-
 
 /* Uniform in [-1, 1), rounded to dtype as the device will see it. */
 static double random_value(kiln_dtype t, uint64_t *s)
@@ -120,8 +119,14 @@ typedef struct fcase {
   double xnorm, scale; /* ||x||_2 (full spectrum for C2R), the norm's scale */
 } fcase;
 
-static int complex_in(const kiln_fft_desc *d) { return d->kind != KILN_FFT_R2C; }
-static int complex_out(const kiln_fft_desc *d) { return d->kind != KILN_FFT_C2R; }
+static int complex_in(const kiln_fft_desc *d)
+{
+  return d->kind != KILN_FFT_R2C;
+}
+static int complex_out(const kiln_fft_desc *d)
+{
+  return d->kind != KILN_FFT_C2R;
+}
 
 static double norm_scale(const kiln_fft_desc *d, double n)
 {
@@ -221,7 +226,10 @@ static void unmake(fcase *c)
   free(c->want);
 }
 
-static kiln_dtype complex_of(kiln_dtype t) { return t == KILN_F64 ? KILN_C64 : KILN_C32; }
+static kiln_dtype complex_of(kiln_dtype t)
+{
+  return t == KILN_F64 ? KILN_C64 : KILN_C32;
+}
 
 /* Host values (doubles, interleaved when complex) as stored in type t. */
 static void *pack(const double *v, size_t count, int cplx, kiln_dtype t)
@@ -260,8 +268,8 @@ static kiln_status run_on(kiln_runtime *rt, fcase *c)
   assert_kiln_ok(rt, kiln_buffer_create(rt, to, c->nout + SLACK, 0, &out));
   double sent[2] = {SENTINEL, SENTINEL};
   float sentf[2] = {(float)SENTINEL, (float)SENTINEL};
-  assert_kiln_ok(rt, kiln_buffer_fill(out, c->nout, SLACK, t == KILN_F64 ? (void *)sent
-                                                                         : (void *)sentf));
+  assert_kiln_ok(rt, kiln_buffer_fill(out, c->nout, SLACK,
+                                      t == KILN_F64 ? (void *)sent : (void *)sentf));
   kiln_status st = kiln_fft(rt, d, in, out);
   if (st == KILN_OK)
     st = kiln_finish(rt);
@@ -284,11 +292,13 @@ static kiln_status run_on(kiln_runtime *rt, fcase *c)
           fail_msg("%s %s %s of shape %zu x %zu x %zu (ndim %u), batch %zu, norm %d: "
                    "element %zu%s is %.9g, expected %.9g (error %.3g, bound %.3g)",
                    kiln_backend_name(d->backend), kiln_dtype_name(t),
-                   d->kind == KILN_FFT_R2C ? "R2C" : d->kind == KILN_FFT_C2R ? "C2R"
-                   : d->inverse ? "inverse C2C" : "C2C", d->shape[0],
-                   d->ndim > 1 ? d->shape[1] : 1, d->ndim > 2 ? d->shape[2] : 1,
-                   d->ndim, d->batch, (int)d->norm, i, co ? (p ? " (imag)" : " (real)") : "",
-                   g, w, err, tol);
+                   d->kind == KILN_FFT_R2C   ? "R2C"
+                   : d->kind == KILN_FFT_C2R ? "C2R"
+                   : d->inverse              ? "inverse C2C"
+                                             : "C2C",
+                   d->shape[0], d->ndim > 1 ? d->shape[1] : 1,
+                   d->ndim > 2 ? d->shape[2] : 1, d->ndim, d->batch, (int)d->norm, i,
+                   co ? (p ? " (imag)" : " (real)") : "", g, w, err, tol);
         if (tol > 0 && err / tol > worst)
           worst = err / tol;
       }
@@ -477,7 +487,8 @@ static void test_fft_c2c_every_length(void **state)
   begin();
   for (size_t n = 1; n <= 64; n++)
     for (int inv = 0; inv < 2; inv++) {
-      kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, 1, (size_t[]){n}, n % 3 == 0 ? 3 : 1);
+      kiln_fft_desc d =
+        desc(KILN_FFT_C2C, KILN_F32, 1, (size_t[]){n}, n % 3 == 0 ? 3 : 1);
       d.inverse = inv;
       check_all(rt, &d, n * 2 + (size_t)inv);
     }
@@ -520,7 +531,8 @@ static void test_fft_real(void **state)
 {
   kiln_runtime *rt = *state;
   begin();
-  static const size_t lengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 30, 31, 64, 97, 100};
+  static const size_t lengths[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,
+                                   15, 16, 17, 30, 31, 64, 97, 100};
   for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++)
     for (int kind = KILN_FFT_R2C; kind <= KILN_FFT_C2R; kind++) {
       kiln_fft_desc d = desc((kiln_fft_kind)kind, KILN_F32, 1, (size_t[]){lengths[k]}, 2);
@@ -529,8 +541,8 @@ static void test_fft_real(void **state)
   static const size_t shapes[][3] = {{6, 10}, {5, 7}, {8, 9}, {4, 6, 8}, {3, 5, 7}};
   for (size_t k = 0; k < 5; k++)
     for (int kind = KILN_FFT_R2C; kind <= KILN_FFT_C2R; kind++) {
-      kiln_fft_desc d = desc((kiln_fft_kind)kind, KILN_F32, shapes[k][2] ? 3 : 2,
-                             shapes[k], 3);
+      kiln_fft_desc d =
+        desc((kiln_fft_kind)kind, KILN_F32, shapes[k][2] ? 3 : 2, shapes[k], 3);
       check_all(rt, &d, 300 + k);
     }
   report("R2C and C2R");
@@ -566,13 +578,13 @@ static void test_fft_multi_dim(void **state)
 {
   kiln_runtime *rt = *state;
   begin();
-  static const size_t shapes[][3] = {{4, 8}, {7, 12}, {16, 16}, {1, 17}, {13, 1},
+  static const size_t shapes[][3] = {{4, 8},    {7, 12},   {16, 16},   {1, 17},  {13, 1},
                                      {3, 5, 7}, {8, 4, 6}, {2, 16, 9}, {1, 1, 5}};
   static const size_t batches[] = {1, 3, 2, 4, 1, 2, 1, 3, 2};
   for (size_t k = 0; k < 9; k++)
     for (int inv = 0; inv < 2; inv++) {
-      kiln_fft_desc d = desc(KILN_FFT_C2C, KILN_F32, shapes[k][2] ? 3 : 2, shapes[k],
-                             batches[k]);
+      kiln_fft_desc d =
+        desc(KILN_FFT_C2C, KILN_F32, shapes[k][2] ? 3 : 2, shapes[k], batches[k]);
       d.inverse = inv;
       check_all(rt, &d, 400 + k);
     }
@@ -671,7 +683,10 @@ static void large_case(kiln_runtime *rt, unsigned ndim, const size_t *shape, siz
              kiln_backend_name(d.backend), parseval, 2 * l);
   /* four bins, each O(N): (row bin, column bin) in 2-D, one bin in 1-D */
   size_t last = shape[ndim - 1], rows = n / last;
-  const size_t bins[4][2] = {{0, 0}, {1, 3}, {rows / 2, last / 2}, {rows - 5, 12345 % last}},
+  const size_t bins[4][2] = {{0, 0},
+                             {1, 3},
+                             {rows / 2, last / 2},
+                             {rows - 5, 12345 % last}},
                bins1[4] = {0, 3, n / 2, 12345};
   for (size_t k = 0; k < 4; k++) {
     size_t k0 = ndim == 1 ? 0 : bins[k][0], k1 = ndim == 1 ? bins1[k] : bins[k][1];
@@ -690,9 +705,10 @@ static void large_case(kiln_runtime *rt, unsigned ndim, const size_t *shape, siz
     if (err / tol > worst)
       worst = err / tol;
     if (!(err <= tol))
-      fail_msg("%s: bin %zu is (%.9g, %.9g), expected (%.9g, %.9g): error %.3g, bound %.3g",
-               kiln_backend_name(d.backend), at, (double)y[2 * at], (double)y[2 * at + 1],
-               re, im, err, tol);
+      fail_msg(
+        "%s: bin %zu is (%.9g, %.9g), expected (%.9g, %.9g): error %.3g, bound %.3g",
+        kiln_backend_name(d.backend), at, (double)y[2 * at], (double)y[2 * at + 1], re,
+        im, err, tol);
   }
   assert_kiln_ok(rt, kiln_buffer_read(bz, 0, n, y));
   for (size_t i = 0; i < 2 * n; i++)
@@ -701,7 +717,8 @@ static void large_case(kiln_runtime *rt, unsigned ndim, const size_t *shape, siz
     fail_msg("%s: round trip: ||x' - x|| / ||x|| = %.3g, bound %.3g",
              kiln_backend_name(d.backend), sqrt(sr / sx), 2 * l);
   print_message("# %s %zu-D %zu: round trip %.3g, Parseval %.3g (bound %.3g)\n",
-                kiln_backend_name(d.backend), (size_t)ndim, n, sqrt(sr / sx), parseval, 2 * l);
+                kiln_backend_name(d.backend), (size_t)ndim, n, sqrt(sr / sx), parseval,
+                2 * l);
   ran[b]++;
 done:
   kiln_buffer_destroy(bx), kiln_buffer_destroy(by), kiln_buffer_destroy(bz);
@@ -760,7 +777,8 @@ static void test_fft_errors(void **state)
   for (unsigned nd = 0; nd <= 4; nd += 4) { /* ndim 0 and 4 */
     kiln_fft_desc e = d;
     e.ndim = nd;
-    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, nd ? "4" : "0", kiln_fft(rt, &e, c16, z16));
+    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, nd ? "4" : "0",
+                      kiln_fft(rt, &e, c16, z16));
   }
   kiln_fft_desc e = d;
   e.shape[0] = 0;

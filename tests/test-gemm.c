@@ -119,7 +119,8 @@ static void reference(const problem *p, double *want, double *bound)
         double old = d->beta == 0 ? 0 : d->beta * p->c[ci];
         want[ci] = d->alpha * s + old;
         /* half's subnormals below 2^-14 are 2^-24 apart */
-        bound[ci] = gamma * (fabs(d->alpha) * mag + fabs(old)) + round_out * fabs(want[ci]) +
+        bound[ci] = gamma * (fabs(d->alpha) * mag + fabs(old)) +
+                    round_out * fabs(want[ci]) +
                     (d->dtype == KILN_F16 ? ldexp(1, -24) : 1e-300);
       }
 }
@@ -132,7 +133,6 @@ static void *to_bytes(const double *x, size_t n, kiln_dtype t)
     kiln_test_put(t, out, i, x[i]);
   return out;
 }
-
 
 /* Makes the problem's data; C holds NaN when beta is 0, which must not show. */
 static void make(problem *p, uint64_t seed)
@@ -241,8 +241,8 @@ static void test_gemm_every_size_to_70(void **state)
 
 static void test_gemm_primes_and_odd_sizes(void **state)
 {
-  static const size_t sz[][3] = {{97, 101, 103}, {131, 7, 257}, {1, 293, 2},
-                                 {263, 1, 17}, {127, 129, 255}, {300, 299, 301}};
+  static const size_t sz[][3] = {{97, 101, 103}, {131, 7, 257},   {1, 293, 2},
+                                 {263, 1, 17},   {127, 129, 255}, {300, 299, 301}};
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
     one(*state, desc(KILN_F32, sz[i][0], sz[i][1], sz[i][2]), i);
 }
@@ -315,8 +315,8 @@ static void test_gemm_dtypes(void **state)
 static void test_gemm_gpu_shape(void **state)
 {
   (void)state;
-  static kiln__gemm_tuning gpu = {.gpu_shape = 1, .tm = 8, .vw = 16, .vwd = 8,
-                                  .tsm = 32, .tsk = 16, .wpt = 4};
+  static kiln__gemm_tuning gpu = {
+    .gpu_shape = 1, .tm = 8, .vw = 16, .vwd = 8, .tsm = 32, .tsk = 16, .wpt = 4};
   kiln__gemm_tuning_override = &gpu;
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt)); /* builds with the override */
@@ -398,7 +398,8 @@ static void test_gemm_errors(void **state)
   kiln_gemm_desc d = desc(KILN_F32, 6, 7, 5);
   assert_kiln_ok(rt, kiln_gemm(rt, &d, a, b, c));
   d.k = 6; /* A is 6 x 5: too small now */
-  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "A needs 36 elements", kiln_gemm(rt, &d, a, b, c));
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "A needs 36 elements",
+                    kiln_gemm(rt, &d, a, b, c));
   d = desc(KILN_F32, 6, 7, 5);
   d.lda = 4;
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "ldA is 4, smaller than the 5 columns",
@@ -407,19 +408,23 @@ static void test_gemm_errors(void **state)
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "expected all above 0",
                     kiln_gemm(rt, &d, a, b, c));
   d = desc(KILN_F32, 6, 7, 5);
-  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "buffer C holds int32", kiln_gemm(rt, &d, a, b, i32));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "buffer C holds int32",
+                    kiln_gemm(rt, &d, a, b, i32));
   d.dtype = KILN_I32;
-  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "dtype int32", kiln_gemm(rt, &d, a, b, c));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "dtype int32",
+                    kiln_gemm(rt, &d, a, b, c));
   d = desc(KILN_F32, 3, 7, 5);
   d.batch = 2;
   d.stride_c = 10; /* C is 3 x 7 = 21 elements */
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "overlap", kiln_gemm(rt, &d, a, b, c));
   d = desc(KILN_F32, 6, 7, 5);
   d.backend = (kiln_backend)42;
-  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "backend 42", kiln_gemm(rt, &d, a, b, c));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "backend 42",
+                    kiln_gemm(rt, &d, a, b, c));
 #if !HAVE_CLBLAST
   d.backend = KILN_BACKEND_CLBLAST;
-  assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "built without CLBlast", kiln_gemm(rt, &d, a, b, c));
+  assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "built without CLBlast",
+                    kiln_gemm(rt, &d, a, b, c));
 #else
   /* A type the device lacks for that backend: Hgemm needs cl_khr_fp16. */
   if (!kiln_runtime_device(rt)->has_fp16) {
@@ -428,7 +433,8 @@ static void test_gemm_errors(void **state)
       assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F16, 64, 0, &h[i]));
     kiln_gemm_desc hd = desc(KILN_F16, 4, 4, 4);
     hd.backend = KILN_BACKEND_CLBLAST;
-    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "cl_khr_fp16", kiln_gemm(rt, &hd, h[0], h[1], h[2]));
+    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "cl_khr_fp16",
+                      kiln_gemm(rt, &hd, h[0], h[1], h[2]));
     hd.backend = KILN_BACKEND_AUTO; /* AUTO goes to kiln's kernel instead */
     assert_int_equal(kiln_gemm_backend_for(rt, &hd), KILN_BACKEND_KILN);
     for (int i = 0; i < 3; i++)
@@ -437,13 +443,20 @@ static void test_gemm_errors(void **state)
 #endif
   if (!kiln_runtime_device(rt)->has_fp64) {
     d = desc(KILN_F64, 6, 7, 5);
-    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "has no fp64", kiln_gemm(rt, &d, a, b, c));
+    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "has no fp64",
+                      kiln_gemm(rt, &d, a, b, c));
   }
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer B is NULL",
-                    kiln_gemm(rt, &(kiln_gemm_desc){.struct_size = sizeof(kiln_gemm_desc),
-                                                    .dtype = KILN_F32, .m = 6, .n = 7,
-                                                    .k = 5, .alpha = 1}, a, NULL, c));
-  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL", kiln_gemm(NULL, &d, a, b, c));
+                    kiln_gemm(rt,
+                              &(kiln_gemm_desc){.struct_size = sizeof(kiln_gemm_desc),
+                                                .dtype = KILN_F32,
+                                                .m = 6,
+                                                .n = 7,
+                                                .k = 5,
+                                                .alpha = 1},
+                              a, NULL, c));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
+                    kiln_gemm(NULL, &d, a, b, c));
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);
   kiln_buffer_destroy(c);

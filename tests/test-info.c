@@ -90,8 +90,8 @@ static void test_info_list_without_runtime(void **state)
 static void test_info_required_properties(void **state)
 {
   static const char *const required[] = {
-    "CL_DEVICE_NAME", "CL_DEVICE_VERSION", "CL_DEVICE_TYPE", "CL_DEVICE_AVAILABLE",
-    "CL_DEVICE_GLOBAL_MEM_SIZE", "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+    "CL_DEVICE_NAME",      "CL_DEVICE_VERSION",         "CL_DEVICE_TYPE",
+    "CL_DEVICE_AVAILABLE", "CL_DEVICE_GLOBAL_MEM_SIZE", "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
   };
   const kiln_device_list *list = *state;
   /* OpenCL 1.2 alone defines more than 60 device queries. */
@@ -124,7 +124,10 @@ static const struct {
   size_t offset;
   field_type type;
 } fields[] = {
-#define F(name, member, type) {name, offsetof(kiln_device_info, member), type}
+#define F(name, member, type)                                                            \
+  {                                                                                      \
+    name, offsetof(kiln_device_info, member), type                                       \
+  }
   F("CL_DEVICE_NAME", name, TEXT),
   F("CL_DEVICE_VENDOR", vendor, TEXT),
   F("CL_DEVICE_VERSION", version, TEXT),
@@ -151,17 +154,13 @@ static void check_field(const kiln_device_info *d, size_t f)
   const char *field = (const char *)d + fields[f].offset;
   assert_true(p.available);
   switch (fields[f].type) {
-  case TEXT:
-    assert_string_equal(*(const char *const *)field, p.raw);
-    break;
+  case TEXT: assert_string_equal(*(const char *const *)field, p.raw); break;
   case U32:
   case HEX32:
     assert_int_equal(*(const uint32_t *)field,
                      strtoull(p.raw, NULL, fields[f].type == HEX32 ? 16 : 10));
     break;
-  case U64:
-    assert_int_equal(*(const uint64_t *)field, strtoull(p.raw, NULL, 10));
-    break;
+  case U64: assert_int_equal(*(const uint64_t *)field, strtoull(p.raw, NULL, 10)); break;
   case FLAG:
     assert_string_equal(p.raw, *(const int *)field ? "CL_TRUE" : "CL_FALSE");
     assert_string_equal(p.human, *(const int *)field ? "Yes" : "No");
@@ -195,8 +194,8 @@ static void test_info_value_formats(void **state)
     kiln_property sizes = device_prop(d, "CL_DEVICE_MAX_WORK_ITEM_SIZES");
     assert_non_null(strchr(sizes.raw, ' '));
     assert_non_null(strchr(sizes.human, 'x'));
-    assert_non_null(strstr(device_prop(d, "CL_DEVICE_SINGLE_FP_CONFIG").raw,
-                           "CL_FP_ROUND_TO_NEAREST"));
+    assert_non_null(
+      strstr(device_prop(d, "CL_DEVICE_SINGLE_FP_CONFIG").raw, "CL_FP_ROUND_TO_NEAREST"));
     if (d->vendor_family == KILN_VENDOR_POCL) {
       assert_string_equal(device_prop(d, "CL_DEVICE_TYPE").raw, "CL_DEVICE_TYPE_CPU");
       assert_string_equal(device_prop(d, "CL_DEVICE_TYPE").human, "CPU");

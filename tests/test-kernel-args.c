@@ -36,8 +36,10 @@ static int differs(kiln__str *why, const char *kernel, cl_uint i, const char *ar
 {
   if (!strcmp(table, driver))
     return 0;
-  kiln__str_appendf(why, "%s argument %u (%s): %s %s in cl/kernels.def, %s in the "
-                    "kernel\n", kernel, i, arg, what, table, driver);
+  kiln__str_appendf(why,
+                    "%s argument %u (%s): %s %s in cl/kernels.def, %s in the "
+                    "kernel\n",
+                    kernel, i, arg, what, table, driver);
   return 1;
 }
 
@@ -74,8 +76,8 @@ static int check_arg(cl_kernel k, const char *kernel, cl_uint i,
   const char *is_const = qual & CL_KERNEL_ARG_TYPE_CONST ? "const" : "not const";
   /* PoCL renames a parameter that has a builtin's name (sign) with _cl_. */
   const char *driver_name = strncmp(name, "_cl_", 4) ? name : name + 4;
-  return differs(why, kernel, i, a->name, "address space",
-                 global ? "global" : "private", space_name(space)) +
+  return differs(why, kernel, i, a->name, "address space", global ? "global" : "private",
+                 space_name(space)) +
          differs(why, kernel, i, a->name, "type", want, type) +
          differs(why, kernel, i, a->name, "qualifier",
                  a->kind == KILN__ARG_GLOBAL_CONST ? "const" : "not const", is_const) +
@@ -95,8 +97,10 @@ static int check_kernel(cl_program p, const kiln__kernel_decl *d,
   if (k)
     err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof count, &count, NULL);
   if (err == CL_INVALID_KERNEL_NAME) {
-    kiln__str_appendf(why, "%s: cl/kernels.def declares it, cl/%s.cl has no such "
-                      "kernel\n", kernel, d->program);
+    kiln__str_appendf(why,
+                      "%s: cl/kernels.def declares it, cl/%s.cl has no such "
+                      "kernel\n",
+                      kernel, d->program);
     return 1;
   }
   if (err != CL_SUCCESS) {
@@ -107,8 +111,10 @@ static int check_kernel(cl_program p, const kiln__kernel_decl *d,
   }
   int bad = 0;
   if (count != d->nargs) {
-    kiln__str_appendf(why, "%s: the kernel has %u arguments, cl/kernels.def declares "
-                      "%zu\n", kernel, count, d->nargs);
+    kiln__str_appendf(why,
+                      "%s: the kernel has %u arguments, cl/kernels.def declares "
+                      "%zu\n",
+                      kernel, count, d->nargs);
     bad++;
   }
   for (cl_uint i = 0; i < count && i < d->nargs; i++)
@@ -296,15 +302,19 @@ static const struct wrong_arg {
   kiln__kernel_arg arg;
   const char *expected;
 } wrong_args[] = {
-  {1, {KILN__ARG_UINT, "uint", "n"},
+  {1,
+   {KILN__ARG_UINT, "uint", "n"},
    "kiln_scale_f32 argument 1 (n): type uint in cl/kernels.def, ulong in the kernel"},
-  {2, {KILN__ARG_GLOBAL, "T0", "factor"},
+  {2,
+   {KILN__ARG_GLOBAL, "T0", "factor"},
    "kiln_scale_f32 argument 2 (factor): address space global in cl/kernels.def, "
    "private in the kernel"},
-  {0, {KILN__ARG_GLOBAL_CONST, "T0", "x"},
+  {0,
+   {KILN__ARG_GLOBAL_CONST, "T0", "x"},
    "kiln_scale_f32 argument 0 (x): qualifier const in cl/kernels.def, not const in "
    "the kernel"},
-  {1, {KILN__ARG_ULONG, "ulong", "count"},
+  {1,
+   {KILN__ARG_ULONG, "ulong", "count"},
    "kiln_scale_f32 argument 1 (count): name count in cl/kernels.def, n in the kernel"},
 };
 
@@ -328,11 +338,12 @@ static void test_kernel_args_check_finds_missing_kernel_or_row(void **state)
   kiln__kernel_decl row = kiln__kernel_decls[KILN__ROW_scale];
   row.variants = f16;
   row.nvariants = 1;
-  assert_check_finds(state, &row,
-                     "kiln_scale_f16: cl/kernels.def declares it, cl/scale.cl has no such "
-                     "kernel");
-  assert_check_finds(state, &row,
-                     "kiln_scale_f32 of cl/scale.cl: no row of cl/kernels.def declares it");
+  assert_check_finds(
+    state, &row,
+    "kiln_scale_f16: cl/kernels.def declares it, cl/scale.cl has no such "
+    "kernel");
+  assert_check_finds(
+    state, &row, "kiln_scale_f32 of cl/scale.cl: no row of cl/kernels.def declares it");
 }
 
 /* A variant that no row declares is an error with a message, not a launch. */
@@ -342,10 +353,10 @@ static void test_kernel_args_launch_unknown_variant(void **state)
   kiln_buffer *x = NULL;
   assert_kiln_ok(s->rt, kiln_buffer_create(s->rt, KILN_F32, 4, 0, &x));
   size_t n = 4;
-  assert_kiln_fails(s->rt, KILN_ERR_INVALID_ARGUMENT,
-                    "test: cl/kernels.def declares no kernel kiln_scale_f16 in cl/scale.cl",
-                    kiln__launch_scale(s->rt, "test", "f16", 1, &n, NULL,
-                                       kiln_buffer_cl_mem(x), n, 2.0));
+  assert_kiln_fails(
+    s->rt, KILN_ERR_INVALID_ARGUMENT,
+    "test: cl/kernels.def declares no kernel kiln_scale_f16 in cl/scale.cl",
+    kiln__launch_scale(s->rt, "test", "f16", 1, &n, NULL, kiln_buffer_cl_mem(x), n, 2.0));
   assert_kiln_ok(s->rt, kiln_buffer_destroy(x));
 }
 

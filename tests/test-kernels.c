@@ -28,7 +28,6 @@ static char **builtin_names;
 static char cl_dir[4096]; /* the folder of the cl/ files meson passed */
 static char cache_dir[64];
 
-
 static void build_every_builtin_on(const char *device)
 {
   kiln_runtime *rt = kiln_test_runtime_on(device, NULL, 1);
@@ -89,8 +88,9 @@ static void test_kernels_build_error_has_log(void **state)
   kiln_runtime *rt = *state;
   kiln_program *p = (kiln_program *)&p;
   assert_kiln_fails(rt, KILN_ERR_BUILD, "options: -DWIDTH=7",
-                    kiln_program_create(rt, "kernel void broken(global float *x)\n"
-                                            "{ x[0] = undeclared_thing; }\n",
+                    kiln_program_create(rt,
+                                        "kernel void broken(global float *x)\n"
+                                        "{ x[0] = undeclared_thing; }\n",
                                         "-DWIDTH=7", &p));
   assert_null(p);
   const char *msg = kiln_last_error(rt);
@@ -113,7 +113,8 @@ static void test_kernels_kernel_api_errors(void **state)
   kiln_program *p = NULL;
   kiln_kernel *k = (kiln_kernel *)&k;
   assert_kiln_ok(rt, kiln_program_create(rt, saxpy, NULL, &p));
-  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "no kernel named 'sxpy'; it has: saxpy",
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "no kernel named 'sxpy'; it has: saxpy",
                     kiln_kernel_create(p, "sxpy", &k));
   assert_null(k);
   assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
@@ -135,7 +136,8 @@ static void test_kernels_kernel_api_errors(void **state)
   assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_KERNEL_ARGS",
                     kiln_kernel_launch(k, 1, (size_t[]){8}, NULL));
   /* Programs and kernels keep their runtime busy. */
-  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 program and 1 kernel", kiln_runtime_destroy(rt));
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 program and 1 kernel",
+                    kiln_runtime_destroy(rt));
   assert_kiln_ok(rt, kiln_kernel_destroy(k));
   assert_kiln_ok(rt, kiln_program_destroy(p));
   assert_kiln_ok(rt, kiln_kernel_destroy(NULL));
@@ -272,8 +274,8 @@ static void test_kernels_cache_entry_refused_by_driver(void **state)
   kiln__config cfg = {.cache_dir = cache_dir};
   kiln__cache plant;
   kiln__cache_open(&plant, &cfg, NULL);
-  kiln__cache_key key = kiln__cache_key_of(saxpy, sizeof saxpy - 1, "-DCACHE_TEST",
-                                           kiln_runtime_device(rt));
+  kiln__cache_key key =
+    kiln__cache_key_of(saxpy, sizeof saxpy - 1, "-DCACHE_TEST", kiln_runtime_device(rt));
   static const unsigned char junk[] = "this is not a program binary";
   assert_int_equal(kiln__cache_store(&plant, &key, junk, sizeof junk), 0);
   kiln__cache_close(&plant);
@@ -297,7 +299,8 @@ static void test_kernels_cache_shared_by_processes(void **state)
   pid_t pids[N];
   char *argv[] = {"test-kernels", "--build-child", dir, NULL};
   for (int i = 0; i < N; i++)
-    assert_int_equal(posix_spawn(&pids[i], "/proc/self/exe", NULL, NULL, argv, environ), 0);
+    assert_int_equal(posix_spawn(&pids[i], "/proc/self/exe", NULL, NULL, argv, environ),
+                     0);
   for (int i = 0; i < N; i++) {
     int status = 0;
     assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);

@@ -209,8 +209,15 @@ static void test_npy_round_trip_shapes(void **state)
     unsigned ndim;
     size_t shape[KILN_ARRAY_MAX_DIMS];
   } cases[] = {
-    {0, {0}}, {1, {5}}, {1, {0}}, {2, {4, 3}}, {2, {0, 3}}, {2, {3, 0}},
-    {3, {2, 3, 4}}, {5, {2, 1, 3, 2, 2}}, {8, {1, 2, 1, 2, 1, 2, 1, 3}},
+    {0, {0}},
+    {1, {5}},
+    {1, {0}},
+    {2, {4, 3}},
+    {2, {0, 3}},
+    {2, {3, 0}},
+    {3, {2, 3, 4}},
+    {5, {2, 1, 3, 2, 2}},
+    {8, {1, 2, 1, 2, 1, 2, 1, 3}},
     {1, {1000}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -234,8 +241,8 @@ static void test_npy_save_writes_numpy_bytes(void **state)
   want[127] = '\n';
   memcpy(want + 128, values, sizeof values);
 
-  kiln_array a = {.dtype = KILN_F32, .ndim = 2, .shape = {2, 3}, .count = 6,
-                  .data = (void *)values};
+  kiln_array a = {
+    .dtype = KILN_F32, .ndim = 2, .shape = {2, 3}, .count = 6, .data = (void *)values};
   assert_kiln_ok(NULL, kiln_npy_save(path_of("numpy.npy"), &a));
   size_t n;
   unsigned char *got = read_bytes(path_of("numpy.npy"), &n);
@@ -250,8 +257,8 @@ static void test_npy_save_writes_numpy_bytes(void **state)
 static void test_npy_save_growth_padding(void **state)
 {
   (void)state;
-  kiln_array a = {.dtype = KILN_F32, .ndim = 8,
-                  .shape = {0, 100000, 100000, 100000, 100000, 1, 1, 1}};
+  kiln_array a = {
+    .dtype = KILN_F32, .ndim = 8, .shape = {0, 100000, 100000, 100000, 100000, 1, 1, 1}};
   assert_kiln_ok(NULL, kiln_npy_save(path_of("growth.npy"), &a));
   size_t n;
   unsigned char *got = read_bytes(path_of("growth.npy"), &n);
@@ -268,7 +275,8 @@ static void test_npy_save_growth_padding(void **state)
   /* The growing axis is the first in C order, the last in Fortran order:
    * "10000000" leaves 13 spaces and fits 128 bytes, "0" leaves 20 and does
    * not (numbers from numpy's _write_array_header). */
-  kiln_array b = {.dtype = KILN_F32, .ndim = 8,
+  kiln_array b = {.dtype = KILN_F32,
+                  .ndim = 8,
                   .shape = {10000000, 100000, 100000, 100000, 1, 1, 1, 0}};
   for (int fortran = 0; fortran < 2; fortran++) {
     kiln__str h = {0};
@@ -281,7 +289,6 @@ static void test_npy_save_growth_padding(void **state)
     kiln__str_free(&h);
   }
 }
-
 
 static void assert_f4_23(const kiln_array *a)
 {
@@ -316,14 +323,14 @@ static void test_npy_reads_numpy_files(void **state)
      KILN_F64, 2, 2, 1},
     {3, "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", c8, sizeof c8,
      KILN_C32, 1, 3, 0},
-    {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", f8, 8, KILN_F64, 0,
-     0, 0},
+    {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", f8, 8, KILN_F64, 0, 0,
+     0},
   };
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     size_t n;
     kiln_array a;
-    unsigned char *b = make_npy(files[i].major, files[i].header, 1, files[i].data,
-                                files[i].bytes, &n);
+    unsigned char *b =
+      make_npy(files[i].major, files[i].header, 1, files[i].data, files[i].bytes, &n);
     assert_int_equal((n - files[i].bytes) % 64, 0);
     load_both(b, n, KILN_OK, NULL, &a);
     assert_int_equal(a.dtype, files[i].dtype);
@@ -396,11 +403,11 @@ static void test_npy_refuses_bad_headers(void **state)
      "expected a tuple such as (2, 3) for 'shape', found '['"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (6)}", 24,
      "a 1-d shape is written (N,)"},
-    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 6)}",
-     24, "more than 8 dimensions"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 6)}", 24,
+     "more than 8 dimensions"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (-6,)}", 24, "negative"},
-    {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
-     24, "a dimension larger than size_t can hold"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", 24,
+     "a dimension larger than size_t can hold"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (06,)}", 24, "leading zero"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (2 3)}", 24,
      "expected ',' or ')' in the shape, found '3'"},
@@ -418,10 +425,12 @@ static void test_npy_refuses_bad_headers(void **state)
     {"{'d\\x65scr': '<f4'}", 24, "an escape in a string"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", 24,
      "after a value, found the end of the header"},
-    {F4_23, 20, "the data is 20 bytes, but shape (2, 3) of float32 needs 24: the "
-                "file is truncated"},
-    {F4_23, 28, "the data is 28 bytes, but shape (2, 3) of float32 needs 24; bytes "
-                "after the data are refused"},
+    {F4_23, 20,
+     "the data is 20 bytes, but shape (2, 3) of float32 needs 24: the "
+     "file is truncated"},
+    {F4_23, 28,
+     "the data is 28 bytes, but shape (2, 3) of float32 needs 24; bytes "
+     "after the data are refused"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 0,
      "the data is 0 bytes, but shape () of float32 needs 4"},
   };
@@ -448,18 +457,22 @@ static void test_npy_refuses_bad_preambles(void **state)
     {"\x93NUM", 4, "ends after 4 bytes"},
     {"\x93NUMPY\x01\x00\x10", 9, "ends after 9 bytes"},
     {"\x93NUMPY\x02\x00\x10\x00\x00", 11, "ends after 11 bytes"},
-    {"\x89PNG\r\n\x1a\n\0\0\0\0", 12, "is not a .npy file: it starts with 89 50..., "
-                                      "expected numpy's magic"},
+    {"\x89PNG\r\n\x1a\n\0\0\0\0", 12,
+     "is not a .npy file: it starts with 89 50..., "
+     "expected numpy's magic"},
     {"\x93NUMPZ\x01\x00\x00\x00", 10, "is not a .npy file"},
     {"x", 1, "is not a .npy file: it starts with 78"},
-    {"\x93NUMPY\x04\x00\x00\x00", 10, "is .npy format version 4.0; kiln reads 1.0, "
-                                      "2.0 and 3.0"},
+    {"\x93NUMPY\x04\x00\x00\x00", 10,
+     "is .npy format version 4.0; kiln reads 1.0, "
+     "2.0 and 3.0"},
     {"\x93NUMPY\x01\x01\x00\x00", 10, "version 1.1"},
     {"\x93NUMPY\x00\x00\x00\x00", 10, "version 0.0"},
-    {"\x93NUMPY\x01\x00\xff\x00{}", 12, "the header length says 255 bytes, but the "
-                                        "file ends 2 bytes after the preamble"},
-    {"\x93NUMPY\x03\x00\x00\x00\x00\x01{}", 14, "the header length says 16777216 "
-                                                "bytes; kiln reads headers of at most"},
+    {"\x93NUMPY\x01\x00\xff\x00{}", 12,
+     "the header length says 255 bytes, but the "
+     "file ends 2 bytes after the preamble"},
+    {"\x93NUMPY\x03\x00\x00\x00\x00\x01{}", 14,
+     "the header length says 16777216 "
+     "bytes; kiln reads headers of at most"},
     {"\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14, "the header length says 4294967295"},
     {"\x93NUMPY\x01\x00\x03\x00{}\0", 13, "text after the dict's closing '}'"},
   };
@@ -489,8 +502,8 @@ static void test_npy_refuses_overflowing_shapes(void **state)
   load_both(b, n, KILN_ERR_FORMAT, "is more bytes than size_t can count", &a);
   free(b);
   snprintf(h, sizeof h,
-           "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, 0, %zu)}",
-           SIZE_MAX, SIZE_MAX);
+           "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, 0, %zu)}", SIZE_MAX,
+           SIZE_MAX);
   b = make_npy(1, h, 1, NULL, 0, &n);
   load_both(b, n, KILN_OK, NULL, &a);
   assert_int_equal(a.count, 0);
@@ -508,8 +521,10 @@ static void test_npy_fortran_file_to_c_order(void **state)
   static const double stored[6] = {1, 4, 2, 5, 3, 6}, want[6] = {1, 2, 3, 4, 5, 6};
   size_t n;
   kiln_array a;
-  unsigned char *b = make_npy(1, "{'descr': '<f8', 'fortran_order': True, 'shape': "
-                                 "(2, 3), }", 1, stored, sizeof stored, &n);
+  unsigned char *b = make_npy(1,
+                              "{'descr': '<f8', 'fortran_order': True, 'shape': "
+                              "(2, 3), }",
+                              1, stored, sizeof stored, &n);
   load_both(b, n, KILN_OK, NULL, &a);
   assert_true(a.fortran_order);
   assert_memory_equal(a.data, stored, sizeof stored);
@@ -614,8 +629,8 @@ static void test_npy_truncated_at_every_byte(void **state)
 static void test_npy_mutated_headers(void **state)
 {
   (void)state;
-  static const unsigned char subst[] = {0, ' ', '\'', '"', '(', ')', ',', ':', '{',
-                                        '}', '0', '9', 'T', '\\', '\n', 0xff};
+  static const unsigned char subst[] = {0,   ' ', '\'', '"', '(', ')',  ',',  ':',
+                                        '{', '}', '0',  '9', 'T', '\\', '\n', 0xff};
   size_t n;
   unsigned char *b = make_npy(1, F4_23, 1, f4_values, sizeof f4_values, &n);
   for (size_t pos = 0; pos < n - sizeof f4_values; pos++)
@@ -668,12 +683,15 @@ static void test_npy_reads_streams(void **state)
   assert_kiln_ok(NULL, load_stream(b, n, &a));
   assert_f4_23(&a);
   kiln_array_free(&a);
-  assert_kiln_fails(NULL, KILN_ERR_FORMAT, "the data is 20 bytes, but shape (2, 3) "
+  assert_kiln_fails(NULL, KILN_ERR_FORMAT,
+                    "the data is 20 bytes, but shape (2, 3) "
                     "of float32 needs 24: the file is truncated",
                     load_stream(b, n - 4, &a));
   assert_null(a.data);
-  assert_kiln_fails(NULL, KILN_ERR_FORMAT, "the header length says 118 bytes, but the "
-                    "file ends 50 bytes after", load_stream(b, 60, &a));
+  assert_kiln_fails(NULL, KILN_ERR_FORMAT,
+                    "the header length says 118 bytes, but the "
+                    "file ends 50 bytes after",
+                    load_stream(b, 60, &a));
   free(b);
   b = make_npy(1, F4_23, 1, data, 28, &n);
   assert_kiln_fails(NULL, KILN_ERR_FORMAT, "the data is more than 24 bytes",
@@ -704,8 +722,8 @@ static void test_npy_save_refuses_bad_arrays(void **state)
   (void)state;
   static const float v[6];
   const char *path = path_of("bad.npy");
-  kiln_array a = {.dtype = KILN_F32, .ndim = 2, .shape = {2, 3}, .count = 6,
-                  .data = (void *)v};
+  kiln_array a = {
+    .dtype = KILN_F32, .ndim = 2, .shape = {2, 3}, .count = 6, .data = (void *)v};
   int before = dir_entries();
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "path is NULL",
                     kiln_npy_save(NULL, &a));
@@ -720,8 +738,10 @@ static void test_npy_save_refuses_bad_arrays(void **state)
                     kiln_npy_save(path, &a));
   a.ndim = 2;
   a.count = 5;
-  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "count is 5, but shape (2, 3) "
-                    "holds 6", kiln_npy_save(path, &a));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT,
+                    "count is 5, but shape (2, 3) "
+                    "holds 6",
+                    kiln_npy_save(path, &a));
   a.count = 6;
   a.data = NULL;
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "data is NULL for 6 elements",
@@ -739,7 +759,10 @@ static void test_npy_save_failure_leaves_no_partial_file(void **state)
   (void)state;
   const char *target = path_of("keep.npy");
   size_t count = 1 << 18, n_before, n_after;
-  kiln_array a = {.dtype = KILN_F32, .ndim = 1, .shape = {count}, .count = count,
+  kiln_array a = {.dtype = KILN_F32,
+                  .ndim = 1,
+                  .shape = {count},
+                  .count = count,
                   .data = calloc(count, 4)};
   assert_non_null(a.data);
   assert_kiln_fails(NULL, KILN_ERR_IO, "creating the temporary file",

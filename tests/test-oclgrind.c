@@ -58,7 +58,8 @@ static int was_launched(const char *name)
 static void note_launch(cl_kernel k)
 {
   char name[128] = "";
-  if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS)
+  if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, NULL) !=
+      CL_SUCCESS)
     return;
   pthread_mutex_lock(&launched_lock);
   if (!was_launched(name) && nlaunched < MAX_KERNELS)
@@ -70,10 +71,10 @@ typedef cl_int (*enqueue_fn)(cl_command_queue, cl_kernel, cl_uint, const size_t 
                              const size_t *, const size_t *, cl_uint, const cl_event *,
                              cl_event *);
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
-  cl_command_queue queue, cl_kernel kernel, cl_uint dims, const size_t *offset,
-  const size_t *global, const size_t *local, cl_uint nwait, const cl_event *wait,
-  cl_event *event)
+CL_API_ENTRY cl_int CL_API_CALL
+clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
+                       const size_t *offset, const size_t *global, const size_t *local,
+                       cl_uint nwait, const cl_event *wait, cl_event *event)
 {
   static enqueue_fn real;
   if (!real)
@@ -220,10 +221,10 @@ static kiln_runtime *cpu_rt; /* the CPU shapes, while the seams are set */
 
 /* The CPU shapes as src/tuning.c gives them to PoCL with 16-wide vectors,
  * but with 3 reduction chunks, so chunks end inside the input. */
-static kiln__gemm_tuning cpu_gemm = {.gpu_shape = 0, .tm = 8, .vw = 16, .vwd = 8,
-                                     .tsm = 64, .tsk = 16, .wpt = 4};
-static kiln__reduce_tuning cpu_reduce = {.gpu_shape = 0, .chunks = 3, .wg = 64,
-                                         .groups = 1};
+static kiln__gemm_tuning cpu_gemm = {
+  .gpu_shape = 0, .tm = 8, .vw = 16, .vwd = 8, .tsm = 64, .tsk = 16, .wpt = 4};
+static kiln__reduce_tuning cpu_reduce = {
+  .gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
 
 static void cpu_shapes(int on)
 {
@@ -357,10 +358,10 @@ static void convert_reference(double v, kiln_dtype to, void *out)
 {
   if (to == KILN_I32 || to == KILN_I64) {
     double lo = to == KILN_I32 ? -0x1p31 : -0x1p63, hi = -lo;
-    int64_t r = isnan(v)   ? 0
-                : v >= hi  ? (to == KILN_I32 ? INT32_MAX : INT64_MAX)
-                : v <= lo  ? (to == KILN_I32 ? INT32_MIN : INT64_MIN)
-                           : (int64_t)trunc(v);
+    int64_t r = isnan(v)  ? 0
+                : v >= hi ? (to == KILN_I32 ? INT32_MAX : INT64_MAX)
+                : v <= lo ? (to == KILN_I32 ? INT32_MIN : INT64_MIN)
+                          : (int64_t)trunc(v);
     if (to == KILN_I32)
       *(int32_t *)out = (int32_t)r;
     else
@@ -372,10 +373,12 @@ static void convert_reference(double v, kiln_dtype to, void *out)
 
 static void convert_pair(kiln_runtime *rt, kiln_dtype from, kiln_dtype to)
 {
-  static const double floats[] = {0, 1, -2.5, 3.5, 1000.25, 65519, 70000, 16777217,
-                                  3e9, -3e9, 1e19, NAN, INFINITY, -INFINITY, 0.1};
-  static const double ints[] = {0, 1, -2, 1000, 65519, 70000, 16777217, 2147483647,
-                                -2147483648.0, 33554435, 3e9, -3e12, 0x1p62, -0x1p63};
+  static const double floats[] = {0,     1,     -2.5,     3.5,       1000.25,
+                                  65519, 70000, 16777217, 3e9,       -3e9,
+                                  1e19,  NAN,   INFINITY, -INFINITY, 0.1};
+  static const double ints[] = {0,     1,        -2,         1000,          65519,
+                                70000, 16777217, 2147483647, -2147483648.0, 33554435,
+                                3e9,   -3e12,    0x1p62,     -0x1p63};
   int int_from = from == KILN_I32 || from == KILN_I64;
   const double *src = int_from ? ints : floats;
   size_t n = int_from ? sizeof ints / sizeof *ints : sizeof floats / sizeof *floats;
@@ -549,10 +552,9 @@ static void test_oclgrind_gemm_cpu_shape(void **state)
 
 /* ---- reduce.cl ------------------------------------------------------------ */
 
-static const kiln_reduce_op all_ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN,
-                                         KILN_REDUCE_NORM2, KILN_REDUCE_MIN,
-                                         KILN_REDUCE_MAX, KILN_REDUCE_ARGMIN,
-                                         KILN_REDUCE_ARGMAX};
+static const kiln_reduce_op all_ops[] = {
+  KILN_REDUCE_SUM, KILN_REDUCE_MEAN,   KILN_REDUCE_NORM2, KILN_REDUCE_MIN,
+  KILN_REDUCE_MAX, KILN_REDUCE_ARGMIN, KILN_REDUCE_ARGMAX};
 
 /* The reduction of x[(o * len + j) * inner + i] over j: the result and its
  * bound. Arg ops give the first index of the extreme, or of the first NaN. */
@@ -580,16 +582,19 @@ static void reduce_reference(kiln_reduce_op op, kiln_dtype out, const double *x,
     *want = s / (double)len;
     *bound = (acc / (double)len) + unit(out) * fabs(*want) * 2;
     break;
-  case KILN_REDUCE_NORM2: *want = sqrt(s), *bound = unit(out) * 2 * sqrt(s) + sqrt(acc); break;
-  case KILN_REDUCE_MIN: case KILN_REDUCE_MAX: *want = e, *bound = 0; break;
+  case KILN_REDUCE_NORM2:
+    *want = sqrt(s), *bound = unit(out) * 2 * sqrt(s) + sqrt(acc);
+    break;
+  case KILN_REDUCE_MIN:
+  case KILN_REDUCE_MAX: *want = e, *bound = 0; break;
   default: *want = (double)best, *bound = 0; break;
   }
 }
 
 /* One reduction of a view of `shape` along `axis` (or KILN_AXIS_ALL) at an
  * offset of 3 elements, every op, against the reference. */
-static void reduce_view(kiln_runtime *rt, kiln_dtype t, unsigned ndim, const size_t *shape,
-                        int32_t axis, int with_nan)
+static void reduce_view(kiln_runtime *rt, kiln_dtype t, unsigned ndim,
+                        const size_t *shape, int32_t axis, int with_nan)
 {
   size_t count = 1;
   for (unsigned i = 0; i < ndim; i++)
@@ -614,7 +619,8 @@ static void reduce_view(kiln_runtime *rt, kiln_dtype t, unsigned ndim, const siz
     kiln_reduce_op op = all_ops[o];
     kiln_dtype ot = kiln_reduce_out_dtype(op, t);
     size_t outputs = outer * inner;
-    double *want = malloc(outputs * sizeof *want), *bound = malloc(outputs * sizeof *bound);
+    double *want = malloc(outputs * sizeof *want),
+           *bound = malloc(outputs * sizeof *bound);
     assert_true(want && bound);
     for (size_t a = 0; a < outer; a++)
       for (size_t i = 0; i < inner; i++)
@@ -648,9 +654,12 @@ static void reduce_cases(kiln_runtime *rt)
   static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64, KILN_I32};
   for (size_t t = 0; t < 4; t++) {
     int fl = types[t] != KILN_I32;
-    reduce_view(rt, types[t], 1, (size_t[]){37}, KILN_AXIS_ALL, 0); /* chunks end inside */
-    reduce_view(rt, types[t], 1, (size_t[]){5}, KILN_AXIS_ALL, fl); /* fewer than chunks */
-    reduce_view(rt, types[t], 2, (size_t[]){3, 29}, -1, fl); /* few rows: two stages each */
+    reduce_view(rt, types[t], 1, (size_t[]){37}, KILN_AXIS_ALL,
+                0); /* chunks end inside */
+    reduce_view(rt, types[t], 1, (size_t[]){5}, KILN_AXIS_ALL,
+                fl); /* fewer than chunks */
+    reduce_view(rt, types[t], 2, (size_t[]){3, 29}, -1,
+                fl); /* few rows: two stages each */
     reduce_view(rt, types[t], 3, (size_t[]){3, 5, 4}, 1, 0); /* a work-item an output */
     reduce_view(rt, types[t], 2, (size_t[]){19, 3}, 0, fl);
   }
@@ -699,7 +708,8 @@ static void conv_one(kiln_runtime *rt, kiln_dtype t, kiln_tensor_layout layout,
   conv_case_output(&d, &p, &q);
   assert_kiln_ok(NULL, kiln_conv2d_output(&d, &kp, &kq));
   assert_true(kp == p && kq == q);
-  size_t nx = cc->n * cc->c * cc->h * cc->w, nw = cc->k * (cc->c / cc->groups) * cc->r * cc->s;
+  size_t nx = cc->n * cc->c * cc->h * cc->w,
+         nw = cc->k * (cc->c / cc->groups) * cc->r * cc->s;
   size_t ny = cc->n * cc->k * p * q;
   double *x = malloc(nx * sizeof *x), *wt = malloc(nw * sizeof *wt), bias[16];
   double *want = malloc(ny * sizeof *want), *bound = malloc(ny * sizeof *bound);
@@ -1080,7 +1090,8 @@ static void test_oclgrind_every_kernel_ran(void **state)
     kernels += n;
   }
   for (int i = 0; i < ncl_files; i++) {
-    const char *base = strrchr(cl_files[i], '/') ? strrchr(cl_files[i], '/') + 1 : cl_files[i];
+    const char *base =
+      strrchr(cl_files[i], '/') ? strrchr(cl_files[i], '/') + 1 : cl_files[i];
     int known = 0;
     for (size_t j = 0; j < kiln_builtin_count() && !known; j++) {
       const char *b = kiln_builtin_name(j);
@@ -1093,7 +1104,7 @@ static void test_oclgrind_every_kernel_ran(void **state)
   }
   /* stdout: stderr is Oclgrind's, and any text there fails the test */
   printf("# %zu kernels in %zu programs, all launched on Oclgrind\n", kernels,
-          kiln_builtin_count());
+         kiln_builtin_count());
 }
 
 int main(int argc, char **argv)

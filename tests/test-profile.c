@@ -17,7 +17,7 @@
 
 #include "kiln_config.h"
 #if HAVE_JSON_C
-#include <json-c/json.h>
+#  include <json-c/json.h>
 #endif
 
 #define N (1u << 18) /* elements of the buffer tests: long enough to time */
@@ -62,10 +62,9 @@ static void check_rows(const kiln_profile_row *rows, size_t n)
     assert_true(r->calls >= 1);
     if (!(r->min_ns > 0 && r->min_ns <= r->max_ns && r->max_ns <= r->total_ns &&
           r->total_ns <= r->max_ns * r->calls))
-      fail_msg("%s/%s: total %llu, min %llu, max %llu over %llu calls", r->op,
-               r->backend, (unsigned long long)r->total_ns,
-               (unsigned long long)r->min_ns, (unsigned long long)r->max_ns,
-               (unsigned long long)r->calls);
+      fail_msg("%s/%s: total %llu, min %llu, max %llu over %llu calls", r->op, r->backend,
+               (unsigned long long)r->total_ns, (unsigned long long)r->min_ns,
+               (unsigned long long)r->max_ns, (unsigned long long)r->calls);
     assert_true(r->host_ns > 0);
     assert_true(r->gflops >= 0 && r->gbps >= 0);
     if (r->flops)
@@ -131,7 +130,9 @@ static void test_profile_buffer_calls(void **state)
   static const struct {
     const char *op;
     uint64_t calls, bytes;
-  } want[] = {{"write", 3, 3 * bytes}, {"read", 2, 2 * bytes}, {"fill", 1, bytes},
+  } want[] = {{"write", 3, 3 * bytes},
+              {"read", 2, 2 * bytes},
+              {"fill", 1, bytes},
               {"copy", 1, 2 * bytes}};
   for (size_t i = 0; i < 4; i++) {
     const kiln_profile_row *r = find_row(rows, n, want[i].op, "opencl");
@@ -210,9 +211,9 @@ static void test_profile_report_text(void **state)
   assert_kiln_ok(rt, kiln_profile_report(rt, f));
   fclose(f);
   assert_non_null(strstr(text, kiln_runtime_device(rt)->name));
-  static const char *const header[] = {"Op", "Backend", "Calls", "Device total", "Mean",
-                                       "Min", "Max", "Host total", "GFLOP/s", "GB/s",
-                                       "% time"};
+  static const char *const header[] = {"Op",      "Backend", "Calls", "Device total",
+                                       "Mean",    "Min",     "Max",   "Host total",
+                                       "GFLOP/s", "GB/s",    "% time"};
   const char *head = strstr(text, "\nOp ");
   assert_non_null(head);
   for (size_t i = 0; i < sizeof header / sizeof header[0]; i++) {
@@ -233,7 +234,7 @@ static void test_profile_report_text(void **state)
   assert_non_null(strstr(at, "100.0%"));
   /* every line of the table is as wide as the header's: aligned columns */
   size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
-  for (const char *line = head + 1; *line && strncmp(line, "Total", 5); ) {
+  for (const char *line = head + 1; *line && strncmp(line, "Total", 5);) {
     const char *end = strchr(line, '\n');
     if ((size_t)(end - line) != width)
       fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - line),
@@ -433,8 +434,8 @@ static size_t count_of(json_object *events, const char *cat)
 /* Checks the trace against the calls that ran: one device and one host
  * event each, with the call's args, on tracks of their own, the host's
  * beginning before the device's ends; every track named. */
-static void check_trace(const char *path, const char *const *names,
-                        const uint64_t *flops, const uint64_t *bytes, size_t n)
+static void check_trace(const char *path, const char *const *names, const uint64_t *flops,
+                        const uint64_t *bytes, size_t n)
 {
   json_object *root = json_object_from_file(path);
   if (!root)
@@ -455,7 +456,8 @@ static void check_trace(const char *path, const char *const *names,
     assert_true(num_of(d, "pid") == num_of(h, "pid"));
     if (!(num_of(h, "ts") <= num_of(d, "ts") + num_of(d, "dur")))
       fail_msg("%s: the host event begins at %.3f us, after its device event ends at "
-               "%.3f", names[i], num_of(h, "ts"), num_of(d, "ts") + num_of(d, "dur"));
+               "%.3f",
+               names[i], num_of(h, "ts"), num_of(d, "ts") + num_of(d, "dur"));
     json_object *args;
     assert_true(json_object_object_get_ex(d, "args", &args));
     assert_non_null(str_of(args, "backend"));
@@ -483,8 +485,8 @@ static void check_trace(const char *path, const char *const *names,
 }
 #else
 /* Without json-c: the file at least looks like a trace, with the calls. */
-static void check_trace(const char *path, const char *const *names,
-                        const uint64_t *flops, const uint64_t *bytes, size_t n)
+static void check_trace(const char *path, const char *const *names, const uint64_t *flops,
+                        const uint64_t *bytes, size_t n)
 {
   (void)flops;
   (void)bytes;

@@ -23,29 +23,39 @@
  * float width, host unified memory, arch major and minor. ROW expands the
  * platform and vendor macros below before ROW_ counts its arguments. */
 #define ROW(...) ROW_(__VA_ARGS__)
-#define ROW_(pn, pv, n, v, vid, ver, drv, t, cus, mhz, mem, alloc, w, hum, ma, \
-             mi)                                                               \
-  {.platform_name = pn, .platform_vendor = pv, .platform_version = "",        \
-   .name = n, .vendor = v, .vendor_id = vid, .version = ver,                   \
-   .driver_version = drv, .opencl_c_version = "", .extensions = "",            \
-   .type = t, .compute_units = cus, .clock_mhz = mhz,                          \
-   .global_mem_bytes = mem, .max_alloc_bytes = alloc,                          \
-   .native_vector_width_float = w, .host_unified_memory = hum,                 \
-   .arch_major = ma, .arch_minor = mi, .available = 1,                         \
-   .compiler_available = 1}
+#define ROW_(pn, pv, n, v, vid, ver, drv, t, cus, mhz, mem, alloc, w, hum, ma, mi)       \
+  {                                                                                      \
+    .platform_name = pn, .platform_vendor = pv, .platform_version = "", .name = n,       \
+    .vendor = v, .vendor_id = vid, .version = ver, .driver_version = drv,                \
+    .opencl_c_version = "", .extensions = "", .type = t, .compute_units = cus,           \
+    .clock_mhz = mhz, .global_mem_bytes = mem, .max_alloc_bytes = alloc,                 \
+    .native_vector_width_float = w, .host_unified_memory = hum, .arch_major = ma,        \
+    .arch_minor = mi, .available = 1, .compiler_available = 1                            \
+  }
 
 #define NV_CUDA "NVIDIA CUDA", "NVIDIA Corporation"
 #define NV_ID "NVIDIA Corporation", 0x10DE
-#define AMD_APP                                                                \
-  "AMD Accelerated Parallel Processing", "Advanced Micro Devices, Inc."
+#define AMD_APP "AMD Accelerated Parallel Processing", "Advanced Micro Devices, Inc."
 #define AMD_ID "Advanced Micro Devices, Inc.", 0x1002
 #define INTEL_GFX "Intel(R) OpenCL Graphics", "Intel(R) Corporation"
 #define INTEL_ID "Intel(R) Corporation", 0x8086
 #define NEO_MAX_ALLOC 4294959104ull /* Intel NEO: just under 4 GiB */
 
 enum {
-  A100_40, A100_80, RTX_4090, GTX_1660S, MI250_GCD, RX_7900XTX, ARC_A770,
-  UHD_770, APPLE_M2, FPGA_EMU, POCL_XEON, INTEL_CPU, OCLGRIND, NDEV
+  A100_40,
+  A100_80,
+  RTX_4090,
+  GTX_1660S,
+  MI250_GCD,
+  RX_7900XTX,
+  ARC_A770,
+  UHD_770,
+  APPLE_M2,
+  FPGA_EMU,
+  POCL_XEON,
+  INTEL_CPU,
+  OCLGRIND,
+  NDEV
 };
 
 static const struct real_device {
@@ -61,83 +71,98 @@ static const struct real_device {
   /* NVIDIA A100 datasheet (SXM4 40GB, 80GB): 108 SMs, 1410 MHz boost, 19.5
    * TFLOPS fp32; CC 8.0 (CUDA Programming Guide). Memory as CUDA reports it;
    * NVIDIA's OpenCL allows a quarter of it per allocation. */
-  [A100_40] = {"A100 40GB", ROW(NV_CUDA, "NVIDIA A100-SXM4-40GB", NV_ID,
-    "OpenCL 3.0 CUDA", "535.104.05", GPU, 108, 1410, 40536 * MIB,
-    10134 * MIB, 1, 0, 8, 0), KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
-  [A100_80] = {"A100 80GB", ROW(NV_CUDA, "NVIDIA A100-SXM4-80GB", NV_ID,
-    "OpenCL 3.0 CUDA", "535.104.05", GPU, 108, 1410, 81154 * MIB,
-    20288 * MIB, 1, 0, 8, 0), KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
+  [A100_40] = {"A100 40GB",
+               ROW(NV_CUDA, "NVIDIA A100-SXM4-40GB", NV_ID, "OpenCL 3.0 CUDA",
+                   "535.104.05", GPU, 108, 1410, 40536 * MIB, 10134 * MIB, 1, 0, 8, 0),
+               KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
+  [A100_80] = {"A100 80GB",
+               ROW(NV_CUDA, "NVIDIA A100-SXM4-80GB", NV_ID, "OpenCL 3.0 CUDA",
+                   "535.104.05", GPU, 108, 1410, 81154 * MIB, 20288 * MIB, 1, 0, 8, 0),
+               KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
   /* NVIDIA RTX 4090 spec page / Ada whitepaper: 128 SMs, 2520 MHz boost,
    * 82.6 TFLOPS fp32, 24 GB GDDR6X; CC 8.9. */
-  [RTX_4090] = {"RTX 4090", ROW(NV_CUDA, "NVIDIA GeForce RTX 4090", NV_ID,
-    "OpenCL 3.0 CUDA", "550.54.14", GPU, 128, 2520, 24564 * MIB, 6141 * MIB,
-    1, 0, 8, 9), KILN_VENDOR_NVIDIA, 0, 300, 82600, .1},
+  [RTX_4090] = {"RTX 4090",
+                ROW(NV_CUDA, "NVIDIA GeForce RTX 4090", NV_ID, "OpenCL 3.0 CUDA",
+                    "550.54.14", GPU, 128, 2520, 24564 * MIB, 6141 * MIB, 1, 0, 8, 9),
+                KILN_VENDOR_NVIDIA, 0, 300, 82600, .1},
   /* NVIDIA GTX 1660 SUPER spec page: 22 SMs (1408 cores), 1785 MHz boost,
    * ~5.0 TFLOPS fp32, 6 GB GDDR6; CC 7.5 (TU116). */
-  [GTX_1660S] = {"GTX 1660 Super", ROW(NV_CUDA,
-    "NVIDIA GeForce GTX 1660 SUPER", NV_ID, "OpenCL 3.0 CUDA", "535.154.05",
-    GPU, 22, 1785, 5936 * MIB, 1484 * MIB, 1, 0, 7, 5),
-    KILN_VENDOR_NVIDIA, 0, 300, 5000, .1},
+  [GTX_1660S] = {"GTX 1660 Super",
+                 ROW(NV_CUDA, "NVIDIA GeForce GTX 1660 SUPER", NV_ID, "OpenCL 3.0 CUDA",
+                     "535.154.05", GPU, 22, 1785, 5936 * MIB, 1484 * MIB, 1, 0, 7, 5),
+                 KILN_VENDOR_NVIDIA, 0, 300, 5000, .1},
   /* AMD Instinct MI250 spec sheet: 208 CUs at 1700 MHz peak, 45.3 TFLOPS
    * fp32 vector, 128 GB HBM2e; ROCm shows each GCD as a device of 104 CUs and
    * 64 GiB; gfx90a = GFX IP 9.0 (ROCm "GPU hardware specifications"). */
-  [MI250_GCD] = {"MI250 GCD", ROW(AMD_APP, "gfx90a:sramecc+:xnack-", AMD_ID,
-    "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)", GPU, 104, 1700, 65520 * MIB,
-    55692 * MIB, 1, 0, 9, 0), KILN_VENDOR_AMD, 0, 200, 22650, .1},
+  [MI250_GCD] = {"MI250 GCD",
+                 ROW(AMD_APP, "gfx90a:sramecc+:xnack-", AMD_ID, "OpenCL 2.0 ",
+                     "3614.0 (HSA1.1,LC)", GPU, 104, 1700, 65520 * MIB, 55692 * MIB, 1, 0,
+                     9, 0),
+                 KILN_VENDOR_AMD, 0, 200, 22650, .1},
   /* AMD RX 7900 XTX spec page: 96 CUs, 2500 MHz boost, 61.4 TFLOPS fp32
    * (dual issue), 24 GB GDDR6; gfx1100 = GFX IP 11.0. */
-  [RX_7900XTX] = {"RX 7900 XTX", ROW(AMD_APP, "gfx1100", AMD_ID,
-    "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)", GPU, 96, 2500, 24560 * MIB,
-    20876 * MIB, 1, 0, 11, 0), KILN_VENDOR_AMD, 0, 200, 61400, .1},
+  [RX_7900XTX] = {"RX 7900 XTX",
+                  ROW(AMD_APP, "gfx1100", AMD_ID, "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)",
+                      GPU, 96, 2500, 24560 * MIB, 20876 * MIB, 1, 0, 11, 0),
+                  KILN_VENDOR_AMD, 0, 200, 61400, .1},
   /* Intel Arc A770 16GB (ark.intel.com): 32 Xe-cores = 512 EUs, 2400 MHz as
    * the NEO driver reports, 19.7 TFLOPS fp32. */
-  [ARC_A770] = {"Arc A770", ROW(INTEL_GFX, "Intel(R) Arc(TM) A770 Graphics",
-    INTEL_ID, "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 512, 2400,
-    15473 * MIB, NEO_MAX_ALLOC, 1, 0, 0, 0), KILN_VENDOR_INTEL, 0, 300, 19700,
-    .1},
+  [ARC_A770] = {"Arc A770",
+                ROW(INTEL_GFX, "Intel(R) Arc(TM) A770 Graphics", INTEL_ID,
+                    "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 512, 2400, 15473 * MIB,
+                    NEO_MAX_ALLOC, 1, 0, 0, 0),
+                KILN_VENDOR_INTEL, 0, 300, 19700, .1},
   /* Intel UHD Graphics 770 of an i9-12900K (ark.intel.com): 32 EUs, 1550 MHz
    * max dynamic, ~0.79 TFLOPS fp32; shares the host's 32 GB. */
-  [UHD_770] = {"UHD 770", ROW(INTEL_GFX, "Intel(R) UHD Graphics 770",
-    INTEL_ID, "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 32, 1550,
-    25466 * MIB, NEO_MAX_ALLOC, 1, 1, 0, 0), KILN_VENDOR_INTEL, 1, 300, 794,
-    .1},
+  [UHD_770] = {"UHD 770",
+               ROW(INTEL_GFX, "Intel(R) UHD Graphics 770", INTEL_ID, "OpenCL 3.0 NEO ",
+                   "23.52.28202.26", GPU, 32, 1550, 25466 * MIB, NEO_MAX_ALLOC, 1, 1, 0,
+                   0),
+               KILN_VENDOR_INTEL, 1, 300, 794, .1},
   /* Apple M2 (apple.com, June 2022): 10-core GPU, 3.6 TFLOPS fp32 at its
    * 1398 MHz GPU clock; a 16 GB Mac, of which the driver offers 2/3. */
-  [APPLE_M2] = {"Apple M2", ROW("Apple", "Apple", "Apple M2", "Apple",
-    0x1027F00, "OpenCL 1.2 ", "1.2 1.0", GPU, 10, 1398, 10922 * MIB,
-    2730 * MIB, 1, 1, 0, 0), KILN_VENDOR_APPLE, 1, 120, 3600, .1},
+  [APPLE_M2] = {"Apple M2",
+                ROW("Apple", "Apple", "Apple M2", "Apple", 0x1027F00, "OpenCL 1.2 ",
+                    "1.2 1.0", GPU, 10, 1398, 10922 * MIB, 2730 * MIB, 1, 1, 0, 0),
+                KILN_VENDOR_APPLE, 1, 120, 3600, .1},
   /* Intel FPGA Emulation Platform (oneAPI) on the same i9-12900K: an
    * ACCELERATOR run by the CPU, Altera's PCI id. The spec gives no lanes for
    * accelerators, so its peak is not checked. */
-  [FPGA_EMU] = {"FPGA emulator", ROW(
-    "Intel(R) FPGA Emulation Platform for OpenCL(TM)", "Intel(R) Corporation",
-    "Intel(R) FPGA Emulation Device", "Intel(R) Corporation", 0x1172,
-    "OpenCL 1.2 ", "2023.16.7.0.21_160000", KILN_DEVICE_ACCELERATOR, 24, 3200,
-    31904 * MIB, 7976 * MIB, 8, 1, 0, 0), KILN_VENDOR_INTEL, 0, 120, 0, -1},
+  [FPGA_EMU] = {"FPGA emulator",
+                ROW("Intel(R) FPGA Emulation Platform for OpenCL(TM)",
+                    "Intel(R) Corporation", "Intel(R) FPGA Emulation Device",
+                    "Intel(R) Corporation", 0x1172, "OpenCL 1.2 ",
+                    "2023.16.7.0.21_160000", KILN_DEVICE_ACCELERATOR, 24, 3200,
+                    31904 * MIB, 7976 * MIB, 8, 1, 0, 0),
+                KILN_VENDOR_INTEL, 0, 120, 0, -1},
   /* PoCL 4 on 2x Xeon Platinum 8380 (ark.intel.com: 40 cores / 80 threads
    * each, 3.4 GHz turbo, AVX-512: float width 16), 512 GB; PoCL up to 4.x
    * reports the CPU's PCI vendor id. Peak by the spec's CPU formula: 160
    * threads x 16 x 2 x 3400 MHz (no vendor figure counts that way). */
-  [POCL_XEON] = {"PoCL Xeon", ROW("Portable Computing Language",
-    "The pocl project",
-    "cpu-icelake-server-Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
-    "GenuineIntel", 0x8086,
-    "OpenCL 3.0 PoCL HSTR: cpu-x86_64-pc-linux-gnu-icelake-server", "4.0",
-    CPU, 160, 3400, 503 * GIB, 251 * GIB, 16, 1, 0, 0),
-    KILN_VENDOR_POCL, 1, 300, 17408, 1e-6},
+  [POCL_XEON] = {"PoCL Xeon",
+                 ROW("Portable Computing Language", "The pocl project",
+                     "cpu-icelake-server-Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
+                     "GenuineIntel", 0x8086,
+                     "OpenCL 3.0 PoCL HSTR: cpu-x86_64-pc-linux-gnu-icelake-server",
+                     "4.0", CPU, 160, 3400, 503 * GIB, 251 * GIB, 16, 1, 0, 0),
+                 KILN_VENDOR_POCL, 1, 300, 17408, 1e-6},
   /* Intel CPU Runtime for OpenCL (oneAPI 2023.2) on an i9-12900K
    * (ark.intel.com: 24 threads, 3.2 GHz P-core base, AVX2: width 8). */
-  [INTEL_CPU] = {"Intel CPU", ROW("Intel(R) OpenCL", "Intel(R) Corporation",
-    "12th Gen Intel(R) Core(TM) i9-12900K", INTEL_ID, "OpenCL 3.0 (Build 0)",
-    "2023.16.7.0.21_160000", CPU, 24, 3200, 31904 * MIB, 7976 * MIB, 8, 1, 0,
-    0), KILN_VENDOR_INTEL, 1, 300, 1228.8, 1e-6},
+  [INTEL_CPU] = {"Intel CPU",
+                 ROW("Intel(R) OpenCL", "Intel(R) Corporation",
+                     "12th Gen Intel(R) Core(TM) i9-12900K", INTEL_ID,
+                     "OpenCL 3.0 (Build 0)", "2023.16.7.0.21_160000", CPU, 24, 3200,
+                     31904 * MIB, 7976 * MIB, 8, 1, 0, 0),
+                 KILN_VENDOR_INTEL, 1, 300, 1228.8, 1e-6},
   /* Oclgrind 21.10 (src/runtime/runtime.cpp): type CPU|GPU|ACCELERATOR|
    * DEFAULT, vendor id 0x0042, 1 CU at 1 MHz, 128 MiB, host unified false. */
-  [OCLGRIND] = {"Oclgrind", ROW("Oclgrind", "University of Bristol",
-    "Oclgrind Simulator", "University of Bristol", 0x0042,
-    "OpenCL 1.2 (Oclgrind 21.10)", "Oclgrind 21.10",
-    CPU | GPU | KILN_DEVICE_ACCELERATOR | KILN_DEVICE_DEFAULT, 1, 1,
-    128 * MIB, 128 * MIB, 1, 0, 0, 0), KILN_VENDOR_OCLGRIND, 1, 120, 0, 0},
+  [OCLGRIND] = {"Oclgrind",
+                ROW("Oclgrind", "University of Bristol", "Oclgrind Simulator",
+                    "University of Bristol", 0x0042, "OpenCL 1.2 (Oclgrind 21.10)",
+                    "Oclgrind 21.10",
+                    CPU | GPU | KILN_DEVICE_ACCELERATOR | KILN_DEVICE_DEFAULT, 1, 1,
+                    128 * MIB, 128 * MIB, 1, 0, 0, 0),
+                KILN_VENDOR_OCLGRIND, 1, 120, 0, 0},
   /* clang-format on */
 };
 
@@ -145,8 +170,8 @@ static const struct real_device {
  * 19492; the two A100s tie on peak and the 80GB has more memory), integrated
  * GPUs by peak, the accelerator, CPUs by peak, the simulator last. */
 static const int expected_order[NDEV] = {
-  RTX_4090, RX_7900XTX, MI250_GCD, ARC_A770, A100_80, A100_40, GTX_1660S,
-  APPLE_M2, UHD_770, FPGA_EMU, POCL_XEON, INTEL_CPU, OCLGRIND,
+  RTX_4090, RX_7900XTX, MI250_GCD, ARC_A770,  A100_80,   A100_40,  GTX_1660S,
+  APPLE_M2, UHD_770,    FPGA_EMU,  POCL_XEON, INTEL_CPU, OCLGRIND,
 };
 
 /* Derives a copy; the derived fields start as garbage so that derive must
@@ -168,7 +193,10 @@ static void load_all(kiln_device_info out[NDEV])
     out[i] = derived(&devices[i].info);
 }
 
-static int sign(int x) { return (x > 0) - (x < 0); }
+static int sign(int x)
+{
+  return (x > 0) - (x < 0);
+}
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -191,16 +219,15 @@ static void test_rank_derive_real_devices(void **state)
     if (d.vendor_family != r->family)
       fail_msg("%s: vendor_family %s, expected %s", r->label,
                kiln_vendor_name(d.vendor_family), kiln_vendor_name(r->family));
-    if ((d.integrated != 0) != r->integrated ||
-        (z.integrated != 0) != r->integrated)
-      fail_msg("%s: integrated %d (%d from zero), expected %d", r->label,
-               d.integrated, z.integrated, r->integrated);
+    if ((d.integrated != 0) != r->integrated || (z.integrated != 0) != r->integrated)
+      fail_msg("%s: integrated %d (%d from zero), expected %d", r->label, d.integrated,
+               z.integrated, r->integrated);
     if ((d.is_simulator != 0) != sim || (z.is_simulator != 0) != sim)
       fail_msg("%s: is_simulator %d (%d from zero), expected %d", r->label,
                d.is_simulator, z.is_simulator, sim);
     if (d.opencl_version != r->opencl_version)
-      fail_msg("%s: opencl_version %u from '%s', expected %u", r->label,
-               d.opencl_version, d.version, r->opencl_version);
+      fail_msg("%s: opencl_version %u from '%s', expected %u", r->label, d.opencl_version,
+               d.version, r->opencl_version);
     if (r->tol >= 0 && !(fabs(d.peak_gflops - r->peak) <= r->tol * r->peak))
       fail_msg("%s: peak %.1f GFLOP/s, expected %.1f within %g%%", r->label,
                d.peak_gflops, r->peak, r->tol * 100);
@@ -221,10 +248,9 @@ static void test_rank_vendor_family_rules(void **state)
      KILN_VENDOR_OCLGRIND},
     {"Portable Computing Language", "The pocl project", "GenuineIntel", 0x8086,
      KILN_VENDOR_POCL},
-    {"Portable Computing Language", "The pocl project", "GenuineIntel",
-     0x10006, KILN_VENDOR_POCL},
-    {"PoCL remote", "The pocl project", "NVIDIA Corporation", 0x10DE,
+    {"Portable Computing Language", "The pocl project", "GenuineIntel", 0x10006,
      KILN_VENDOR_POCL},
+    {"PoCL remote", "The pocl project", "NVIDIA Corporation", 0x10DE, KILN_VENDOR_POCL},
     {"Clover", "Mesa", "AMD", 0x1002, KILN_VENDOR_MESA},
     {"rusticl", "Mesa/X.org", "AMD", 0x1002, KILN_VENDOR_MESA},
     {"rusticl", "Mesa/X.org", "Intel", 0x8086, KILN_VENDOR_MESA},
@@ -244,27 +270,26 @@ static void test_rank_vendor_family_rules(void **state)
     {"", "", "Intel(R) Corporation", 0, KILN_VENDOR_INTEL},
     {"", "", "GenuineIntel", 0, KILN_VENDOR_INTEL},
     {"Apple", "Apple", "Apple", 0x1027F00, KILN_VENDOR_APPLE},
-    {"", "", "ARM", 0, KILN_VENDOR_ARM}, {"", "", "arm", 0, KILN_VENDOR_ARM},
+    {"", "", "ARM", 0, KILN_VENDOR_ARM},
+    {"", "", "arm", 0, KILN_VENDOR_ARM},
     {"", "", "Qualcomm", 0, KILN_VENDOR_QUALCOMM},
     {"", "", "Imagination Technologies", 0, KILN_VENDOR_IMAGINATION},
     /* Nothing known. */
     {"Xilinx", "Xilinx", "Xilinx", 0x10EE, KILN_VENDOR_OTHER},
-    {"University of Bristol", "", "University of Bristol", 0x0042,
-     KILN_VENDOR_OTHER},
+    {"University of Bristol", "", "University of Bristol", 0x0042, KILN_VENDOR_OTHER},
     {"", "", "", 0, KILN_VENDOR_OTHER},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    kiln_device_info info = ROW(cases[i].platform, cases[i].platform_vendor,
-      "", cases[i].vendor, cases[i].vendor_id, "", "", GPU, 1, 1000, 0, 0, 1,
-      0, 0, 0);
+    kiln_device_info info =
+      ROW(cases[i].platform, cases[i].platform_vendor, "", cases[i].vendor,
+          cases[i].vendor_id, "", "", GPU, 1, 1000, 0, 0, 1, 0, 0, 0);
     kiln_device_info d = derived(&info);
     if (d.vendor_family != cases[i].want)
       fail_msg("platform '%s' / '%s', vendor '%s', id 0x%X: %s, expected %s",
                cases[i].platform, cases[i].platform_vendor, cases[i].vendor,
                (unsigned)cases[i].vendor_id, kiln_vendor_name(d.vendor_family),
                kiln_vendor_name(cases[i].want));
-    assert_int_equal(d.is_simulator != 0,
-                     cases[i].want == KILN_VENDOR_OCLGRIND);
+    assert_int_equal(d.is_simulator != 0, cases[i].want == KILN_VENDOR_OCLGRIND);
   }
 }
 
@@ -304,13 +329,23 @@ static void test_rank_opencl_version_parse(void **state)
     const char *version;
     unsigned want;
   } cases[] = {
-    {"OpenCL 3.0 CUDA", 300}, {"OpenCL 2.0 ", 200}, {"OpenCL 1.2 ", 120},
-    {"OpenCL 3.0 NEO ", 300}, {"OpenCL 1.1 Mesa 23.2.1", 110},
-    {"OpenCL 2.1 AMD-APP (3614.0)", 210}, {"OpenCL 1.0", 100},
+    {"OpenCL 3.0 CUDA", 300},
+    {"OpenCL 2.0 ", 200},
+    {"OpenCL 1.2 ", 120},
+    {"OpenCL 3.0 NEO ", 300},
+    {"OpenCL 1.1 Mesa 23.2.1", 110},
+    {"OpenCL 2.1 AMD-APP (3614.0)", 210},
+    {"OpenCL 1.0", 100},
     {"OpenCL 3.0 PoCL HSTR: cpu-x86_64-pc-linux-gnu-haswell", 300},
-    {"OpenCL 1.2 (Oclgrind 21.10)", 120}, {"OpenCL 3.0 (Build 0)", 300},
-    {"", 0}, {"OpenCL", 0}, {"OpenCL ", 0}, {"OpenCL x.y", 0},
-    {"OpenCL C 1.2", 0}, {"CUDA 12.2", 0}, {"3.0", 0},
+    {"OpenCL 1.2 (Oclgrind 21.10)", 120},
+    {"OpenCL 3.0 (Build 0)", 300},
+    {"", 0},
+    {"OpenCL", 0},
+    {"OpenCL ", 0},
+    {"OpenCL x.y", 0},
+    {"OpenCL C 1.2", 0},
+    {"CUDA 12.2", 0},
+    {"3.0", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     kiln_device_info info = devices[A100_40].info;
@@ -348,39 +383,37 @@ static void test_rank_peak_lanes_per_vendor(void **state)
     {"AMD without a GFX IP", AMD_GPU, 60, 1800, 1, 0, 0, 64},
 #undef NV_GPU
 #undef AMD_GPU
-    {"Iris Xe, 96 EUs", "Intel(R) OpenCL Graphics", "Intel(R) Corporation",
-     0x8086, GPU, 96, 1300, 1, 0, 0, 8},
+    {"Iris Xe, 96 EUs", "Intel(R) OpenCL Graphics", "Intel(R) Corporation", 0x8086, GPU,
+     96, 1300, 1, 0, 0, 8},
     {"Apple M1 Max", "Apple", "Apple", 0x1027F00, GPU, 32, 1296, 1, 0, 0, 128},
-    {"Mali-G710 MC10", "ARM Platform", "ARM", 0x13B5, GPU, 10, 850, 4, 0, 0,
-     16},
-    {"Adreno 740", "QUALCOMM Snapdragon(TM)", "QUALCOMM", 0x5143, GPU, 6, 680,
-     1, 0, 0, 64},
-    {"PowerVR BXM-8-256", "PowerVR", "Imagination Technologies", 0x1010, GPU,
-     1, 950, 1, 0, 0, 32},
-    {"rusticl on RX 7900 XTX", "rusticl", "AMD", 0x1002, GPU, 96, 2500, 1, 11,
-     0, 64},
-    {"Moore Threads MTT S80", "MUSA", "Moore Threads", 0x1ED5, GPU, 32, 1800,
-     1, 0, 0, 64},
+    {"Mali-G710 MC10", "ARM Platform", "ARM", 0x13B5, GPU, 10, 850, 4, 0, 0, 16},
+    {"Adreno 740", "QUALCOMM Snapdragon(TM)", "QUALCOMM", 0x5143, GPU, 6, 680, 1, 0, 0,
+     64},
+    {"PowerVR BXM-8-256", "PowerVR", "Imagination Technologies", 0x1010, GPU, 1, 950, 1,
+     0, 0, 32},
+    {"rusticl on RX 7900 XTX", "rusticl", "AMD", 0x1002, GPU, 96, 2500, 1, 11, 0, 64},
+    {"Moore Threads MTT S80", "MUSA", "Moore Threads", 0x1ED5, GPU, 32, 1800, 1, 0, 0,
+     64},
     /* Any CPU: the native float width, at least 1. */
-    {"AMD APP on a Ryzen 9 7950X", "AMD Accelerated Parallel Processing",
-     "AuthenticAMD", 0x1002, CPU, 32, 5700, 16, 0, 0, 16},
-    {"PoCL on a Cortex-A76, width 0", "Portable Computing Language", "ARM",
-     0x13B5, CPU, 4, 2400, 0, 0, 0, 1},
+    {"AMD APP on a Ryzen 9 7950X", "AMD Accelerated Parallel Processing", "AuthenticAMD",
+     0x1002, CPU, 32, 5700, 16, 0, 0, 16},
+    {"PoCL on a Cortex-A76, width 0", "Portable Computing Language", "ARM", 0x13B5, CPU,
+     4, 2400, 0, 0, 0, 1},
     /* Simulators: no peak, however many units they claim. */
-    {"Oclgrind, 8 CUs", "Oclgrind", "University of Bristol", 0x0042, GPU, 8,
-     1000, 1, 0, 0, 0},
+    {"Oclgrind, 8 CUs", "Oclgrind", "University of Bristol", 0x0042, GPU, 8, 1000, 1, 0,
+     0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    kiln_device_info info = ROW(cases[i].platform, "", cases[i].what,
-      cases[i].vendor, cases[i].vendor_id, "OpenCL 3.0 ", "", cases[i].type,
-      cases[i].cus, cases[i].mhz, 0, 0, cases[i].width, 0, cases[i].major,
-      cases[i].minor);
+    kiln_device_info info =
+      ROW(cases[i].platform, "", cases[i].what, cases[i].vendor, cases[i].vendor_id,
+          "OpenCL 3.0 ", "", cases[i].type, cases[i].cus, cases[i].mhz, 0, 0,
+          cases[i].width, 0, cases[i].major, cases[i].minor);
     kiln_device_info d = derived(&info);
     double want = (double)cases[i].cus * cases[i].lanes * 2 * cases[i].mhz;
     want /= 1000;
     if (!(fabs(d.peak_gflops - want) <= 1e-9 * want))
-      fail_msg("%s: peak %.2f GFLOP/s, expected %.2f (%u lanes per CU)",
-               cases[i].what, d.peak_gflops, want, (unsigned)cases[i].lanes);
+      fail_msg("%s: peak %.2f GFLOP/s, expected %.2f (%u lanes per CU)", cases[i].what,
+               d.peak_gflops, want, (unsigned)cases[i].lanes);
   }
 }
 
@@ -405,10 +438,9 @@ static void test_rank_winners_of_mixtures(void **state)
     {"M2 + Oclgrind", BIT(APPLE_M2) | BIT(OCLGRIND), APPLE_M2},
     {"PoCL + Oclgrind", BIT(POCL_XEON) | BIT(OCLGRIND), POCL_XEON},
     {"two CPU runtimes (peak)", BIT(POCL_XEON) | BIT(INTEL_CPU), POCL_XEON},
-    {"oneAPI on a desktop", BIT(UHD_770) | BIT(FPGA_EMU) | BIT(INTEL_CPU),
-     UHD_770},
-    {"FPGA emulator + CPUs (class)",
-     BIT(FPGA_EMU) | BIT(INTEL_CPU) | BIT(POCL_XEON), FPGA_EMU},
+    {"oneAPI on a desktop", BIT(UHD_770) | BIT(FPGA_EMU) | BIT(INTEL_CPU), UHD_770},
+    {"FPGA emulator + CPUs (class)", BIT(FPGA_EMU) | BIT(INTEL_CPU) | BIT(POCL_XEON),
+     FPGA_EMU},
     {"Oclgrind alone", BIT(OCLGRIND), OCLGRIND},
   };
 #undef BIT
@@ -426,14 +458,13 @@ static void test_rank_winners_of_mixtures(void **state)
     for (int i = 0; i < NDEV; i++)
       if ((mixes[m].members >> i & 1) && i != best &&
           kiln_device_compare(&all[best], &all[i]) >= 0)
-        fail_msg("%s: %s does not rank before %s", mixes[m].what,
-                 devices[best].label, devices[i].label);
+        fail_msg("%s: %s does not rank before %s", mixes[m].what, devices[best].label,
+                 devices[i].label);
   }
 }
 
 /* Sorts the records in the order given and checks the result. */
-static void check_sorted(const kiln_device_info *all, const int *order,
-                         const char *how)
+static void check_sorted(const kiln_device_info *all, const int *order, const char *how)
 {
   const kiln_device_info *p[NDEV];
   for (int i = 0; i < NDEV; i++)
@@ -441,8 +472,8 @@ static void check_sorted(const kiln_device_info *all, const int *order,
   qsort(p, NDEV, sizeof p[0], cmp_ptr);
   for (int i = 0; i < NDEV; i++)
     if (p[i] != &all[expected_order[i]])
-      fail_msg("%s: place %d is %s, expected %s", how, i + 1,
-               devices[p[i] - all].label, devices[expected_order[i]].label);
+      fail_msg("%s: place %d is %s, expected %s", how, i + 1, devices[p[i] - all].label,
+               devices[expected_order[i]].label);
 }
 
 static void test_rank_full_order(void **state)
@@ -482,9 +513,8 @@ static void test_rank_order_ignores_input_order(void **state)
 }
 
 /* Fails unless `low` ranks below every device of the table but `skip`. */
-static void check_below_all(const kiln_device_info *all,
-                            const kiln_device_info *low, int skip,
-                            const char *what)
+static void check_below_all(const kiln_device_info *all, const kiln_device_info *low,
+                            int skip, const char *what)
 {
   for (int i = 0; i < NDEV; i++)
     if (i != skip && (kiln_device_compare(&all[i], low) >= 0 ||
@@ -580,8 +610,7 @@ static void test_rank_antisymmetric_and_transitive(void **state)
       fail_msg("record %d does not compare equal to itself", i);
     for (int j = 0; j < N; j++) {
       if (c[i][j] != -c[j][i])
-        fail_msg("records %d, %d: cmp %d one way, %d the other", i, j, c[i][j],
-                 c[j][i]);
+        fail_msg("records %d, %d: cmp %d one way, %d the other", i, j, c[i][j], c[j][i]);
       for (int k = 0; k < N; k++)
         if (c[i][j] < 0 && c[j][k] < 0 && c[i][k] >= 0)
           fail_msg("records %d < %d < %d, but not %d < %d", i, j, k, i, k);
@@ -598,11 +627,10 @@ static void test_rank_reasons(void **state)
     int dev, available, compiler;
     const char *needle;
   } cases[] = {
-    {RTX_4090, 1, 1, "discrete GPU"}, {A100_40, 1, 1, "discrete GPU"},
+    {RTX_4090, 1, 1, "discrete GPU"},  {A100_40, 1, 1, "discrete GPU"},
     {UHD_770, 1, 1, "integrated GPU"}, {APPLE_M2, 1, 1, "integrated GPU"},
-    {POCL_XEON, 1, 1, "CPU"}, {INTEL_CPU, 1, 1, "CPU"},
-    {OCLGRIND, 1, 1, "simulator"},
-    {RTX_4090, 0, 1, "not available"},
+    {POCL_XEON, 1, 1, "CPU"},          {INTEL_CPU, 1, 1, "CPU"},
+    {OCLGRIND, 1, 1, "simulator"},     {RTX_4090, 0, 1, "not available"},
     {RTX_4090, 1, 0, "no compiler"}, /* kiln.h names this prefix too */
   };
   char buf[256];
@@ -613,8 +641,8 @@ static void test_rank_reasons(void **state)
     assert_ptr_equal(kiln_device_rank_reasons(&d, buf, sizeof buf), buf);
     if (!strstr(buf, cases[i].needle))
       fail_msg("%s (available %d, compiler %d): '%s' does not mention '%s'",
-               devices[cases[i].dev].label, cases[i].available,
-               cases[i].compiler, buf, cases[i].needle);
+               devices[cases[i].dev].label, cases[i].available, cases[i].compiler, buf,
+               cases[i].needle);
   }
   /* A tiny buffer is cut short, NUL-terminated, and not overrun. */
   static const size_t sizes[] = {8, 1};

@@ -45,7 +45,6 @@ static unsigned clblast_ran[NOPS + 1][8];
 
 /* ---- values on the host ----------------------------------------------- */
 
-
 /* A random value of type t, exactly representable in it. float16: 3500
  * values of a 2^-10 grid in (-2, 2), all exact in half, so long inputs have
  * many tied minima and maxima; float32, float64 in [-0.8, 1.2), biased so
@@ -112,7 +111,7 @@ static problem make(kiln_dtype t, unsigned ndim, const size_t *shape, int32_t ax
   assert_non_null(p.bytes);
   for (size_t i = 0; i < p.count; i++) {
     int in_view = i >= offset && i < offset + n;
-    p.x[i] = in_view ? (vals ? vals[i - offset] : random_value(t, &seed))
+    p.x[i] = in_view         ? (vals ? vals[i - offset] : random_value(t, &seed))
              : t != KILN_I32 ? NAN
              : i < offset    ? (double)INT32_MIN
                              : (double)INT32_MAX;
@@ -242,8 +241,8 @@ static want expect(kiln_reduce_op op, kiln_dtype t, const stats *s, acc a)
     break;
   case KILN_REDUCE_NORM2:
     w.v = s->nan ? NAN : s->pinf || s->ninf ? INFINITY : sqrt(sq);
-    w.bound = w.v * (0.5 * (unit(a) + (sq > 0 ? acc_error(a, s->n, sq) / sq : 0)) +
-                     unit(a) + uo);
+    w.bound =
+      w.v * (0.5 * (unit(a) + (sq > 0 ? acc_error(a, s->n, sq) / sq : 0)) + unit(a) + uo);
     break;
   case KILN_REDUCE_MIN: w.v = s->nan ? NAN : s->min; break;
   case KILN_REDUCE_MAX: w.v = s->nan ? NAN : s->max; break;
@@ -269,8 +268,8 @@ static void compare(const char *what, kiln_dtype ot, const void *out, size_t j, 
   double wo = ot == KILN_F32 ? (double)(float)w.v : w.v; /* overflow to inf */
   int ok = isnan(w.v) ? isnan(g) : isinf(wo) ? g == wo : fabs(g - w.v) <= w.bound;
   if (!ok)
-    fail_msg("%s, result %zu: %.17g, expected %.17g (error %.3g, bound %.3g)", what, j,
-             g, w.v, fabs(g - w.v), w.bound);
+    fail_msg("%s, result %zu: %.17g, expected %.17g (error %.3g, bound %.3g)", what, j, g,
+             w.v, fabs(g - w.v), w.bound);
 }
 
 /* ---- running ------------------------------------------------------------ */
@@ -294,7 +293,8 @@ static void describe(char *buf, size_t size, const problem *p, kiln_reduce_op op
 /* Runs the ops in `ops` on p and checks every result. KILN must run each;
  * CLBlast may refuse with KILN_ERR_UNSUPPORTED, saying why. An empty
  * reduction of min, max, argmin or argmax must be refused. */
-static void run(kiln_runtime *rt, const problem *p, kiln_backend be, int api, unsigned ops)
+static void run(kiln_runtime *rt, const problem *p, kiln_backend be, int api,
+                unsigned ops)
 {
   size_t outer, len, inner;
   geometry(p, &outer, &len, &inner);
@@ -339,8 +339,8 @@ static void run(kiln_runtime *rt, const problem *p, kiln_backend be, int api, un
         fail_msg("%s: refused without saying why: '%s'", what, m);
     } else if (len == 0 && outn > 0 && refusable) {
       if (s != KILN_ERR_INVALID_ARGUMENT)
-        fail_msg("%s: of nothing returned %s, expected ERR_INVALID_ARGUMENT",
-                 what, kiln_status_name(s));
+        fail_msg("%s: of nothing returned %s, expected ERR_INVALID_ARGUMENT", what,
+                 kiln_status_name(s));
     } else if (s != KILN_OK) {
       fail_msg("%s returned %s: %s", what, kiln_status_name(s), kiln_last_error(rt));
     } else {
@@ -386,8 +386,8 @@ static void test_reduce_out_dtype_names_desc(void **state)
     [KILN_REDUCE_ARGMAX] = {[H] = L, [F] = L, [D] = L, [I] = L},
     [KILN_REDUCE_NORM2] = {[H] = F, [F] = F, [D] = D, [I] = D},
   };
-  static const char *names[] = {"invalid", "sum", "mean", "min", "max",
-                                "argmin", "argmax", "norm", "invalid", "invalid"};
+  static const char *names[] = {"invalid", "sum",    "mean", "min",     "max",
+                                "argmin",  "argmax", "norm", "invalid", "invalid"};
   for (int op = 0; op <= NOPS + 2; op++) {
     assert_string_equal(kiln_reduce_op_name((kiln_reduce_op)op), names[op]);
     for (int t = -1; t <= 9; t++) {
@@ -443,14 +443,20 @@ static void test_reduce_errors(void **state)
   assert_kiln_fails(rt, inval, "NULL", kiln_reduce_host(rt, &good, hin, NULL));
   const kiln_status dt = KILN_ERR_INVALID_DTYPE;
   static const bad_desc bad[] = {
-    {0, 0, KILN_ERR_INVALID_ARGUMENT, "op"}, {0, 8, KILN_ERR_INVALID_ARGUMENT, "8"},
-    {0, 42, KILN_ERR_INVALID_ARGUMENT, "42"}, {1, 0, KILN_ERR_INVALID_ARGUMENT, "ndim"},
-    {1, 9, KILN_ERR_INVALID_ARGUMENT, "9"}, {2, 2, KILN_ERR_INVALID_ARGUMENT, "2"},
-    {2, 7, KILN_ERR_INVALID_ARGUMENT, "7"}, {2, -3, KILN_ERR_INVALID_ARGUMENT, "-3"},
+    {0, 0, KILN_ERR_INVALID_ARGUMENT, "op"},
+    {0, 8, KILN_ERR_INVALID_ARGUMENT, "8"},
+    {0, 42, KILN_ERR_INVALID_ARGUMENT, "42"},
+    {1, 0, KILN_ERR_INVALID_ARGUMENT, "ndim"},
+    {1, 9, KILN_ERR_INVALID_ARGUMENT, "9"},
+    {2, 2, KILN_ERR_INVALID_ARGUMENT, "2"},
+    {2, 7, KILN_ERR_INVALID_ARGUMENT, "7"},
+    {2, -3, KILN_ERR_INVALID_ARGUMENT, "-3"},
     {2, INT32_MIN + 1, KILN_ERR_INVALID_ARGUMENT, "-2147483647"},
-    {3, 42, KILN_ERR_INVALID_ARGUMENT, "42"}, {4, KILN_C32, KILN_ERR_INVALID_DTYPE, "complex64"},
+    {3, 42, KILN_ERR_INVALID_ARGUMENT, "42"},
+    {4, KILN_C32, KILN_ERR_INVALID_DTYPE, "complex64"},
     {4, KILN_C64, KILN_ERR_INVALID_DTYPE, "complex128"},
-    {4, KILN_I64, KILN_ERR_INVALID_DTYPE, "int64"}, {4, 0, KILN_ERR_INVALID_DTYPE, ""},
+    {4, KILN_I64, KILN_ERR_INVALID_DTYPE, "int64"},
+    {4, 0, KILN_ERR_INVALID_DTYPE, ""},
     {4, 99, KILN_ERR_INVALID_DTYPE, ""},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
@@ -466,7 +472,8 @@ static void test_reduce_errors(void **state)
     default: d.dtype = (kiln_dtype)v;
     }
     assert_kiln_fails(rt, bad[k].want, bad[k].needle, kiln_reduce(rt, &d, f, o36));
-    assert_kiln_fails(rt, bad[k].want, bad[k].needle, kiln_reduce_host(rt, &d, hin, hout));
+    assert_kiln_fails(rt, bad[k].want, bad[k].needle,
+                      kiln_reduce_host(rt, &d, hin, hout));
   }
   /* buffers of other types than the descriptor's and kiln_reduce_out_dtype()'s */
   d = good;
@@ -492,8 +499,10 @@ static void test_reduce_errors(void **state)
   kiln_buffer *far = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &other));
   assert_kiln_ok(other, kiln_buffer_create(other, KILN_F32, 148, KILN_BUFFER_ZERO, &far));
-  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "runtime", kiln_reduce(rt, &good, far, o));
-  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "runtime", kiln_reduce(rt, &good, f, far));
+  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "runtime",
+                    kiln_reduce(rt, &good, far, o));
+  assert_kiln_fails(rt, KILN_ERR_WRONG_RUNTIME, "runtime",
+                    kiln_reduce(rt, &good, f, far));
   kiln_buffer_destroy(far);
   assert_kiln_ok(NULL, kiln_runtime_destroy(other));
 #if !HAVE_CLBLAST
@@ -520,8 +529,8 @@ static void test_reduce_errors(void **state)
 static void test_reduce_whole_every_length(void **state)
 {
   kiln_runtime *rt = *state;
-  static const size_t big[] = {97, 1009, 65537, 1023, 1025, 65535, 1048575, 1048577,
-                               10000000};
+  static const size_t big[] = {97,    1009,    65537,   1023,    1025,
+                               65535, 1048575, 1048577, 10000000};
   size_t lengths[34 + sizeof big / sizeof big[0]], nl = 0;
   for (size_t n = 0; n <= 33; n++)
     lengths[nl++] = n;
@@ -546,7 +555,8 @@ static void test_reduce_whole_every_length(void **state)
     }
   /* kiln.h names sum and norm as what CLBlast does: it must have done them. */
   if (nbackends > 1)
-    assert_true(clblast_ran[KILN_REDUCE_SUM][KILN_F32] && clblast_ran[KILN_REDUCE_NORM2][KILN_F32]);
+    assert_true(clblast_ran[KILN_REDUCE_SUM][KILN_F32] &&
+                clblast_ran[KILN_REDUCE_NORM2][KILN_F32]);
 }
 
 /* Along every axis, counted from the front and from the back, of 1-D to
@@ -555,10 +565,14 @@ static void test_reduce_whole_every_length(void **state)
 static void test_reduce_every_axis(void **state)
 {
   kiln_runtime *rt = *state;
-  static const struct { unsigned ndim; size_t shape[4]; } shapes[] = {
-    {1, {7}}, {1, {1}}, {2, {5, 7}}, {2, {1, 9}}, {2, {9, 1}}, {2, {3, 0}}, {2, {0, 3}},
-    {3, {5, 7, 3}}, {3, {3, 1, 4}}, {4, {5, 7, 3, 4}}, {4, {3, 5, 1, 7}},
-    {4, {2, 1, 1, 2}}, {2, {3, 100003}}, {2, {1001, 257}}, {3, {2, 65537, 3}},
+  static const struct {
+    unsigned ndim;
+    size_t shape[4];
+  } shapes[] = {
+    {1, {7}},         {1, {1}},          {2, {5, 7}},        {2, {1, 9}},
+    {2, {9, 1}},      {2, {3, 0}},       {2, {0, 3}},        {3, {5, 7, 3}},
+    {3, {3, 1, 4}},   {4, {5, 7, 3, 4}}, {4, {3, 5, 1, 7}},  {4, {2, 1, 1, 2}},
+    {2, {3, 100003}}, {2, {1001, 257}},  {3, {2, 65537, 3}},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (size_t t = 0; t < NTYPES; t++) {
@@ -580,14 +594,18 @@ static void test_reduce_every_axis(void **state)
 static void test_reduce_nan_inf_ties(void **state)
 {
   kiln_runtime *rt = *state;
-  static const double c0[] = {1, NAN, 3, NAN, -5}, c1[] = {NAN}, c2[] = {2, 5, 5, -1, -1, 2},
-                      c3[] = {1, INFINITY, 3}, c4[] = {-INFINITY, 2, -INFINITY},
-                      c5[] = {INFINITY, -INFINITY}, c6[] = {INFINITY, NAN, INFINITY},
+  static const double c0[] = {1, NAN, 3, NAN, -5}, c1[] = {NAN},
+                      c2[] = {2, 5, 5, -1, -1, 2}, c3[] = {1, INFINITY, 3},
+                      c4[] = {-INFINITY, 2, -INFINITY}, c5[] = {INFINITY, -INFINITY},
+                      c6[] = {INFINITY, NAN, INFINITY},
                       c7[] = {-INFINITY, -INFINITY, -INFINITY}, c8[] = {4, 4, 4, 4, 4},
                       c9[] = {-2, 3, NAN}, c10[] = {INFINITY, 1, INFINITY, -3, -3};
-  static const struct { const double *v; size_t n; } cases[] = {
-    {c0, 5}, {c1, 1}, {c2, 6}, {c3, 3}, {c4, 3}, {c5, 2}, {c6, 3}, {c7, 3}, {c8, 5},
-    {c9, 3}, {c10, 5},
+  static const struct {
+    const double *v;
+    size_t n;
+  } cases[] = {
+    {c0, 5}, {c1, 1}, {c2, 6}, {c3, 3}, {c4, 3},  {c5, 2},
+    {c6, 3}, {c7, 3}, {c8, 5}, {c9, 3}, {c10, 5},
   };
   for (size_t t = 0; t < 3; t++) { /* the floating types */
     kiln_dtype ty = in_types[t];
@@ -683,8 +701,9 @@ static void test_reduce_float32_sum_1e8(void **state)
     naive += x[i];
   }
   double naive_err = fabs(naive - sum) / sum;
-  print_message("# 10^8 floats: exact sum %.17g, serial float loop %.9g (relative error %.3g)\n",
-                sum, (double)naive, naive_err);
+  print_message(
+    "# 10^8 floats: exact sum %.17g, serial float loop %.9g (relative error %.3g)\n", sum,
+    (double)naive, naive_err);
   assert_true(naive_err > 1e-6);
   /* The bounds of expect(), from the exact sums. */
   stats st = {.n = n, .sum = sum, .mag = sum, .sq = sq, .sq_c = sq_c, .seen = 1};
@@ -696,7 +715,8 @@ static void test_reduce_float32_sum_1e8(void **state)
     assert_kiln_ok(rt, kiln_buffer_write(in, 0, n, x));
     assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &out));
   }
-  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN, KILN_REDUCE_NORM2};
+  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN,
+                                       KILN_REDUCE_NORM2};
   for (int api = fits ? API_DEVICE : API_HOST; api <= API_HOST; api++)
     for (size_t k = 0; k < 3; k++) {
       kiln_reduce_desc d;
@@ -713,7 +733,8 @@ static void test_reduce_float32_sum_1e8(void **state)
       double err = fabs(got - w.v);
       if (!(err <= 1e-6 * w.v && err <= w.bound))
         fail_msg("%s %s of 10^8 floats: %.9g, expected %.17g (relative error %.3g, "
-                 "bound %.3g)", api == API_HOST ? "kiln_reduce_host" : "kiln_reduce",
+                 "bound %.3g)",
+                 api == API_HOST ? "kiln_reduce_host" : "kiln_reduce",
                  kiln_reduce_op_name(ops[k]), (double)got, w.v, err / w.v, w.bound / w.v);
     }
   kiln_buffer_destroy(in);
@@ -735,7 +756,8 @@ static void test_reduce_host_chunked(void **state)
     if (!has_type(rt, in_types[t]))
       continue;
     problem p = make(in_types[t], 1, (size_t[]){1000000}, KILN_AXIS_ALL, 11, NULL, t);
-    plant(&p, 999998, in_types[t] == KILN_I32 ? INT32_MAX : 1e4); /* max in the last chunk */
+    plant(&p, 999998,
+          in_types[t] == KILN_I32 ? INT32_MAX : 1e4); /* max in the last chunk */
     for (size_t b = 0; b < nbackends; b++)
       run(rt, &p, backends[b], API_HOST, ALL_OPS);
     unmake(&p);

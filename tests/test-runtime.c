@@ -76,25 +76,22 @@ static void test_runtime_cl_objects(void **state)
                    CL_SUCCESS);
   assert_string_equal(name, kiln_runtime_device(rt)->name);
   cl_ulong mem = 0;
-  assert_int_equal(clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem,
-                                   &mem, NULL),
-                   CL_SUCCESS);
+  assert_int_equal(
+    clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL), CL_SUCCESS);
   assert_int_equal(mem, kiln_runtime_device(rt)->global_mem_bytes);
   cl_platform_id plat = NULL;
-  assert_int_equal(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat,
-                                   NULL),
+  assert_int_equal(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL),
                    CL_SUCCESS);
   assert_ptr_equal(plat, kiln_runtime_cl_platform(rt));
 
   cl_command_queue_properties props = 0;
-  assert_int_equal(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props,
-                                         &props, NULL),
-                   CL_SUCCESS);
+  assert_int_equal(
+    clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL),
+    CL_SUCCESS);
   assert_true(props & CL_QUEUE_PROFILING_ENABLE);
   assert_false(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   cl_context qctx = NULL;
-  assert_int_equal(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof qctx, &qctx,
-                                         NULL),
+  assert_int_equal(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL),
                    CL_SUCCESS);
   assert_ptr_equal(qctx, ctx);
 }

@@ -8,7 +8,7 @@
 #include "common.h"
 
 typedef struct machine {
-  unsigned pocl;     /* PoCL's platform index */
+  unsigned pocl; /* PoCL's platform index */
   int has_oclgrind;
   unsigned oclgrind; /* Oclgrind's platform index */
   size_t count;      /* devices in all */
@@ -142,8 +142,8 @@ static void expect_refused(const char *device, const char *visible, const char *
 static void test_select_refuses_what_does_not_parse(void **state)
 {
   (void)state;
-  static const char *const bad[] = {"bogus", "1:", ":1", "1:2:3", "name=", "-1",
-                                    "gpu,,cpu", ",", "cpu,", "0x1", "1.5", "name"};
+  static const char *const bad[] = {"bogus",    "1:", ":1",   "1:2:3", "name=", "-1",
+                                    "gpu,,cpu", ",",  "cpu,", "0x1",   "1.5",   "name"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     expect_refused(bad[i], NULL, "is not a device selector");
   /* A bad term is an error even when another term would match. */

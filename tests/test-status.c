@@ -99,9 +99,8 @@ static void test_status_dtypes(void **state)
     size_t size;
     const char *name;
   } types[] = {
-    {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},
-    {KILN_F64, 8, "float64"},   {KILN_C32, 8, "complex64"},
-    {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
+    {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
+    {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
     {KILN_I64, 8, "int64"},
   };
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -118,8 +117,8 @@ static void test_status_version(void **state)
 {
   (void)state;
   char expect[64];
-  snprintf(expect, sizeof expect, "%d.%d.%d", KILN_VERSION_MAJOR,
-           KILN_VERSION_MINOR, KILN_VERSION_PATCH);
+  snprintf(expect, sizeof expect, "%d.%d.%d", KILN_VERSION_MAJOR, KILN_VERSION_MINOR,
+           KILN_VERSION_PATCH);
   assert_string_equal(kiln_version(), expect);
   assert_string_equal(kiln_version(), KILN_VERSION_STRING);
   assert_int_equal(kiln_version_number(), KILN_VERSION_NUMBER);

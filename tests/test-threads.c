@@ -38,13 +38,36 @@
 enum { MODE_SHARED, MODE_OWN, MODE_COME_AND_GO, MODE_ERRORS };
 
 enum {
-  OP_GEMM, OP_REDUCE, OP_CONV, OP_FFT_KILN, OP_FFT_VKFFT, OP_FFT_CLFFT, OP_CONVERT,
-  OP_BUFFERS, OP_ASYNC, OP_PROGRAM, OP_SHARED_KERNEL, OP_STATS, OP_ERRORS, OP_COUNT
+  OP_GEMM,
+  OP_REDUCE,
+  OP_CONV,
+  OP_FFT_KILN,
+  OP_FFT_VKFFT,
+  OP_FFT_CLFFT,
+  OP_CONVERT,
+  OP_BUFFERS,
+  OP_ASYNC,
+  OP_PROGRAM,
+  OP_SHARED_KERNEL,
+  OP_STATS,
+  OP_ERRORS,
+  OP_COUNT
 };
 
 /* The calls the profiler records, by its row names. */
-enum { REC_GEMM, REC_REDUCE, REC_CONV, REC_FFT, REC_CONVERT, REC_WRITE, REC_READ,
-       REC_COPY, REC_FILL, REC_USER, REC_COUNT };
+enum {
+  REC_GEMM,
+  REC_REDUCE,
+  REC_CONV,
+  REC_FFT,
+  REC_CONVERT,
+  REC_WRITE,
+  REC_READ,
+  REC_COPY,
+  REC_FILL,
+  REC_USER,
+  REC_COUNT
+};
 static const char *const rec_names[REC_COUNT] = {
   "gemm", "reduce.", "conv2d", "fft", "convert", "write", "read", "copy", "fill", ""};
 
@@ -52,13 +75,13 @@ typedef struct worker {
   unsigned id;
   uint64_t rng;
   unsigned rounds;
-  kiln_runtime *rt;          /* shared, or the worker's own */
-  kiln_kernel *shared;       /* NULL: none to share */
+  kiln_runtime *rt;             /* shared, or the worker's own */
+  kiln_kernel *shared;          /* NULL: none to share */
   pthread_mutex_t *shared_lock; /* held from set_args to launch */
   pthread_barrier_t *start;
-  int mode;                  /* see worker_main() */
+  int mode; /* see worker_main() */
   unsigned long calls[REC_COUNT];
-  char failure[2048];        /* the first check that failed; "" when none */
+  char failure[2048]; /* the first check that failed; "" when none */
 } worker;
 
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,12 +127,12 @@ static int flunk(worker *w, const char *fmt, ...)
 }
 
 /* Runs a kiln call; on failure records it with this thread's message. */
-#define CALL(w, rt, expr)                                                      \
-  do {                                                                         \
-    kiln_status st_ = (expr);                                                  \
-    if (st_ != KILN_OK)                                                        \
-      return flunk((w), "thread %u: %s returned %s: %s", (w)->id, #expr,        \
-                   kiln_status_name(st_), kiln_last_error(rt));                 \
+#define CALL(w, rt, expr)                                                                \
+  do {                                                                                   \
+    kiln_status st_ = (expr);                                                            \
+    if (st_ != KILN_OK)                                                                  \
+      return flunk((w), "thread %u: %s returned %s: %s", (w)->id, #expr,                 \
+                   kiln_status_name(st_), kiln_last_error(rt));                          \
   } while (0)
 
 static kiln_buffer *upload(worker *w, kiln_runtime *rt, kiln_dtype t, size_t n,
@@ -228,9 +251,11 @@ static int op_reduce(worker *w, kiln_runtime *rt)
         if (v > best)
           best = v, at = l;
       }
-      want[o * inner + i] = op == KILN_REDUCE_SUM ? s : op == KILN_REDUCE_MAX ? best
+      want[o * inner + i] = op == KILN_REDUCE_SUM      ? s
+                            : op == KILN_REDUCE_MAX    ? best
                             : op == KILN_REDUCE_ARGMAX ? (double)at
-                            : op == KILN_REDUCE_MEAN   ? s / (double)len : sqrt(s);
+                            : op == KILN_REDUCE_MEAN   ? s / (double)len
+                                                       : sqrt(s);
     }
   kiln_dtype ot = kiln_reduce_out_dtype(op, KILN_F32);
   kiln_buffer *in = upload(w, rt, KILN_F32, count, x), *out = NULL;
@@ -380,8 +405,9 @@ static int op_convert(worker *w, kiln_runtime *rt)
     } else {
       float v = grid(w) * ldexpf(1.0f, (int)pick(w, 0, 40)); /* past int32 too */
       ((float *)src)[i] = v;
-      want[i] = dst_t == KILN_I32 ? fmax(fmin(trunc(v), 2147483647.0), -2147483648.0)
-                : dst_t == KILN_F16 ? kiln_test_half_value(kiln_test_half_of(v)) : v;
+      want[i] = dst_t == KILN_I32   ? fmax(fmin(trunc(v), 2147483647.0), -2147483648.0)
+                : dst_t == KILN_F16 ? kiln_test_half_value(kiln_test_half_of(v))
+                                    : v;
     }
   }
   kiln_buffer *in = upload(w, rt, src_t, n, src), *out = NULL;
@@ -393,9 +419,10 @@ static int op_convert(worker *w, kiln_runtime *rt)
   w->calls[REC_CONVERT] += !bad;
   unsigned char *got = bad ? NULL : download(w, rt, out, n);
   for (size_t i = 0; got && i < n && !bad; i++) {
-    double v = dst_t == KILN_I32 ? ((int32_t *)got)[i]
+    double v = dst_t == KILN_I32   ? ((int32_t *)got)[i]
                : dst_t == KILN_F16 ? kiln_test_half_value(((uint16_t *)got)[i])
-               : dst_t == KILN_F64 ? ((double *)got)[i] : ((float *)got)[i];
+               : dst_t == KILN_F64 ? ((double *)got)[i]
+                                   : ((float *)got)[i];
     if (v != want[i])
       bad = flunk(w, "thread %u: kiln_convert to %s: element %zu is %.9g, expected %.9g",
                   w->id, kiln_dtype_name(dst_t), i, v, want[i]);
@@ -449,8 +476,8 @@ static int op_async(worker *w, kiln_runtime *rt)
   if (kiln_buffer_create(rt, KILN_F32, n, 0, &b) != KILN_OK ||
       kiln_buffer_write_async(b, 0, n, x) != KILN_OK || kiln_finish(rt) != KILN_OK ||
       kiln_buffer_read_async(b, 0, n, y) != KILN_OK || kiln_finish(rt) != KILN_OK)
-    bad = flunk(w, "thread %u: async transfers of %zu: %s", w->id, n,
-                kiln_last_error(rt));
+    bad =
+      flunk(w, "thread %u: async transfers of %zu: %s", w->id, n, kiln_last_error(rt));
   w->calls[REC_WRITE] += !bad;
   w->calls[REC_READ] += !bad;
   if (!bad && memcmp(x, y, n * sizeof *x) != 0)
@@ -533,8 +560,10 @@ static int op_stats(worker *w, kiln_runtime *rt)
   CALL(w, rt, kiln_cache_contents(rt, &entries, &bytes));
   CALL(w, rt, kiln_profile_rows(rt, NULL, 0, &rows));
   if (mem.current_bytes > mem.limit_bytes || mem.peak_bytes < mem.current_bytes)
-    return flunk(w, "thread %u: memory stats inconsistent: %llu current, %llu peak, "
-                 "%llu limit", w->id, (unsigned long long)mem.current_bytes,
+    return flunk(w,
+                 "thread %u: memory stats inconsistent: %llu current, %llu peak, "
+                 "%llu limit",
+                 w->id, (unsigned long long)mem.current_bytes,
                  (unsigned long long)mem.peak_bytes, (unsigned long long)mem.limit_bytes);
   if (!kiln_profile_enabled(rt) && rows)
     return flunk(w, "thread %u: %zu profile rows with profiling off", w->id, rows);
@@ -556,9 +585,10 @@ static int op_errors(worker *w, kiln_runtime *rt, unsigned round)
     const char *msg = kiln_last_error(rt);
     if (st != KILN_ERR_OUT_OF_BOUNDS || !strstr(msg, token)) {
       kiln_buffer_destroy(b);
-      return flunk(w, "thread %u: reading at %zu returned %s, and kiln_last_error(rt) "
-                   "does not say '%s' but: %s", w->id, offset, kiln_status_name(st),
-                   token, msg);
+      return flunk(w,
+                   "thread %u: reading at %zu returned %s, and kiln_last_error(rt) "
+                   "does not say '%s' but: %s",
+                   w->id, offset, kiln_status_name(st), token, msg);
     }
     snprintf(path, sizeof path, "/nonexistent/kiln-thread-%zu.npy", offset);
     kiln_array arr;
@@ -566,9 +596,10 @@ static int op_errors(worker *w, kiln_runtime *rt, unsigned round)
     msg = kiln_last_error(NULL);
     if (st != KILN_ERR_IO || !strstr(msg, path)) {
       kiln_buffer_destroy(b);
-      return flunk(w, "thread %u: loading %s returned %s, and kiln_last_error(NULL) "
-                   "does not name it but says: %s", w->id, path, kiln_status_name(st),
-                   msg);
+      return flunk(w,
+                   "thread %u: loading %s returned %s, and kiln_last_error(NULL) "
+                   "does not name it but says: %s",
+                   w->id, path, kiln_status_name(st), msg);
     }
   }
   kiln_buffer_destroy(b);
@@ -676,9 +707,14 @@ static void run_workers(worker *w, int mode, kiln_runtime *rt, kiln_kernel *shar
 {
   pthread_t th[THREADS];
   for (unsigned i = 0; i < THREADS; i++) {
-    w[i] = (worker){.id = i, .rng = base_seed * 0x100000001b3ULL + i, .rounds = n_rounds,
-                    .rt = rt, .shared = shared, .shared_lock = &shared_lock,
-                    .start = &start_barrier, .mode = mode};
+    w[i] = (worker){.id = i,
+                    .rng = base_seed * 0x100000001b3ULL + i,
+                    .rounds = n_rounds,
+                    .rt = rt,
+                    .shared = shared,
+                    .shared_lock = &shared_lock,
+                    .start = &start_barrier,
+                    .mode = mode};
     assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
   }
   int failed = 0;
@@ -828,7 +864,8 @@ static void test_threads_vkfft_keeps_the_locale(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
   if (changes || !same)
     fail_msg("the locale changed under another thread %lu times while VkFFT plans "
-             "were built%s", (unsigned long)changes, same ? "" : ", and stayed changed");
+             "were built%s",
+             (unsigned long)changes, same ? "" : ", and stayed changed");
 }
 
 int main(int argc, char **argv)

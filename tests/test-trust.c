@@ -30,8 +30,8 @@
 #include "trust.h"
 
 typedef struct fixture {
-  char root[64];  /* the test's own folder, 0700 */
-  char dir[128];  /* root/cache */
+  char root[64];   /* the test's own folder, 0700 */
+  char dir[128];   /* root/cache */
   char diag[2048]; /* the last runtime's diagnostics */
   char entry[400]; /* the path of saxpy's entry, once stored */
 } fixture;
@@ -228,8 +228,9 @@ static void test_trust_parent_others_could_replace(void **state)
   fixture *fx = *state;
   /* World-writable without the sticky bit: anyone may rename cache/. */
   assert_int_equal(chmod(fx->root, 0777), 0);
-  expect_refused(fx, fx->dir, 0, "a folder above it, is writable by every user "
-                                 "without the sticky bit");
+  expect_refused(fx, fx->dir, 0,
+                 "a folder above it, is writable by every user "
+                 "without the sticky bit");
   expect_note(fx, "chmod o-w");
   /* With it, as /tmp has, only the owner may. */
   assert_int_equal(chmod(fx->root, 01777), 0);
@@ -351,8 +352,8 @@ static void store_as(fixture *fx, const kiln__cache_key *key, const char *payloa
 {
   kiln__cache c;
   open_cache(fx, &c);
-  assert_int_equal(kiln__cache_store(&c, key, (const unsigned char *)payload,
-                                     strlen(payload) + 1), 0);
+  assert_int_equal(
+    kiln__cache_store(&c, key, (const unsigned char *)payload, strlen(payload) + 1), 0);
   kiln__cache_close(&c);
   char hex[33];
   for (int i = 0; i < 16; i++)
@@ -416,8 +417,8 @@ static void test_trust_entry_swapped_after_check(void **state)
   unsigned char *out = NULL;
   size_t size = 0;
   uint64_t untrusted;
-  assert_int_equal(load_swapped(fx, &key, KILN__TRUST_AFTER_CHECK, &out, &size,
-                                &untrusted), 0);
+  assert_int_equal(
+    load_swapped(fx, &key, KILN__TRUST_AFTER_CHECK, &out, &size, &untrusted), 0);
   assert_int_equal(untrusted, 0);
   assert_int_equal(size, sizeof good);
   assert_memory_equal(out, good, sizeof good);
@@ -516,15 +517,15 @@ int main(int argc, char **argv)
   };
   /* Another owner takes chown, and a team setgroups: root's. */
   const struct CMUnitTest as_root[] = {
-    T(test_trust_folder_of_another_user),
-    T(test_trust_group_writable_folder),
-    T(test_trust_entry_of_another_user),
-    T(test_trust_team_folder),
+    T(test_trust_folder_of_another_user), T(test_trust_group_writable_folder),
+    T(test_trust_entry_of_another_user),  T(test_trust_team_folder),
     T(test_trust_team_folder_refused),
   };
 #undef T
-  enum { N_EVERYONE = sizeof everyone / sizeof everyone[0],
-         N_ROOT = sizeof as_root / sizeof as_root[0] };
+  enum {
+    N_EVERYONE = sizeof everyone / sizeof everyone[0],
+    N_ROOT = sizeof as_root / sizeof as_root[0]
+  };
   struct CMUnitTest tests[N_EVERYONE + N_ROOT];
   memcpy(tests, everyone, sizeof everyone);
   size_t n = N_EVERYONE;

@@ -56,8 +56,11 @@ static size_t parse_size(const bench_spec *s, const char *t)
 {
   char *end;
   unsigned long long v = strtoull(t, &end, 10);
-  int shift = !s->byte_sizes || !*end ? 0 : *end == 'K' ? 10 : *end == 'M' ? 20
-                                          : *end == 'G' ? 30 : -1;
+  int shift = !s->byte_sizes || !*end ? 0
+              : *end == 'K'           ? 10
+              : *end == 'M'           ? 20
+              : *end == 'G'           ? 30
+                                      : -1;
   if (end == t || *t == '-' || shift < 0 || end[shift ? 1 : 0] || v > (SIZE_MAX >> shift))
     return 0;
   v <<= shift;
@@ -99,8 +102,11 @@ static void list_backends(const bench_spec *s, char *buf, size_t size)
 {
   size_t at = 0;
   for (int k = 0; k < s->selectable && at < size; k++)
-    at += (size_t)snprintf(buf + at, size - at, "%s%s", k == 0 ? ""
-                           : k == s->selectable - 1 ? " or " : ", ", s->peers[k]);
+    at += (size_t)snprintf(buf + at, size - at, "%s%s",
+                           k == 0                   ? ""
+                           : k == s->selectable - 1 ? " or "
+                                                    : ", ",
+                           s->peers[k]);
 }
 
 /* Every group's usage, for `kiln bench --help`. */
@@ -142,7 +148,8 @@ static int parse_common(const char *who, bench_args *a, int argc, char **argv, i
   } else if (strcmp(o, "--json") == 0) {
     if (!HAVE_JSON_C)
       return fprintf(stderr, "%s: --json needs kiln built with json-c (libjson-c-dev)\n",
-                     who), -1;
+                     who),
+             -1;
     if (next && next[0] != '-')
       a->json_path = argv[++*i];
     else
@@ -217,7 +224,8 @@ int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
                -1;
     } else {
       return fprintf(stderr, "%s: unknown option '%s'; usage: %s %s\n", who, argv[i],
-                     s ? s->usage : "kiln bench [GROUP]", common_usage), -1;
+                     s ? s->usage : "kiln bench [GROUP]", common_usage),
+             -1;
     }
   }
   if ((a->json_path && check_writable(who, "--json", a->json_path) != 0) ||
@@ -225,8 +233,11 @@ int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
       (a->plot_path && check_writable(who, "--plot", a->plot_path) != 0))
     return -1;
   if (s && a->plot_path && !s->axis)
-    return fprintf(stderr, "%s: --plot draws figures against size, and %s has no "
-                           "sizes to plot\n", who, s->op), -1;
+    return fprintf(stderr,
+                   "%s: --plot draws figures against size, and %s has no "
+                   "sizes to plot\n",
+                   who, s->op),
+           -1;
   if (s)
     fill_defaults(s, a, sizes_given, repeats_given, backends_given);
   for (int k = 0; s && k < s->npeers; k++)
@@ -334,7 +345,8 @@ double bench_peer_ratio(const bench_records *rs, const bench_record *r, const ch
   for (size_t q = 0; q < s->nratios; q++) {
     const char *top = s->ratios[q][0];
     int best = s->best_of && strcmp(top, "best") == 0;
-    if (strcmp(top, r->backend) == 0 || (best && peer_index(s, r->backend) < s->best_of)) {
+    if (strcmp(top, r->backend) == 0 ||
+        (best && peer_index(s, r->backend) < s->best_of)) {
       double bottom = speed_at(rs, s, r->size, s->ratios[q][1]);
       *peer = s->ratios[q][1];
       return bottom > 0 ? speed(r) / bottom : NAN;
@@ -521,7 +533,10 @@ int kiln_cmd_bench(int argc, char **argv)
     }
   fprintf(stderr, "kiln bench: unknown group '%s'; the groups are", argv[1]);
   for (size_t g = 0; g < NGROUPS; g++)
-    fprintf(stderr, "%s %s", g == 0 ? "" : g + 1 < NGROUPS ? "," : " and",
+    fprintf(stderr, "%s %s",
+            g == 0            ? ""
+            : g + 1 < NGROUPS ? ","
+                              : " and",
             groups[g]->spec->op);
   fprintf(stderr, " (kiln bench --help)\n");
   return 2;

@@ -34,14 +34,14 @@ typedef struct bench_spec bench_spec;
  * and null there. */
 typedef struct bench_record {
   const char *op, *backend, *dtype; /* dtype: NULL where none applies */
-  size_t size;    /* the table's row: n for gemm, bytes for reduce */
-  char shape[48]; /* "MxNxK", or the element count */
+  size_t size;                      /* the table's row: n for gemm, bytes for reduce */
+  char shape[48];                   /* "MxNxK", or the element count */
   double median_ms, gflops, gbps;
-  int has_plan;   /* plan_ms measured: JSON adds "plan_ms" */
-  double plan_ms; /* the first call minus the median (kiln bench fft) */
-  int reference;  /* this peer is the reference the others are checked
+  int has_plan;           /* plan_ms measured: JSON adds "plan_ms" */
+  double plan_ms;         /* the first call minus the median (kiln bench fft) */
+  int reference;          /* this peer is the reference the others are checked
                      against, so it is not checked itself */
-  int repeats;    /* the runs the median is of; 0: the group's --repeat */
+  int repeats;            /* the runs the median is of; 0: the group's --repeat */
   const bench_spec *spec; /* the group's; set by bench_add() */
 } bench_record;
 
@@ -57,55 +57,55 @@ typedef struct bench_records {
  * length typed by hand drifts from its table. `built` and `not_built` must
  * have one entry per peer. */
 #define BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define BENCH_TABLES(prefix)                                                   \
-  .peers = prefix##_peers, .npeers = (int)BENCH_COUNT(prefix##_peers),       \
-  .built = prefix##_built, .not_built = prefix##_not_built,                  \
-  .defaults = prefix##_defaults, .ndefaults = BENCH_COUNT(prefix##_defaults), \
-  .quick = prefix##_quick, .nquick = BENCH_COUNT(prefix##_quick),            \
+#define BENCH_TABLES(prefix)                                                             \
+  .peers = prefix##_peers, .npeers = (int)BENCH_COUNT(prefix##_peers),                   \
+  .built = prefix##_built, .not_built = prefix##_not_built,                              \
+  .defaults = prefix##_defaults, .ndefaults = BENCH_COUNT(prefix##_defaults),            \
+  .quick = prefix##_quick, .nquick = BENCH_COUNT(prefix##_quick),                        \
   .ratios = prefix##_ratios, .nratios = BENCH_COUNT(prefix##_ratios)
 
 /* What a group accepts and how it prints. */
 struct bench_spec {
-  const char *op;                /* "gemm", "reduce": the group's name */
-  const char *usage;             /* "kiln bench gemm [--sizes ...] [--backend ...]";
+  const char *op;               /* "gemm", "reduce": the group's name */
+  const char *usage;            /* "kiln bench gemm [--sizes ...] [--backend ...]";
                                     the options every group takes follow */
-  const char *const *peers;      /* columns, in order: backends, then peers */
-  int npeers;                    /* that --backend names, or always run */
-  int selectable;                /* the first `selectable` peers: --backend */
-  const int *built;              /* per peer: compiled into this kiln */
-  const char *const *not_built;  /* per peer: why not, for the message */
-  const size_t *defaults;        /* --sizes when not given */
+  const char *const *peers;     /* columns, in order: backends, then peers */
+  int npeers;                   /* that --backend names, or always run */
+  int selectable;               /* the first `selectable` peers: --backend */
+  const int *built;             /* per peer: compiled into this kiln */
+  const char *const *not_built; /* per peer: why not, for the message */
+  const size_t *defaults;       /* --sizes when not given */
   size_t ndefaults;
-  const size_t *quick;           /* --sizes with --quick */
+  const size_t *quick; /* --sizes with --quick */
   size_t nquick;
-  int byte_sizes;                /* sizes in bytes, with K, M, G suffixes */
+  int byte_sizes; /* sizes in bytes, with K, M, G suffixes */
   size_t min_size, max_size, size_multiple;
-  const char *sizes_help;        /* completes "--sizes takes " */
-  int repeats;                   /* --repeat when not given */
+  const char *sizes_help; /* completes "--sizes takes " */
+  int repeats;            /* --repeat when not given */
   bench_figure figure;
   const char *const (*ratios)[2]; /* columns "a/b" of the table: how many
                                      times faster a is than b */
   size_t nratios;
-  const char *const *labels;     /* set: sizes are rows 1, 2, ... named
+  const char *const *labels; /* set: sizes are rows 1, 2, ... named
                                     labels[size - 1] */
-  int best_of;                   /* a ratio's "best": the best figure of the
+  int best_of;               /* a ratio's "best": the best figure of the
                                     first best_of peers */
-  const size_t *xs;              /* with labels: row i's size as a number for
+  const size_t *xs;          /* with labels: row i's size as a number for
                                     JSON, CSV and the plot (fft: points);
                                     NULL: the row's number */
-  const char *const *series;     /* with labels: row i's line in the plot
+  const char *const *series; /* with labels: row i's line in the plot
                                     beside the backend (fft: "1-D"); NULL */
-  const char *axis;              /* the plot's size axis ("bytes"); NULL:
+  const char *axis;          /* the plot's size axis ("bytes"); NULL:
                                     the group is not plotted */
-  const char *note;              /* printed under the table; NULL */
+  const char *note;          /* printed under the table; NULL */
 };
 
 typedef struct bench_args {
   size_t sizes[BENCH_MAX_SIZES], nsizes;
   int use[BENCH_MAX_PEERS]; /* per peer */
   int repeats;
-  int quick;                /* --quick: the specs' quick sizes, few repeats */
-  int json;                 /* --json without a file: JSON on stdout */
+  int quick; /* --quick: the specs' quick sizes, few repeats */
+  int json;  /* --json without a file: JSON on stdout */
   const char *json_path, *csv_path, *plot_path;
 } bench_args;
 
@@ -117,7 +117,6 @@ typedef struct bench_group {
    * bench_add(). 0, or -1 after a line on stderr. */
   int (*run)(kiln_runtime *rt, const bench_args *a, bench_records *out);
 } bench_group;
-
 
 double bench_now_ms(void);
 

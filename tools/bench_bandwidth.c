@@ -35,7 +35,10 @@ static const bench_spec bw_spec = {
   .usage = "kiln bench bandwidth [--sizes BYTES,...] [--backend copy,write,read]",
   BENCH_TABLES(bw),
   .selectable = 3,
-  .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
+  .byte_sizes = 1,
+  .min_size = 1024,
+  .max_size = (size_t)4 << 30,
+  .size_multiple = 4,
   .sizes_help = "bytes such as 1M,64M (K, M, G: powers of 1024; at most 16, each a "
                 "multiple of 4 from 1K to 4G)",
   .repeats = 10,
@@ -108,8 +111,12 @@ static int measure_peer(const bench_args *args, bw_run *g, bench_records *out)
     fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
     return -1;
   }
-  bench_record r = {.op = bw_peers[g->k], .backend = bw_peers[g->k], .size = bytes,
-                    .median_ms = med, .gflops = NAN, .gbps = (double)bytes / med / 1e6};
+  bench_record r = {.op = bw_peers[g->k],
+                    .backend = bw_peers[g->k],
+                    .size = bytes,
+                    .median_ms = med,
+                    .gflops = NAN,
+                    .gbps = (double)bytes / med / 1e6};
   snprintf(r.shape, sizeof r.shape, "%zu", bytes);
   bench_add(out, &r);
   fprintf(stderr, " %.2f GB/s\n", r.gbps);
@@ -149,8 +156,10 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t bytes,
 
 static int run_bandwidth(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  fprintf(stderr, "kiln bench bandwidth on %s (GB/s: bytes moved / time; against one "
-          "host thread's memcpy)\n", kiln_runtime_device(rt)->name);
+  fprintf(stderr,
+          "kiln bench bandwidth on %s (GB/s: bytes moved / time; against one "
+          "host thread's memcpy)\n",
+          kiln_runtime_device(rt)->name);
   int rc = 0;
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)
     rc = measure(rt, a, a->sizes[s], out);

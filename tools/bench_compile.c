@@ -37,7 +37,9 @@ static const bench_spec compile_spec = {
   .usage = "kiln bench compile [--sizes FILE,...] [--backend cold,warm]",
   BENCH_TABLES(compile),
   .selectable = 2,
-  .min_size = 1, .max_size = 2, .size_multiple = 1,
+  .min_size = 1,
+  .max_size = 2,
+  .size_multiple = 1,
   .sizes_help = "kernel file numbers such as 1,2 (1: cl/gemm.cl, 2: cl/scale.cl)",
   .repeats = 3,
   .figure = BENCH_MS,
@@ -67,8 +69,10 @@ static int cache_as_expected(kiln_runtime *rt, compile_run *g)
   uint64_t other = g->k == COLD ? u.hits : u.compiles;
   if (built == 1 && other == 0)
     return 1;
-  snprintf(g->error, sizeof g->error, "expected a cache %s; compiled %llu, from the "
-           "cache %llu", g->k == COLD ? "miss" : "hit", (unsigned long long)u.compiles,
+  snprintf(g->error, sizeof g->error,
+           "expected a cache %s; compiled %llu, from the "
+           "cache %llu",
+           g->k == COLD ? "miss" : "hit", (unsigned long long)u.compiles,
            (unsigned long long)u.hits);
   return 0;
 }
@@ -117,8 +121,12 @@ static int measure_peer(const bench_args *args, compile_run *g, size_t index,
     fprintf(stderr, " FAILED (%s)\n", g->error);
     return -1;
   }
-  bench_record r = {.op = "compile", .backend = compile_peers[g->k], .size = index,
-                    .median_ms = med, .gflops = NAN, .gbps = NAN};
+  bench_record r = {.op = "compile",
+                    .backend = compile_peers[g->k],
+                    .size = index,
+                    .median_ms = med,
+                    .gflops = NAN,
+                    .gbps = NAN};
   snprintf(r.shape, sizeof r.shape, "cl/%s.cl", g->name);
   bench_add(out, &r);
   fprintf(stderr, " %.1f ms\n", med);
@@ -149,7 +157,8 @@ static int run_compile(kiln_runtime *rt, const bench_args *a, bench_records *out
             tmp && *tmp ? tmp : "/tmp", strerror(errno));
     return -1;
   }
-  fprintf(stderr, "kiln bench compile on %s (ms per kernel file in a new runtime; cold: "
+  fprintf(stderr,
+          "kiln bench compile on %s (ms per kernel file in a new runtime; cold: "
           "kiln's cache empty, the driver's as it is; warm: from kiln's cache)\n",
           kiln_runtime_device(rt)->name);
   compile_run g = {.dir = dir};

@@ -35,7 +35,7 @@
 #include "kiln_config.h"
 
 #if HAVE_OPENBLAS
-#include <cblas.h>
+#  include <cblas.h>
 #endif
 
 typedef struct conv_layer {
@@ -44,10 +44,8 @@ typedef struct conv_layer {
 } conv_layer;
 
 static const conv_layer layers[] = {
-  {"3x3", 8, 64, 56, 56, 64, 3, 3, 1, 1},
-  {"1x1", 8, 256, 56, 56, 64, 1, 1, 1, 1},
-  {"7x7/2", 8, 3, 224, 224, 64, 7, 7, 2, 1},
-  {"dw3x3", 8, 128, 56, 56, 128, 3, 3, 1, 128},
+  {"3x3", 8, 64, 56, 56, 64, 3, 3, 1, 1},    {"1x1", 8, 256, 56, 56, 64, 1, 1, 1, 1},
+  {"7x7/2", 8, 3, 224, 224, 64, 7, 7, 2, 1}, {"dw3x3", 8, 128, 56, 56, 128, 3, 3, 1, 128},
   {"small", 1, 16, 32, 32, 16, 3, 3, 1, 1},
 };
 #define NLAYERS (sizeof layers / sizeof layers[0])
@@ -69,7 +67,9 @@ static const bench_spec conv_spec = {
            "openblas]",
   BENCH_TABLES(conv),
   .selectable = 4,
-  .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
+  .min_size = 1,
+  .max_size = NLAYERS,
+  .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
                 "4: depthwise 3x3, 5: a small 3x3)",
   .repeats = 5,
@@ -125,8 +125,8 @@ static void host_conv(const conv_run *g, float *y)
       const float *a = g->w + grp * kg * depth;
       float *c = y + (b * l->k + grp * kg) * pq;
 #if HAVE_OPENBLAS
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)kg, (int)pq,
-                  (int)depth, 1.0f, a, (int)depth, g->col, (int)pq, 0.0f, c, (int)pq);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)kg, (int)pq, (int)depth,
+                  1.0f, a, (int)depth, g->col, (int)pq, 0.0f, c, (int)pq);
 #else
       for (size_t i = 0; i < kg; i++)
         for (size_t j = 0; j < pq; j++) {
@@ -203,9 +203,13 @@ static int measure_peer(const bench_args *args, conv_run *g, const float *ref,
   }
   const conv_layer *l = g->l;
   /* the CPU peer is the reference itself */
-  bench_record r = {.op = "conv2d", .backend = conv_peers[g->k], .dtype = "float32",
-                    .size = (size_t)(l - layers) + 1, .median_ms = med,
-                    .gflops = conv_flops(g) / med / 1e6, .gbps = NAN,
+  bench_record r = {.op = "conv2d",
+                    .backend = conv_peers[g->k],
+                    .dtype = "float32",
+                    .size = (size_t)(l - layers) + 1,
+                    .median_ms = med,
+                    .gflops = conv_flops(g) / med / 1e6,
+                    .gbps = NAN,
                     .reference = g->k == 3};
   snprintf(r.shape, sizeof r.shape, "n%zuc%zuh%zuw%zuk%zur%zus%zu", l->n, l->c, l->h,
            l->w, l->k, l->r, l->s);
@@ -252,8 +256,8 @@ static int conv_setup(kiln_runtime *rt, conv_run *g)
 }
 
 /* Measures the peers `which` selects (bit k: peer k) on layer `index`. */
-static int measure(kiln_runtime *rt, const bench_args *args, unsigned which,
-                   size_t index, bench_records *out)
+static int measure(kiln_runtime *rt, const bench_args *args, unsigned which, size_t index,
+                   bench_records *out)
 {
   conv_run g = {.rt = rt, .l = &layers[index - 1]};
   float *ref = NULL;
@@ -277,9 +281,10 @@ static int measure(kiln_runtime *rt, const bench_args *args, unsigned which,
 
 static int run_conv(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  fprintf(stderr, "kiln bench conv on %s (float32 NCHW, \"same\" padding; checked "
-          "against im2col + %s)\n", kiln_runtime_device(rt)->name,
-          HAVE_OPENBLAS ? "OpenBLAS" : "a naive loop");
+  fprintf(stderr,
+          "kiln bench conv on %s (float32 NCHW, \"same\" padding; checked "
+          "against im2col + %s)\n",
+          kiln_runtime_device(rt)->name, HAVE_OPENBLAS ? "OpenBLAS" : "a naive loop");
   int rc = 0;
   /* OpenBLAS last, after every device run (see the top of the file) */
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)

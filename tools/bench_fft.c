@@ -25,7 +25,7 @@
 #include "kiln_config.h"
 
 #if HAVE_FFTW
-#include <fftw3.h>
+#  include <fftw3.h>
 #endif
 
 #define FFTW_NTHREADS 2
@@ -43,8 +43,8 @@ static const char *const fft_not_built[] = {
 typedef struct fft_case {
   size_t n0, n1;
 } fft_case;
-static const fft_case fft_cases[] = {{1 << 20, 1}, {1024, 1024}, {1 << 12, 1},
-                                     {1 << 16, 1}, {256, 256}};
+static const fft_case fft_cases[] = {
+  {1 << 20, 1}, {1024, 1024}, {1 << 12, 1}, {1 << 16, 1}, {256, 256}};
 static const char *const fft_labels[] = {"2^20", "1024^2", "2^12", "2^16", "256^2"};
 static const size_t fft_points[] = {1 << 20, 1 << 20, 1 << 12, 1 << 16, 1 << 16};
 static const char *const fft_series[] = {"1-D", "2-D", "1-D", "1-D", "2-D"};
@@ -56,13 +56,17 @@ static const bench_spec fft_spec = {
   .usage = "kiln bench fft [--sizes CASE,...] [--backend kiln,vkfft,clfft,fftw]",
   BENCH_TABLES(fft),
   .selectable = 4,
-  .min_size = 1, .max_size = 5, .size_multiple = 1,
+  .min_size = 1,
+  .max_size = 5,
+  .size_multiple = 1,
   .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024^2, 3: 1-D 2^12, "
                 "4: 1-D 2^16, 5: 2-D 256^2)",
   .repeats = 10,
   .labels = fft_labels,
   .best_of = 3,
-  .xs = fft_points, .series = fft_series, .axis = "points",
+  .xs = fft_points,
+  .series = fft_series,
+  .axis = "points",
 };
 
 /* One case's data, for fft_once(). */
@@ -102,9 +106,9 @@ static double fft_first(fft_run *g)
   if (g->k == FFTW_PEER) {
     int n0 = (int)g->d.shape[0], n1 = (int)g->d.shape[1];
     fftwf_complex *in = (fftwf_complex *)g->x, *out = (fftwf_complex *)g->y;
-    g->plan = g->d.ndim == 1 ? fftwf_plan_dft_1d(n0, in, out, FFTW_FORWARD, FFTW_ESTIMATE)
-                             : fftwf_plan_dft_2d(n0, n1, in, out, FFTW_FORWARD,
-                                                 FFTW_ESTIMATE);
+    g->plan = g->d.ndim == 1
+                ? fftwf_plan_dft_1d(n0, in, out, FFTW_FORWARD, FFTW_ESTIMATE)
+                : fftwf_plan_dft_2d(n0, n1, in, out, FFTW_FORWARD, FFTW_ESTIMATE);
     if (!g->plan)
       return -1;
     fftwf_execute(g->plan);
@@ -165,16 +169,22 @@ static void add_record(const fft_run *g, size_t c, double *ms, int repeats, doub
                        bench_records *out)
 {
   double med = bench_median(ms, repeats), n = (double)g->n;
-  bench_record r = {.op = "fft", .backend = fft_peers[g->k], .dtype = "complex64",
-                    .size = c, .median_ms = med, .gflops = 5 * n * log2(n) / med / 1e6,
-                    .gbps = NAN, .has_plan = 1, .plan_ms = fmax(first - med, 0)};
+  bench_record r = {.op = "fft",
+                    .backend = fft_peers[g->k],
+                    .dtype = "complex64",
+                    .size = c,
+                    .median_ms = med,
+                    .gflops = 5 * n * log2(n) / med / 1e6,
+                    .gbps = NAN,
+                    .has_plan = 1,
+                    .plan_ms = fmax(first - med, 0)};
   if (g->d.ndim == 1)
     snprintf(r.shape, sizeof r.shape, "%zu", g->n);
   else
     snprintf(r.shape, sizeof r.shape, "%zux%zu", g->d.shape[0], g->d.shape[1]);
   bench_add(out, &r);
-  fprintf(stderr, "  fft %-6s %-6s plan %.1f ms, %.2f ms, %.2f GFLOP/s\n", fft_labels[c - 1],
-          fft_peers[g->k], r.plan_ms, med, r.gflops);
+  fprintf(stderr, "  fft %-6s %-6s plan %.1f ms, %.2f ms, %.2f GFLOP/s\n",
+          fft_labels[c - 1], fft_peers[g->k], r.plan_ms, med, r.gflops);
 }
 
 /* Every chosen peer on case c (fft_cases[c - 1]): each planned and checked,
@@ -245,9 +255,10 @@ static int run_fft(kiln_runtime *rt, const bench_args *a, bench_records *out)
     threads = FFTW_NTHREADS;
   }
 #endif
-  fprintf(stderr, "kiln bench fft on %s (complex64 forward; GFLOP/s at 5 N log2 N; "
-          "FFTW_ESTIMATE with %d thread%s)\n", kiln_runtime_device(rt)->name, threads,
-          threads == 1 ? "" : "s");
+  fprintf(stderr,
+          "kiln bench fft on %s (complex64 forward; GFLOP/s at 5 N log2 N; "
+          "FFTW_ESTIMATE with %d thread%s)\n",
+          kiln_runtime_device(rt)->name, threads, threads == 1 ? "" : "s");
   int rc = 0;
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)
     rc = measure(rt, a, a->sizes[s], out);

@@ -12,7 +12,7 @@
 #include "kiln_config.h"
 
 #if HAVE_OPENBLAS
-#include <cblas.h>
+#  include <cblas.h>
 #endif
 
 static const char *const gemm_peers[] = {"kiln", "clblast", "openblas"};
@@ -28,7 +28,9 @@ static const bench_spec gemm_spec = {
   .usage = "kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,openblas]",
   BENCH_TABLES(gemm),
   .selectable = 3,
-  .min_size = 1, .max_size = 65536, .size_multiple = 1,
+  .min_size = 1,
+  .max_size = 65536,
+  .size_multiple = 1,
   .sizes_help = "sizes such as 512,1024 (at most 16, each 1 to 65536)",
   .repeats = 5,
   .figure = BENCH_GFLOPS,
@@ -39,8 +41,8 @@ static const bench_spec gemm_spec = {
 static void reference(size_t n, const float *a, const float *b, float *c)
 {
 #if HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-              a, (int)n, b, (int)n, 0.0f, c, (int)n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
+              (int)n, b, (int)n, 0.0f, c, (int)n);
 #else
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < n; j++) {
@@ -78,7 +80,8 @@ static double run_once(void *ctx)
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, KILN_F32, n, n, n);
   d.backend = g->k == 0 ? KILN_BACKEND_KILN : KILN_BACKEND_CLBLAST;
-  if (kiln_gemm(g->rt, &d, g->da, g->db, g->dc) != KILN_OK || kiln_finish(g->rt) != KILN_OK)
+  if (kiln_gemm(g->rt, &d, g->da, g->db, g->dc) != KILN_OK ||
+      kiln_finish(g->rt) != KILN_OK)
     return -1;
   return bench_now_ms() - t0;
 }
@@ -113,9 +116,13 @@ static int measure_peer(const bench_args *args, gemm_run *g, const float *ref,
     return -1;
   }
   /* with OpenBLAS, its check is against itself */
-  bench_record r = {.op = "gemm", .backend = gemm_peers[g->k], .dtype = "float32",
-                    .size = n, .median_ms = med,
-                    .gflops = 2.0 * (double)n * n * n / med / 1e6, .gbps = NAN,
+  bench_record r = {.op = "gemm",
+                    .backend = gemm_peers[g->k],
+                    .dtype = "float32",
+                    .size = n,
+                    .median_ms = med,
+                    .gflops = 2.0 * (double)n * n * n / med / 1e6,
+                    .gbps = NAN,
                     .reference = g->k == 2};
   snprintf(r.shape, sizeof r.shape, "%zux%zux%zu", n, n, n);
   bench_add(out, &r);
@@ -128,7 +135,8 @@ static int measure(kiln_runtime *rt, const bench_args *args, unsigned which, siz
                    bench_records *out)
 {
   size_t nn = n * n;
-  float *a = malloc(nn * 4), *b = malloc(nn * 4), *c = malloc(nn * 4), *ref = malloc(nn * 4);
+  float *a = malloc(nn * 4), *b = malloc(nn * 4), *c = malloc(nn * 4),
+        *ref = malloc(nn * 4);
   gemm_run g = {rt, 0, n, a, b, c, NULL, NULL, NULL};
   int rc = a && b && c && ref ? 0 : -1;
   for (size_t i = 0; i < nn && rc == 0; i++) {

@@ -35,7 +35,9 @@ static const bench_spec launch_spec = {
            "opencl-batch]",
   BENCH_TABLES(launch),
   .selectable = 4,
-  .min_size = 1, .max_size = 100000, .size_multiple = 1,
+  .min_size = 1,
+  .max_size = 100000,
+  .size_multiple = 1,
   .sizes_help = "launch counts such as 100,1000 (at most 16, each 1 to 100000)",
   .repeats = 5,
   .figure = BENCH_US,
@@ -64,8 +66,8 @@ static int launch_one(launch_run *g)
   if (g->k < 2)
     return kiln_kernel_launch(g->kernel, 1, &one, NULL) == KILN_OK ? 0 : -1;
   g->call = "clEnqueueNDRangeKernel";
-  g->err = clEnqueueNDRangeKernel(g->queue, g->cl_kernel, 1, NULL, &one, NULL, 0, NULL,
-                                  NULL);
+  g->err =
+    clEnqueueNDRangeKernel(g->queue, g->cl_kernel, 1, NULL, &one, NULL, 0, NULL, NULL);
   return g->err == CL_SUCCESS ? 0 : -1;
 }
 
@@ -130,8 +132,13 @@ static int measure_peer(const bench_args *args, launch_run *g, bench_records *ou
     fprintf(stderr, " FAILED (%s)\n", why(g, buf, sizeof buf));
     return -1;
   }
-  bench_record r = {.op = "launch", .backend = launch_peers[g->k], .size = g->n,
-                    .shape = "1", .median_ms = med, .gflops = NAN, .gbps = NAN,
+  bench_record r = {.op = "launch",
+                    .backend = launch_peers[g->k],
+                    .size = g->n,
+                    .shape = "1",
+                    .median_ms = med,
+                    .gflops = NAN,
+                    .gbps = NAN,
                     .repeats = samples};
   bench_add(out, &r);
   fprintf(stderr, " %.1f us per launch\n", med * 1e3);
@@ -152,8 +159,8 @@ static int launch_setup(launch_run *g)
   const char *source = count_source;
   g->queue = kiln_runtime_cl_queue(rt);
   g->call = "clCreateProgramWithSource";
-  cl_program p = clCreateProgramWithSource(kiln_runtime_cl_context(rt), 1, &source, NULL,
-                                           &g->err);
+  cl_program p =
+    clCreateProgramWithSource(kiln_runtime_cl_context(rt), 1, &source, NULL, &g->err);
   if (g->err == CL_SUCCESS) {
     g->call = "clBuildProgram";
     g->err = clBuildProgram(p, 1, &device, "", NULL, NULL);
@@ -170,14 +177,17 @@ static int launch_setup(launch_run *g)
     clReleaseProgram(p); /* the kernel keeps it */
   if (g->err != CL_SUCCESS)
     return fprintf(stderr, "kiln bench launch: %s: %s\n", g->call,
-                   kiln_cl_error_name(g->err)), -1;
+                   kiln_cl_error_name(g->err)),
+           -1;
   return 0;
 }
 
 static int run_launch(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  fprintf(stderr, "kiln bench launch on %s (us per launch of a one-work-item kernel; "
-          "kiln's path against OpenCL's own)\n", kiln_runtime_device(rt)->name);
+  fprintf(stderr,
+          "kiln bench launch on %s (us per launch of a one-work-item kernel; "
+          "kiln's path against OpenCL's own)\n",
+          kiln_runtime_device(rt)->name);
   launch_run g = {.rt = rt};
   int rc = launch_setup(&g);
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)

@@ -21,7 +21,7 @@
 #include "kiln_config.h"
 
 #if HAVE_JSON_C
-#include <json-c/json.h>
+#  include <json-c/json.h>
 #endif
 
 /* A record's size as a number (see the top of the file). */
@@ -125,8 +125,9 @@ int bench_write_json(const bench_records *rs, const char *path)
   json_object *all = json_object_new_array();
   for (size_t i = 0; i < rs->n; i++)
     json_object_array_add(all, json_record(&rs->r[i]));
-  fprintf(f, "%s\n", json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY |
-                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+  fprintf(f, "%s\n",
+          json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY |
+                                                JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(all);
   return close_out(f, path, rs->n);
 #else
@@ -282,8 +283,10 @@ static void plot_panel(FILE *gp, const bench_records *rs, size_t first)
 int bench_plot(const bench_records *rs, const char *path, const char *device)
 {
   if (!on_path("gnuplot")) {
-    fprintf(stderr, "kiln bench: no plot: gnuplot is not installed (Debian: apt install "
-                    "gnuplot-nox); %s not written\n", path);
+    fprintf(stderr,
+            "kiln bench: no plot: gnuplot is not installed (Debian: apt install "
+            "gnuplot-nox); %s not written\n",
+            path);
     return 0;
   }
   size_t panels = 0;
@@ -302,9 +305,10 @@ int bench_plot(const bench_records *rs, const char *path, const char *device)
   }
   /* a gnuplot that dies early must not kill kiln with SIGPIPE */
   void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-  fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-              "  set terminal pngcairo noenhanced size %zu,%zu\n"
-              "} else {\n  set terminal png noenhanced size %zu,%zu\n}\nset output ",
+  fprintf(gp,
+          "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+          "  set terminal pngcairo noenhanced size %zu,%zu\n"
+          "} else {\n  set terminal png noenhanced size %zu,%zu\n}\nset output ",
           640 * cols, 420 * rows, 640 * cols, 420 * rows);
   gp_string(gp, path);
   char title[256];

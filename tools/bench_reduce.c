@@ -36,7 +36,10 @@ static const bench_spec reduce_spec = {
   .usage = "kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast]",
   BENCH_TABLES(reduce),
   .selectable = 2,
-  .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
+  .byte_sizes = 1,
+  .min_size = 1024,
+  .max_size = (size_t)4 << 30,
+  .size_multiple = 4,
   .sizes_help = "bytes such as 1M,16M,256M (K, M, G: powers of 1024; at most 16, "
                 "each a multiple of 4 from 1K to 4G)",
   .repeats = 10,
@@ -98,8 +101,12 @@ static int measure_peer(const bench_args *args, reduce_run *g, double ref,
     fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
     return -1;
   }
-  bench_record r = {.op = "reduce", .backend = reduce_peers[g->k], .dtype = "float32",
-                    .size = g->n * 4, .median_ms = med, .gflops = NAN,
+  bench_record r = {.op = "reduce",
+                    .backend = reduce_peers[g->k],
+                    .dtype = "float32",
+                    .size = g->n * 4,
+                    .median_ms = med,
+                    .gflops = NAN,
                     .gbps = (double)g->n * 4 / med / 1e6};
   snprintf(r.shape, sizeof r.shape, "%zu", g->n);
   bench_add(out, &r);
@@ -126,8 +133,8 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t bytes,
     ref += x[i];
   }
   if ((kiln_buffer_create(rt, KILN_F32, n, 0, &g.din) != KILN_OK ||
-                  kiln_buffer_create(rt, KILN_F32, 1, 0, &g.dout) != KILN_OK ||
-                  kiln_buffer_write(g.din, 0, n, x) != KILN_OK)) {
+       kiln_buffer_create(rt, KILN_F32, 1, 0, &g.dout) != KILN_OK ||
+       kiln_buffer_write(g.din, 0, n, x) != KILN_OK)) {
     fprintf(stderr, "kiln bench reduce: %s\n", kiln_last_error(rt));
     rc = -1;
   }
@@ -142,8 +149,10 @@ static int measure(kiln_runtime *rt, const bench_args *args, size_t bytes,
 
 static int run_reduce(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
-  fprintf(stderr, "kiln bench reduce on %s (float32 sum; the C loop runs one thread "
-          "per online core)\n", kiln_runtime_device(rt)->name);
+  fprintf(stderr,
+          "kiln bench reduce on %s (float32 sum; the C loop runs one thread "
+          "per online core)\n",
+          kiln_runtime_device(rt)->name);
   int rc = 0;
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)
     rc = measure(rt, a, a->sizes[s], out);

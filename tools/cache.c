@@ -108,11 +108,10 @@ int kiln_cmd_kernels(int argc, char **argv)
   kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   if (timed)
-    printf("runtime %.1f ms, kernels %.1f ms, total %.1f ms\n", t1 - t0,
-           now_ms() - t1, now_ms() - t0);
-  printf("compiled %llu, from the cache %llu, cache %s\n",
-         (unsigned long long)u.compiles, (unsigned long long)u.hits,
-         u.dir ? u.dir : "off");
+    printf("runtime %.1f ms, kernels %.1f ms, total %.1f ms\n", t1 - t0, now_ms() - t1,
+           now_ms() - t0);
+  printf("compiled %llu, from the cache %llu, cache %s\n", (unsigned long long)u.compiles,
+         (unsigned long long)u.hits, u.dir ? u.dir : "off");
   kiln_cli_runtime_destroy(rt);
   return 0;
 }

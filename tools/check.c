@@ -73,8 +73,8 @@ static void report(check_ctx *c, const char *op, const char *what, const char *b
     return;
   }
   int ok = worst <= 1;
-  printf("%-8s %-40s %-7s %8.3f ms   error/bound %.2e  %s\n", op, what, backend, ms, worst,
-         ok ? "ok" : "WRONG");
+  printf("%-8s %-40s %-7s %8.3f ms   error/bound %.2e  %s\n", op, what, backend, ms,
+         worst, ok ? "ok" : "WRONG");
   c->failed |= !ok;
 }
 
@@ -226,9 +226,9 @@ static void check_reduce(check_ctx *c)
   float *x = rnd_array(c, n), got = 0;
   kiln_status st = x ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
   double ms = 0, worst = 0;
-  if (st == KILN_OK && (!(r.in = upload(c, KILN_F32, n, x)) ||
-                        !(r.out = upload(c, kiln_reduce_out_dtype(KILN_REDUCE_SUM, KILN_F32),
-                                         1, NULL))))
+  if (st == KILN_OK &&
+      (!(r.in = upload(c, KILN_F32, n, x)) ||
+       !(r.out = upload(c, kiln_reduce_out_dtype(KILN_REDUCE_SUM, KILN_F32), 1, NULL))))
     st = KILN_ERR_OUT_OF_MEMORY;
   if (st == KILN_OK)
     st = twice(c, reduce_run, &r, &ms);
@@ -267,8 +267,8 @@ static void check_fft(check_ctx *c)
   double *tw = malloc(2 * n * sizeof *tw);
   kiln_status st = x && got && tw ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
   double ms = 0, worst = 0;
-  if (st == KILN_OK && (!(f.in = upload(c, KILN_C32, n, x)) ||
-                        !(f.out = upload(c, KILN_C32, n, NULL))))
+  if (st == KILN_OK &&
+      (!(f.in = upload(c, KILN_C32, n, x)) || !(f.out = upload(c, KILN_C32, n, NULL))))
     st = KILN_ERR_OUT_OF_MEMORY;
   if (st == KILN_OK)
     st = twice(c, fft_run, &f, &ms);
@@ -280,7 +280,8 @@ static void check_fft(check_ctx *c)
       norm += (double)x[i] * x[i];
     double bound = 20 * (log2((double)n) + 2) * U32 * sqrt(norm);
     for (size_t m = 0; m < n; m++)
-      tw[2 * m] = cos(-2 * PI * (double)m / n), tw[2 * m + 1] = sin(-2 * PI * (double)m / n);
+      tw[2 * m] = cos(-2 * PI * (double)m / n),
+             tw[2 * m + 1] = sin(-2 * PI * (double)m / n);
     for (size_t k = 0; k < n; k++) {
       double re = 0, im = 0;
       for (size_t j = 0; j < n; j++) {
@@ -319,8 +320,8 @@ static void check_convert(check_ctx *c)
   double ms = 0, worst = 0;
   for (size_t i = 0; x && i < n; i++)
     x[i] *= 1000;
-  if (st == KILN_OK && (!(v.src = upload(c, KILN_F32, n, x)) ||
-                        !(v.dst = upload(c, KILN_I32, n, NULL))))
+  if (st == KILN_OK &&
+      (!(v.src = upload(c, KILN_F32, n, x)) || !(v.dst = upload(c, KILN_I32, n, NULL))))
     st = KILN_ERR_OUT_OF_MEMORY;
   if (st == KILN_OK)
     st = twice(c, convert_run, &v, &ms);
@@ -365,7 +366,8 @@ static void check_kernel(check_ctx *c)
   float *x = rnd_array(c, n), *y = rnd_array(c, n), *got = malloc(n * sizeof *got);
   double ms = 0, worst = 0;
   kiln_status st = x && y && got ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
-  if (st == KILN_OK && (!(bx = upload(c, KILN_F32, n, x)) || !(by = upload(c, KILN_F32, n, y))))
+  if (st == KILN_OK &&
+      (!(bx = upload(c, KILN_F32, n, x)) || !(by = upload(c, KILN_F32, n, y))))
     st = KILN_ERR_OUT_OF_MEMORY;
   if (st == KILN_OK)
     st = kiln_program_create(c->rt, saxpy_source, NULL, &prog);
@@ -378,7 +380,8 @@ static void check_kernel(check_ctx *c)
   if (st == KILN_OK)
     st = kiln_buffer_read(by, 0, n, got);
   for (size_t i = 0; i < n && st == KILN_OK; i++) {
-    float once = 2.0f * x[i] + y[i], want = 2.0f * x[i] + once; /* float, as on the device */
+    float once = 2.0f * x[i] + y[i],
+          want = 2.0f * x[i] + once; /* float, as on the device */
     double bound = 2 * U32 * (fabs(want) + fabs(once)) + 0x1p-149;
     worst = fmax(worst, fabs((double)got[i] - want) / bound);
   }
@@ -392,8 +395,10 @@ static void check_kernel(check_ctx *c)
 int kiln_cmd_check(int argc, char **argv)
 {
   if (argc > 1) {
-    fprintf(stderr, "kiln check: unexpected argument '%s'; usage: kiln check (the device "
-            "is chosen as always, e.g. KILN_DEVICE=...)\n", argv[1]);
+    fprintf(stderr,
+            "kiln check: unexpected argument '%s'; usage: kiln check (the device "
+            "is chosen as always, e.g. KILN_DEVICE=...)\n",
+            argv[1]);
     return 2;
   }
   check_ctx c = {.seed = 2026};
@@ -402,15 +407,17 @@ int kiln_cmd_check(int argc, char **argv)
     return 1;
   }
   printf("kiln check on %s: each operation on random data against a CPU reference in "
-         "double; the time of a second call\n", kiln_runtime_device(c.rt)->name);
+         "double; the time of a second call\n",
+         kiln_runtime_device(c.rt)->name);
   check_gemm(&c);
   check_conv(&c);
   check_reduce(&c);
   check_fft(&c);
   check_convert(&c);
   check_kernel(&c);
-  printf("%s\n", c.failed ? "kiln check: FAILED" : "kiln check: every result within its "
-                                                     "bound");
+  printf("%s\n", c.failed ? "kiln check: FAILED"
+                          : "kiln check: every result within its "
+                            "bound");
   kiln_cli_runtime_destroy(c.rt);
   return c.failed;
 }

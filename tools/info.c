@@ -84,8 +84,14 @@ static int usage(FILE *out)
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, info_args *a)
 {
-  static const struct { const char *flag; enum mode mode; } modes[] = {
-    {"--raw", RAW}, {"--list", LIST}, {"-l", LIST}, {"--json", JSON},
+  static const struct {
+    const char *flag;
+    enum mode mode;
+  } modes[] = {
+    {"--raw", RAW},
+    {"--list", LIST},
+    {"-l", LIST},
+    {"--json", JSON},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -277,7 +283,8 @@ static json_object *json_property(const kiln_property *p)
   json_object_object_add(o, "label", json_object_new_string(p->label));
   json_object_object_add(o, "available", json_object_new_boolean(p->available));
   json_object_object_add(o, "raw", p->available ? json_object_new_string(p->raw) : NULL);
-  json_object_object_add(o, "human", p->available ? json_object_new_string(p->human) : NULL);
+  json_object_object_add(o, "human",
+                         p->available ? json_object_new_string(p->human) : NULL);
   if (!p->available)
     json_object_object_add(o, "why", json_object_new_string(p->why));
   return o;
@@ -295,7 +302,8 @@ static json_object *json_device(const kiln_device_info *d, size_t global)
                          json_object_new_string(kiln_vendor_name(d->vendor_family)));
   json_object_object_add(kiln, "integrated", json_object_new_boolean(d->integrated));
   json_object_object_add(kiln, "simulator", json_object_new_boolean(d->is_simulator));
-  json_object_object_add(kiln, "opencl_version", json_object_new_int((int)d->opencl_version));
+  json_object_object_add(kiln, "opencl_version",
+                         json_object_new_int((int)d->opencl_version));
   json_object_object_add(kiln, "peak_gflops", json_object_new_double(d->peak_gflops));
   json_object_object_add(o, "index", json_object_new_int((int)d->device_index));
   json_object_object_add(o, "global_index", json_object_new_int64((int64_t)global));
@@ -337,7 +345,8 @@ static int print_json(const kiln_device_list *list, const size_t *only)
   json_object_object_add(root, "diagnostics",
                          json_object_new_string(kiln_device_list_diagnostics(list)));
   const char *text = json_object_to_json_string_ext(
-    root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+    root,
+    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
   int ok = text != NULL;
   if (ok)
     printf("%s\n", text);

@@ -121,8 +121,10 @@ void kiln_cli_runtime_destroy(kiln_runtime *rt)
 static int cmd_devices(int argc, char **argv)
 {
   if (argc > 1) {
-    fprintf(stderr, "kiln devices: unexpected argument '%s'; usage: kiln devices (the "
-                    "device is chosen as always, e.g. KILN_DEVICE=...)\n", argv[1]);
+    fprintf(stderr,
+            "kiln devices: unexpected argument '%s'; usage: kiln devices (the "
+            "device is chosen as always, e.g. KILN_DEVICE=...)\n",
+            argv[1]);
     return 2;
   }
   kiln_runtime *rt = NULL;

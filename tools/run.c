@@ -141,7 +141,9 @@ int run_parse_backend(const char *v, kiln_backend *be, const kiln_backend *takes
       return 0;
     }
     at += (size_t)snprintf(names + at, sizeof names - at, "%s%s",
-                           i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                           i == 0       ? ""
+                           : i == n - 1 ? " or "
+                                        : ", ",
                            kiln_backend_name(takes[i]));
   }
   return run_say("--backend '%s': expected %s", v, names), -1;
@@ -197,7 +199,8 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
   return st;
 }
 
-int run_write(const kiln_runtime *rt, kiln_status st, const char *path, const kiln_array *y)
+int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
+              const kiln_array *y)
 {
   if (st != KILN_OK)
     return run_say("%s", kiln_last_error(rt)), -1;
@@ -242,10 +245,13 @@ int kiln_cmd_run(int argc, char **argv)
       return ops[i].run(argc - 1, argv + 1);
     }
   if (argc < 2)
-    fprintf(stderr, "usage: kiln run gemm|reduce|conv2d|fft FILES... -o OUT.npy [options]; "
-                    "kiln help shows each\n");
+    fprintf(stderr,
+            "usage: kiln run gemm|reduce|conv2d|fft FILES... -o OUT.npy [options]; "
+            "kiln help shows each\n");
   else
-    fprintf(stderr, "kiln run: unknown operation '%s'; expected gemm, reduce, conv2d or "
-                    "fft\n", argv[1]);
+    fprintf(stderr,
+            "kiln run: unknown operation '%s'; expected gemm, reduce, conv2d or "
+            "fft\n",
+            argv[1]);
   return 2;
 }

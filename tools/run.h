@@ -83,7 +83,8 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
 
 /* The end of the computation that returned st: its error from rt, or y
  * written to path. 0, or -1 after saying why. */
-int run_write(const kiln_runtime *rt, kiln_status st, const char *path, const kiln_array *y);
+int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
+              const kiln_array *y);
 
 /* ---- the report ----------------------------------------------------------- */
 

@@ -36,14 +36,18 @@ static int value(conv_args *c, const char *o, const char *v)
     *(o[1] == 'o' ? &c->out : &c->bias) = v;
   } else if (strcmp(o, "--stride") == 0 || strcmp(o, "--dilation") == 0) {
     int stride = o[2] == 's';
-    if ((n = run_parse_counts(o, v, 1, 2, "one number or two (height,width), each "
-                              "from 1 to 2^31-1", v4)) < 0)
+    if ((n = run_parse_counts(o, v, 1, 2,
+                              "one number or two (height,width), each "
+                              "from 1 to 2^31-1",
+                              v4)) < 0)
       return -1;
     *(stride ? &d->stride_h : &d->dilation_h) = v4[0];
     *(stride ? &d->stride_w : &d->dilation_w) = v4[n - 1];
   } else if (strcmp(o, "--pad") == 0) {
-    if ((n = run_parse_counts(o, v, 0, 4, "one number, or four (top,bottom,left,"
-                              "right), each from 0 to 2^31-1", v4)) < 0)
+    if ((n = run_parse_counts(o, v, 0, 4,
+                              "one number, or four (top,bottom,left,"
+                              "right), each from 0 to 2^31-1",
+                              v4)) < 0)
       return -1;
     d->pad_top = v4[0], d->pad_bottom = v4[n == 4 ? 1 : 0];
     d->pad_left = v4[n == 4 ? 2 : 0], d->pad_right = v4[n == 4 ? 3 : 0];
@@ -65,9 +69,8 @@ static int value(conv_args *c, const char *o, const char *v)
  * returns the arguments it used (1 or 2), or -1 after saying why. */
 static int option(void *ctx, const char *o, const char *v)
 {
-  static const char *const known[] = {"-o", "--bias", "--stride", "--pad",
-                                      "--dilation", "--groups", "--layout",
-                                      "--backend"};
+  static const char *const known[] = {"-o",         "--bias",   "--stride", "--pad",
+                                      "--dilation", "--groups", "--layout", "--backend"};
   conv_args *c = ctx;
   if (strcmp(o, "--relu") == 0) {
     c->d.relu = 1;
@@ -104,10 +107,12 @@ static int shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
     return run_say("X (%s) has %u dimensions; expected 4, %s", c->x, x->ndim, order), -1;
   if (w->ndim != 4)
     return run_say("W (%s) has %u dimensions; expected 4, %s", c->w, w->ndim,
-                   nhwc ? "(k, r, s, c/groups)" : "(k, c/groups, r, s)"), -1;
+                   nhwc ? "(k, r, s, c/groups)" : "(k, c/groups, r, s)"),
+           -1;
   if (x->dtype != KILN_F16 && x->dtype != KILN_F32 && x->dtype != KILN_F64)
     return run_say("X holds %s; kiln convolves float16, float32 and float64",
-                   kiln_dtype_name(x->dtype)), -1;
+                   kiln_dtype_name(x->dtype)),
+           -1;
   d->dtype = x->dtype;
   d->n = x->shape[0], d->c = x->shape[nhwc ? 3 : 1];
   d->h = x->shape[nhwc ? 1 : 2], d->w = x->shape[nhwc ? 2 : 3];
@@ -117,20 +122,22 @@ static int shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
   size_t groups = d->groups ? d->groups : 1, wc = w->shape[nhwc ? 3 : 1];
   if (wc != d->c / groups)
     return run_say("W has %zu input channels per filter, but X has %zu channels in %zu "
-                   "group%s; expected %zu", wc, d->c, groups, groups == 1 ? "" : "s",
-                   d->c / groups), -1;
+                   "group%s; expected %zu",
+                   wc, d->c, groups, groups == 1 ? "" : "s", d->c / groups),
+           -1;
   if (b && (b->ndim != 1 || b->shape[0] != d->k))
     return run_say("--bias (%s) has %u dimensions of %zu values; expected one value "
-                   "per output channel, shape (%zu,)", c->bias, b->ndim,
-                   b->ndim ? b->shape[0] : 1, d->k), -1;
+                   "per output channel, shape (%zu,)",
+                   c->bias, b->ndim, b->ndim ? b->shape[0] : 1, d->k),
+           -1;
   return 0;
 }
 
 /* Uploads the arrays in the compute type, runs the convolution (timed into
  * *ms: kiln_conv2d() and kiln_finish()) and reads y back. */
-static kiln_status compute(kiln_runtime *rt, const kiln_conv2d_desc *d, const kiln_array *x,
-                           const kiln_array *w, const kiln_array *b, kiln_array *y,
-                           double *ms)
+static kiln_status compute(kiln_runtime *rt, const kiln_conv2d_desc *d,
+                           const kiln_array *x, const kiln_array *w, const kiln_array *b,
+                           kiln_array *y, double *ms)
 {
   kiln_buffer *dx = NULL, *dw = NULL, *db = NULL, *dy = NULL;
   kiln_status st = run_upload(rt, x, d->dtype, &dx);
@@ -164,18 +171,18 @@ static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
   run_shape_text(ws, sizeof ws, w->ndim, w->shape);
   run_shape_text(ys, sizeof ys, y->ndim, y->shape);
   size_t groups = d->groups ? d->groups : 1;
-  double flops = 2.0 * (double)y->count * (double)(d->c / groups) * (double)d->r *
-                 (double)d->s;
+  double flops =
+    2.0 * (double)y->count * (double)(d->c / groups) * (double)d->r * (double)d->s;
   printf("device   %s\nbackend  %s\nconv2d   %s X %s * W %s, %s, stride %zu,%zu, "
          "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s -> %s\n"
          "time     %.2f ms (%.1f GFLOP/s; one call, transfers excluded)\n"
-         "wrote    %s\n", kiln_runtime_device(rt)->name, run_backend_label(d->backend),
+         "wrote    %s\n",
+         kiln_runtime_device(rt)->name, run_backend_label(d->backend),
          kiln_dtype_name(d->dtype), xs, ws, d->layout == KILN_NHWC ? "NHWC" : "NCHW",
-         d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1,
-         d->pad_top, d->pad_bottom, d->pad_left, d->pad_right,
-         d->dilation_h ? d->dilation_h : 1, d->dilation_w ? d->dilation_w : 1, groups,
-         c->bias ? ", bias" : "", d->relu ? ", relu" : "", ys, ms,
-         ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
+         d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1, d->pad_top,
+         d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h ? d->dilation_h : 1,
+         d->dilation_w ? d->dilation_w : 1, groups, c->bias ? ", bias" : "",
+         d->relu ? ", relu" : "", ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
 }
 
 int run_conv2d(int argc, char **argv)
@@ -191,7 +198,9 @@ int run_conv2d(int argc, char **argv)
       shapes(&c, &x, &w, c.bias ? &b : NULL, &p, &q) != 0)
     goto done;
   int nhwc = c.d.layout == KILN_NHWC;
-  y = (kiln_array){.dtype = c.d.dtype, .ndim = 4, .count = c.d.n * c.d.k * p * q,
+  y = (kiln_array){.dtype = c.d.dtype,
+                   .ndim = 4,
+                   .count = c.d.n * c.d.k * p * q,
                    .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
   if (run_alloc_result(&y) != 0 || run_start(&rt) != 0)
     goto done;

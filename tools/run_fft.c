@@ -44,7 +44,9 @@ static int parse_axes(fft_args *f, const char *v)
     at = end + 1;
   }
   return run_say("--axes '%s': expected one to three comma-separated axes such as -1 "
-                 "or -2,-1", v), -1;
+                 "or -2,-1",
+                 v),
+         -1;
 }
 
 /* An option with its value into f; -1 after saying why. */
@@ -105,19 +107,23 @@ static int check_axes(const fft_args *f, const kiln_array *x)
   int nd = (int)x->ndim, seen[KILN_ARRAY_MAX_DIMS] = {0};
   if (nd < f->naxes)
     return run_say("X has %d dimension%s; --axes names %d", nd, nd == 1 ? "" : "s",
-                   f->naxes), -1;
+                   f->naxes),
+           -1;
   for (int i = 0; i < f->naxes; i++) {
     int a = f->axes[i] < 0 ? f->axes[i] + nd : f->axes[i];
     if (a < 0 || a >= nd)
       return run_say("--axes: axis %d is out of range for an array of %d dimensions",
-                     f->axes[i], nd), -1;
+                     f->axes[i], nd),
+             -1;
     if (seen[a]++)
       return run_say("--axes: axis %d is named twice", f->axes[i]), -1;
     if (a < nd - f->naxes)
       return run_say("--axes: kiln transforms the last %d axes of the array only (the "
                      "leading axes are the batch, in C order); axis %d is not among "
                      "them. Expected -1, -2,-1 or -3,-2,-1; move the axes last first "
-                     "(e.g. numpy.moveaxis)", f->naxes, f->axes[i]), -1;
+                     "(e.g. numpy.moveaxis)",
+                     f->naxes, f->axes[i]),
+             -1;
   }
   return 0;
 }
@@ -131,18 +137,23 @@ static int plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_a
   kiln_fft_kind kind = !f->real ? KILN_FFT_C2C : f->inverse ? KILN_FFT_C2R : KILN_FFT_R2C;
   if (kind == KILN_FFT_R2C ? (x->dtype != KILN_F32 && x->dtype != KILN_F64) : !cplx)
     return run_say("X holds %s; expected %s", kiln_dtype_name(x->dtype),
-                   kind == KILN_FFT_R2C ? "float32 or float64 for --real"
-                   : "complex64 or complex128 (or --real for a real X)"), -1;
+                   kind == KILN_FFT_R2C
+                     ? "float32 or float64 for --real"
+                     : "complex64 or complex128 (or --real for a real X)"),
+           -1;
   if (check_axes(f, x) != 0)
     return -1;
   if (x->count == 0)
     return run_say("X has no elements"), -1;
   unsigned nd = x->ndim, k = (unsigned)f->naxes, first = nd - k;
-  size_t m = x->shape[nd - 1], n = kind != KILN_FFT_C2R ? m : f->n_out ? f->n_out : 2 * (m - 1);
+  size_t m = x->shape[nd - 1], n = kind != KILN_FFT_C2R ? m
+                                   : f->n_out           ? f->n_out
+                                                        : 2 * (m - 1);
   if (kind == KILN_FFT_C2R && (n == 0 || n / 2 + 1 != m))
     return run_say("--real --inverse: the last axis holds %zu bins, which is the "
-                   "half-spectrum of %zu or %zu real values, not %zu", m, 2 * m - 2,
-                   2 * m - 1, n), -1;
+                   "half-spectrum of %zu or %zu real values, not %zu",
+                   m, 2 * m - 2, 2 * m - 1, n),
+           -1;
   kiln_fft_desc_init(d, wide ? KILN_F64 : KILN_F32, n);
   d->kind = kind, d->ndim = k, d->inverse = f->inverse && kind == KILN_FFT_C2C;
   d->backend = f->backend;
@@ -151,8 +162,10 @@ static int plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_a
     d->batch *= x->shape[i];
   memcpy(d->shape, x->shape + first, k * sizeof *d->shape);
   d->shape[k - 1] = n;
-  *y = (kiln_array){.dtype = kind == KILN_FFT_C2R ? d->dtype : kind == KILN_FFT_R2C
-                    ? (wide ? KILN_C64 : KILN_C32) : x->dtype, .ndim = nd};
+  *y = (kiln_array){.dtype = kind == KILN_FFT_C2R   ? d->dtype
+                             : kind == KILN_FFT_R2C ? (wide ? KILN_C64 : KILN_C32)
+                                                    : x->dtype,
+                    .ndim = nd};
   memcpy(y->shape, x->shape, sizeof y->shape);
   y->shape[nd - 1] = kind == KILN_FFT_R2C ? n / 2 + 1 : n;
   y->count = x->count / m * y->shape[nd - 1];
@@ -193,11 +206,12 @@ static void report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
   double flops = 5 * n * log2(n) * (double)d->batch * (d->kind == KILN_FFT_C2C ? 1 : 0.5);
   printf("device   %s\nbackend  %s\nfft      %s%s %s %s%s over the last %u ax%s, batch "
          "%zu -> %s %s\ntime     %.2f ms (%.2f GFLOP/s at 5 N log2 N; one call with its "
-         "plan, transfers excluded)\nwrote    %s\n", kiln_runtime_device(rt)->name,
-         run_backend_label(f->backend), d->inverse ? "inverse " : "", kinds[d->kind],
-         kiln_dtype_name(x->dtype), xs, d->kind == KILN_FFT_C2C ? "" : " (real)", d->ndim,
-         d->ndim == 1 ? "is" : "es", d->batch, kiln_dtype_name(y->dtype), ys, ms,
-         ms > 0 ? flops / ms / 1e6 : 0.0, f->out);
+         "plan, transfers excluded)\nwrote    %s\n",
+         kiln_runtime_device(rt)->name, run_backend_label(f->backend),
+         d->inverse ? "inverse " : "", kinds[d->kind], kiln_dtype_name(x->dtype), xs,
+         d->kind == KILN_FFT_C2C ? "" : " (real)", d->ndim, d->ndim == 1 ? "is" : "es",
+         d->batch, kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0,
+         f->out);
 }
 
 int run_fft(int argc, char **argv)

@@ -37,8 +37,8 @@ static int option(void *ctx, const char *o, const char *v)
     *(o[3] == 'a' ? &g->d.trans_a : &g->d.trans_b) = KILN_TRANS;
     return 1;
   }
-  static const char *const known[] = {"-o", "--c", "--alpha", "--beta", "--dtype",
-                                      "--backend"};
+  static const char *const known[] = {"-o",     "--c",     "--alpha",
+                                      "--beta", "--dtype", "--backend"};
   if (!run_known_option(o, known, sizeof known / sizeof known[0]))
     return run_say("unknown option '%s'", o), -1;
   if (!v)
@@ -86,7 +86,8 @@ static int load(const char *path, const char *name, kiln_array *x)
     return -1;
   if (x->ndim != 2)
     return run_say("%s (%s) has %u dimensions; expected a matrix (2)", name, path,
-                   x->ndim), -1;
+                   x->ndim),
+           -1;
   return 0;
 }
 
@@ -101,14 +102,18 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
   d->n = b->shape[d->trans_b ? 0 : 1];
   if (kb != d->k)
     return run_say("op(A) is %zu x %zu but op(B) is %zu x %zu; expected op(B) to have "
-                   "%zu rows", d->m, d->k, kb, d->n, d->k), -1;
+                   "%zu rows",
+                   d->m, d->k, kb, d->n, d->k),
+           -1;
   if (c0 && (c0->ndim != 2 || c0->shape[0] != d->m || c0->shape[1] != d->n))
     return run_say("--c is not a %zu x %zu matrix", d->m, d->n), -1;
   if (!g->dtype_given)
     d->dtype = a->dtype;
   if (d->dtype != KILN_F16 && d->dtype != KILN_F32 && d->dtype != KILN_F64)
     return run_say("A holds %s; pass --dtype float16, float32 or float64 to compute in "
-                   "one of those", kiln_dtype_name(a->dtype)), -1;
+                   "one of those",
+                   kiln_dtype_name(a->dtype)),
+           -1;
   return 0;
 }
 
@@ -147,8 +152,8 @@ int run_gemm(int argc, char **argv)
       (g.c0 && load(g.c0, "C0", &c) != 0) || shapes(&g, &a, &b, g.c0 ? &c : NULL) != 0)
     goto done;
   if (!g.c0) { /* C starts as zeros of the compute type (beta is 0: never read) */
-    c = (kiln_array){.dtype = g.d.dtype, .ndim = 2, .shape = {g.d.m, g.d.n},
-                     .count = g.d.m * g.d.n};
+    c = (kiln_array){
+      .dtype = g.d.dtype, .ndim = 2, .shape = {g.d.m, g.d.n}, .count = g.d.m * g.d.n};
     c.data = calloc(c.count ? c.count : 1, 8);
   } else if (c.dtype != g.d.dtype) {
     run_say("--c holds another dtype than the computation (%s)",

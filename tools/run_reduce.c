@@ -37,18 +37,21 @@ static int option(void *ctx, const char *o, const char *v)
     r->out = v;
   } else if (strcmp(o, "--op") == 0) {
     int k = KILN_REDUCE_SUM;
-    while (k <= KILN_REDUCE_NORM2 && strcmp(v, kiln_reduce_op_name((kiln_reduce_op)k)) != 0)
+    while (k <= KILN_REDUCE_NORM2 &&
+           strcmp(v, kiln_reduce_op_name((kiln_reduce_op)k)) != 0)
       k++;
     if (k > KILN_REDUCE_NORM2)
       return run_say("--op '%s': expected sum, mean, min, max, argmin, argmax or norm",
-                     v), -1;
+                     v),
+             -1;
     r->op = (kiln_reduce_op)k;
   } else if (strcmp(o, "--axis") == 0) {
     char *end;
     long a = strtol(v, &end, 10);
     if (!*v || *end || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
       return run_say("--axis '%s': expected an integer from %d to %d", v,
-                     -KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS - 1), -1;
+                     -KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS - 1),
+             -1;
     r->axis = (int32_t)a;
   } else if (strcmp(o, "--backend") == 0) {
     if (run_parse_blas_backend(v, &r->backend) != 0)
@@ -78,14 +81,17 @@ static int plan(const reduce_args *r, const kiln_array *x, kiln_reduce_desc *d,
   kiln_dtype out = kiln_reduce_out_dtype(r->op, x->dtype);
   if (!out)
     return run_say("X holds %s; kiln reduces float16, float32, float64 and int32",
-                   kiln_dtype_name(x->dtype)), -1;
+                   kiln_dtype_name(x->dtype)),
+           -1;
   int all = r->axis == KILN_AXIS_ALL;
   int32_t axis = !all && r->axis < 0 ? r->axis + (int32_t)x->ndim : r->axis;
   if (!all && x->ndim == 0)
     return run_say("X is a 0-d array, which has no axis; leave --axis out"), -1;
   if (!all && (axis < 0 || axis >= (int32_t)x->ndim))
     return run_say("--axis %d is out of range for an array of %u dimensions; expected "
-                   "%d to %d", (int)r->axis, x->ndim, -(int)x->ndim, (int)x->ndim - 1), -1;
+                   "%d to %d",
+                   (int)r->axis, x->ndim, -(int)x->ndim, (int)x->ndim - 1),
+           -1;
   kiln_reduce_desc_init(d, r->op, x->dtype, x->count);
   d->backend = r->backend;
   if (x->ndim > 0) { /* a 0-d array stays the 1-D view of its one element */
@@ -139,8 +145,8 @@ int run_reduce(int argc, char **argv)
     goto done;
   int64_t spare = 0; /* stands for the data of an array of no elements */
   double t0 = run_now_ms();
-  kiln_status st = kiln_reduce_host(rt, &d, x.data ? x.data : &spare,
-                                    y.data ? y.data : &spare);
+  kiln_status st =
+    kiln_reduce_host(rt, &d, x.data ? x.data : &spare, y.data ? y.data : &spare);
   double ms = run_now_ms() - t0;
   if (run_write(rt, st, r.out, &y) != 0)
     goto done;

@@ -130,32 +130,39 @@ KILN_API unsigned kiln_version_number(void);
  *   -100 .. -199 the device, the driver or resources
  *   -200 .. -299 files and formats */
 /* clang-format off: a table, aligned by hand */
-#define KILN_STATUS_MAP(XX)                                                           \
-  XX(OK,                      0,    "success")                                        \
-  XX(ERR_INVALID_ARGUMENT,    -1,   "an argument is missing, out of range or "        \
-                                    "inconsistent with the others")                   \
-  XX(ERR_INVALID_DTYPE,       -2,   "the element type is not one this call "          \
-                                    "accepts")                                        \
-  XX(ERR_OUT_OF_BOUNDS,       -3,   "the requested range lies outside the buffer")    \
-  XX(ERR_OVERFLOW,            -4,   "a size computation overflows")                   \
-  XX(ERR_INVALID_ENV,         -5,   "an environment variable has a value kiln "       \
-                                    "cannot use")                                     \
-  XX(ERR_WRONG_RUNTIME,       -6,   "the objects belong to different runtimes")       \
-  XX(ERR_BUSY,                -7,   "the object is still in use")                     \
-  XX(ERR_UNSUPPORTED,         -8,   "the device or this build of kiln cannot do "     \
-                                    "what was asked")                                 \
-  XX(ERR_INVALID_DEVICE_SELECTOR, -9, "the device selector does not parse or "        \
-                                    "matches no device")                              \
-  XX(ERR_NO_DEVICE,           -100, "no usable OpenCL device was found")              \
-  XX(ERR_OUT_OF_MEMORY,       -101, "the device does not have the memory asked "      \
-                                    "for")                                            \
-  XX(ERR_OUT_OF_HOST_MEMORY,  -102, "the host ran out of memory")                     \
-  XX(ERR_DEVICE_UNAVAILABLE,  -103, "the device is not available")                    \
-  XX(ERR_OPENCL,              -104, "an OpenCL call failed")                          \
-  XX(ERR_BUILD,               -105, "an OpenCL program failed to build")              \
-  XX(ERR_IO,                  -200, "a file could not be read or written")            \
-  XX(ERR_FORMAT,              -201, "a file is malformed or in a format kiln "        \
-                                    "does not read")
+#define KILN_STATUS_MAP(XX)                                                              \
+  XX(OK, 0, "success")                                                                   \
+  XX(ERR_INVALID_ARGUMENT, -1,                                                           \
+     "an argument is missing, out of range or "                                          \
+     "inconsistent with the others")                                                     \
+  XX(ERR_INVALID_DTYPE, -2,                                                              \
+     "the element type is not one this call "                                            \
+     "accepts")                                                                          \
+  XX(ERR_OUT_OF_BOUNDS, -3, "the requested range lies outside the buffer")               \
+  XX(ERR_OVERFLOW, -4, "a size computation overflows")                                   \
+  XX(ERR_INVALID_ENV, -5,                                                                \
+     "an environment variable has a value kiln "                                         \
+     "cannot use")                                                                       \
+  XX(ERR_WRONG_RUNTIME, -6, "the objects belong to different runtimes")                  \
+  XX(ERR_BUSY, -7, "the object is still in use")                                         \
+  XX(ERR_UNSUPPORTED, -8,                                                                \
+     "the device or this build of kiln cannot do "                                       \
+     "what was asked")                                                                   \
+  XX(ERR_INVALID_DEVICE_SELECTOR, -9,                                                    \
+     "the device selector does not parse or "                                            \
+     "matches no device")                                                                \
+  XX(ERR_NO_DEVICE, -100, "no usable OpenCL device was found")                           \
+  XX(ERR_OUT_OF_MEMORY, -101,                                                            \
+     "the device does not have the memory asked "                                        \
+     "for")                                                                              \
+  XX(ERR_OUT_OF_HOST_MEMORY, -102, "the host ran out of memory")                         \
+  XX(ERR_DEVICE_UNAVAILABLE, -103, "the device is not available")                        \
+  XX(ERR_OPENCL, -104, "an OpenCL call failed")                                          \
+  XX(ERR_BUILD, -105, "an OpenCL program failed to build")                               \
+  XX(ERR_IO, -200, "a file could not be read or written")                                \
+  XX(ERR_FORMAT, -201,                                                                   \
+     "a file is malformed or in a format kiln "                                          \
+     "does not read")
 /* clang-format on */
 
 /*! kiln_status :
@@ -341,8 +348,7 @@ static inline void kiln_options_init(kiln_options *opts)
  *           KILN_ERR_INVALID_ENV, KILN_ERR_INVALID_ARGUMENT for bad options;
  *           KILN_ERR_OUT_OF_HOST_MEMORY; KILN_ERR_OPENCL.
  * On failure, kiln_last_error(NULL) tells why. */
-KILN_API kiln_status kiln_runtime_create(const kiln_options *opts,
-                                         kiln_runtime **out);
+KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime **out);
 
 /*! kiln_runtime_destroy() :
  * Waits for the queue, writes the trace when kiln_options.trace or
@@ -467,9 +473,9 @@ typedef enum kiln_vendor {
   KILN_VENDOR_ARM = 5,
   KILN_VENDOR_QUALCOMM = 6,
   KILN_VENDOR_IMAGINATION = 7,
-  KILN_VENDOR_POCL = 8,      /* the Portable Computing Language CPU runtime */
-  KILN_VENDOR_OCLGRIND = 9,  /* the Oclgrind kernel simulator */
-  KILN_VENDOR_MESA = 10      /* Mesa's Clover or rusticl, on any GPU */
+  KILN_VENDOR_POCL = 8,     /* the Portable Computing Language CPU runtime */
+  KILN_VENDOR_OCLGRIND = 9, /* the Oclgrind kernel simulator */
+  KILN_VENDOR_MESA = 10     /* Mesa's Clover or rusticl, on any GPU */
 } kiln_vendor;
 
 /*! kiln_vendor_name() :
@@ -484,18 +490,18 @@ KILN_API const char *kiln_vendor_name(kiln_vendor vendor);
  * every property, with the reason). Owned by the runtime or the device list
  * that found it; valid until that is destroyed. */
 typedef struct kiln_device_info {
-  unsigned platform_index;      /* position in the ICD loader's platform list */
-  unsigned device_index;        /* position in that platform's device list */
+  unsigned platform_index; /* position in the ICD loader's platform list */
+  unsigned device_index;   /* position in that platform's device list */
   const char *platform_name;
   const char *platform_vendor;
   const char *platform_version; /* "OpenCL 3.0 PoCL ..." */
   const char *name;
   const char *vendor;
-  const char *version;          /* "OpenCL 1.2 ..." */
+  const char *version; /* "OpenCL 1.2 ..." */
   const char *driver_version;
   const char *opencl_c_version;
-  const char *extensions;       /* space-separated */
-  uint64_t type;                /* kiln_device_type bits */
+  const char *extensions; /* space-separated */
+  uint64_t type;          /* kiln_device_type bits */
   uint32_t vendor_id;
   uint32_t compute_units;
   uint32_t clock_mhz;
@@ -503,23 +509,23 @@ typedef struct kiln_device_info {
   uint64_t max_alloc_bytes;
   uint64_t local_mem_bytes;
   uint64_t max_work_group_size;
-  int available;                /* CL_DEVICE_AVAILABLE */
-  int compiler_available;       /* CL_DEVICE_COMPILER_AVAILABLE */
-  int has_fp64;                 /* double precision arithmetic */
-  int has_fp16;                 /* cl_khr_fp16 arithmetic; half storage
+  int available;                      /* CL_DEVICE_AVAILABLE */
+  int compiler_available;             /* CL_DEVICE_COMPILER_AVAILABLE */
+  int has_fp64;                       /* double precision arithmetic */
+  int has_fp16;                       /* cl_khr_fp16 arithmetic; half storage
                                    (vload_half) works on every device */
   uint32_t native_vector_width_float; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT */
-  int host_unified_memory;      /* CL_DEVICE_HOST_UNIFIED_MEMORY */
-  uint32_t arch_major;          /* NVIDIA compute capability or AMD GFX IP */
-  uint32_t arch_minor;          /*   version; 0 when the driver has none */
+  int host_unified_memory;            /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  uint32_t arch_major;                /* NVIDIA compute capability or AMD GFX IP */
+  uint32_t arch_minor;                /*   version; 0 when the driver has none */
   /* Derived by kiln from the above: */
   kiln_vendor vendor_family;
-  int integrated;               /* shares the host's memory: an integrated
+  int integrated;          /* shares the host's memory: an integrated
                                    GPU, or a CPU device */
-  int is_simulator;             /* simulates a device (Oclgrind): correct but
+  int is_simulator;        /* simulates a device (Oclgrind): correct but
                                    far slower; never picked unless asked */
-  unsigned opencl_version;      /* from `version`: 120 for "OpenCL 1.2" */
-  double peak_gflops;           /* estimated fp32 peak; see device.c */
+  unsigned opencl_version; /* from `version`: 120 for "OpenCL 1.2" */
+  double peak_gflops;      /* estimated fp32 peak; see device.c */
 } kiln_device_info;
 
 /*! kiln_device_compare() :
@@ -535,16 +541,15 @@ typedef struct kiln_device_info {
  * A total order: the platform order the ICD loader happens to use decides
  * only between records identical in everything else. Pure: works on records
  * you fill yourself (then call nothing else on them). */
-KILN_API int kiln_device_compare(const kiln_device_info *a,
-                                 const kiln_device_info *b);
+KILN_API int kiln_device_compare(const kiln_device_info *a, const kiln_device_info *b);
 
 /*! kiln_device_rank_reasons() :
  * Writes why the device ranks where it does into buf, in a few words:
  * "discrete GPU, ~82575 GFLOP/s fp32, 24.0 GiB, OpenCL 3.0", prefixed by
  * "not available", "no compiler" or "simulator" where that holds. Always
  * NUL-terminated when size > 0. @return : buf. */
-KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *info,
-                                              char *buf, size_t size);
+KILN_API const char *kiln_device_rank_reasons(const kiln_device_info *info, char *buf,
+                                              size_t size);
 
 /*! kiln_runtime_device() :
  * @return : the device the runtime runs on. Owned by the runtime; NULL for
@@ -558,8 +563,7 @@ KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt);
 /*! kiln_runtime_device_at() :
  * @return : the i-th device found, in platform then device order, or NULL when
  *           i is out of range. Owned by the runtime. */
-KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt,
-                                                        size_t i);
+KILN_API const kiln_device_info *kiln_runtime_device_at(const kiln_runtime *rt, size_t i);
 
 /*-------------------------------------------------------------------
  * Listing devices without a runtime, and every property, as clinfo
@@ -573,11 +577,11 @@ typedef struct kiln_device_list kiln_device_list;
  * One OpenCL platform. Strings are never NULL. Owned by the list or runtime
  * that found it; valid until that is destroyed. */
 typedef struct kiln_platform_info {
-  unsigned index;       /* position in the ICD loader's platform list */
-  const char *name;     /* CL_PLATFORM_NAME */
-  const char *vendor;   /* CL_PLATFORM_VENDOR */
-  const char *version;  /* CL_PLATFORM_VERSION: "OpenCL 3.0 PoCL ..." */
-  size_t device_count;  /* devices kiln could read on it */
+  unsigned index;      /* position in the ICD loader's platform list */
+  const char *name;    /* CL_PLATFORM_NAME */
+  const char *vendor;  /* CL_PLATFORM_VENDOR */
+  const char *version; /* CL_PLATFORM_VERSION: "OpenCL 3.0 PoCL ..." */
+  size_t device_count; /* devices kiln could read on it */
 } kiln_platform_info;
 
 /*! kiln_property :
@@ -697,15 +701,16 @@ KILN_API size_t kiln_platform_property_count(void);
  * Fills *out with the i-th property of a platform; as kiln_device_property().
  * @platform : from kiln_device_list_platform() or kiln_device_platform().
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL or i out of range. */
-KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform,
-                                            size_t i, kiln_property *out);
+KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform, size_t i,
+                                            kiln_property *out);
 
 /*====================================================================
  * Buffers
  *====================================================================*/
 
 /* Flags for kiln_buffer_create(). */
-#define KILN_BUFFER_ZERO 1u /* fill the new buffer with zero bytes; without
+#define KILN_BUFFER_ZERO                                                                 \
+  1u /* fill the new buffer with zero bytes; without
                                it the contents are whatever the driver gives */
 
 /*! kiln_buffer_create() :
@@ -721,9 +726,8 @@ KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform,
  *             largest allocation, what is left of its memory or of the
  *             runtime's memory limit, or when the driver fails to allocate
  *             (the message gives the bytes requested and available). */
-KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
-                                        size_t count, unsigned flags,
-                                        kiln_buffer **out);
+KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype, size_t count,
+                                        unsigned flags, kiln_buffer **out);
 
 /*! kiln_buffer_wrap() :
  * Makes a buffer over count elements of host memory (CL_MEM_USE_HOST_PTR).
@@ -731,9 +735,8 @@ KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype,
  * the element size; its contents are what the device sees at first use.
  * Counted against the memory limit like any buffer, because a discrete GPU
  * may mirror it. Returns the same statuses as kiln_buffer_create(). */
-KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype,
-                                      size_t count, void *host,
-                                      kiln_buffer **out);
+KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t count,
+                                      void *host, kiln_buffer **out);
 
 /*! kiln_buffer_destroy() :
  * Releases the buffer once the commands already enqueued on it have run.
@@ -742,7 +745,7 @@ KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf);
 
 /* Getters: 0 or KILN_DTYPE 0 / NULL for buf == NULL. */
 KILN_API kiln_dtype kiln_buffer_dtype(const kiln_buffer *buf);
-KILN_API size_t kiln_buffer_count(const kiln_buffer *buf);  /* elements */
+KILN_API size_t kiln_buffer_count(const kiln_buffer *buf); /* elements */
 KILN_API size_t kiln_buffer_bytes(const kiln_buffer *buf);
 KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf);
 
@@ -754,8 +757,8 @@ KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf);
 
 /*! kiln_buffer_write() : copies count elements from src into the buffer and
  * returns when src may be reused. */
-KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset,
-                                       size_t count, const void *src);
+KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t count,
+                                       const void *src);
 
 /*! kiln_buffer_write_async() : enqueues the copy and returns at once; src
  * must stay unchanged until kiln_finish(). */
@@ -764,27 +767,26 @@ KILN_API kiln_status kiln_buffer_write_async(kiln_buffer *buf, size_t offset,
 
 /*! kiln_buffer_read() : copies count elements from the buffer into dst,
  * after everything enqueued before it, and returns when dst holds them. */
-KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset,
-                                      size_t count, void *dst);
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t count,
+                                      void *dst);
 
 /*! kiln_buffer_read_async() : enqueues the copy and returns at once; dst holds
  * the data after kiln_finish(). */
-KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf,
-                                            size_t offset, size_t count,
-                                            void *dst);
+KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf, size_t offset,
+                                            size_t count, void *dst);
 
 /*! kiln_buffer_copy() : enqueues a device-side copy of count elements from
  * src into dst. Both must have the same dtype (KILN_ERR_INVALID_DTYPE) and
  * runtime (KILN_ERR_WRONG_RUNTIME); overlapping ranges of one buffer are
  * refused (KILN_ERR_INVALID_ARGUMENT). */
 KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
-                                      const kiln_buffer *src,
-                                      size_t src_offset, size_t count);
+                                      const kiln_buffer *src, size_t src_offset,
+                                      size_t count);
 
 /*! kiln_buffer_fill() : enqueues setting count elements to *value, one element
  * of the buffer's dtype (e.g. a float for KILN_F32, two for KILN_C32). */
-KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset,
-                                      size_t count, const void *value);
+KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t count,
+                                      const void *value);
 
 /*====================================================================
  * Kernels
@@ -820,8 +822,7 @@ KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
  * The same from a file. KILN_ERR_IO when it cannot be read (the message
  * gives the path and the system's reason). */
 KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path,
-                                              const char *options,
-                                              kiln_program **out);
+                                              const char *options, kiln_program **out);
 
 /*! kiln_program_destroy() : NULL is ignored. @return : KILN_OK. */
 KILN_API kiln_status kiln_program_destroy(kiln_program *program);
@@ -845,8 +846,8 @@ KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
  * (a scalar, vector or struct), or local memory of `size` bytes when value
  * is NULL. kiln_kernel_set_buffer() sets it to a buffer of the same runtime.
  * The errors name the argument and what OpenCL expected. */
-KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index,
-                                         size_t size, const void *value);
+KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index, size_t size,
+                                         const void *value);
 KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
                                             const kiln_buffer *buffer);
 
@@ -872,19 +873,19 @@ KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
 typedef struct kiln_cache_usage {
   /* Set by kiln_cache_usage_init(): see "A header that can grow". */
   size_t struct_size;
-  const char *dir;    /* the cache folder, or NULL when the cache is off */
-  uint64_t compiles;  /* programs compiled from source */
-  uint64_t hits;      /* programs loaded from the cache */
-  uint64_t misses;    /* looked for and not there */
-  uint64_t stores;    /* entries written */
-  uint64_t rejected;  /* entries found corrupt, foreign or refused by the
+  const char *dir;          /* the cache folder, or NULL when the cache is off */
+  uint64_t compiles;        /* programs compiled from source */
+  uint64_t hits;            /* programs loaded from the cache */
+  uint64_t misses;          /* looked for and not there */
+  uint64_t stores;          /* entries written */
+  uint64_t rejected;        /* entries found corrupt, foreign or refused by the
                          driver: deleted and rebuilt */
-  uint64_t untrusted; /* entries left alone, neither loaded nor deleted, as
+  uint64_t untrusted;       /* entries left alone, neither loaded nor deleted, as
                          kiln does not trust them: links, not regular files,
                          another user's, writable by others (by loads and by
                          kiln_cache_contents() and kiln_cache_clear()) */
   char untrusted_note[256]; /* why the last of those was left alone, or "" */
-  int shared;         /* the folder is a team cache (kiln_options.cache_shared) */
+  int shared;               /* the folder is a team cache (kiln_options.cache_shared) */
 } kiln_cache_usage;
 
 /*! kiln_cache_usage_init() :
@@ -938,19 +939,19 @@ typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose
 typedef struct kiln_gemm_desc {
   /* Set by kiln_gemm_desc_init(): see "A header that can grow". */
   size_t struct_size;
-  kiln_dtype dtype;     /* KILN_F32; KILN_F64 on devices with fp64; KILN_F16
+  kiln_dtype dtype;   /* KILN_F32; KILN_F64 on devices with fp64; KILN_F16
                            storage, accumulated in float32 on every device */
-  kiln_layout layout;   /* of all three matrices */
+  kiln_layout layout; /* of all three matrices */
   kiln_transpose trans_a, trans_b;
   size_t m, n, k;
-  double alpha, beta;   /* beta = 0: C is not read, as in BLAS */
-  size_t lda, ldb, ldc; /* leading dimensions; 0: packed (the row length in
+  double alpha, beta;                  /* beta = 0: C is not read, as in BLAS */
+  size_t lda, ldb, ldc;                /* leading dimensions; 0: packed (the row length in
                            row-major storage, the column length otherwise) */
   size_t offset_a, offset_b, offset_c; /* where the first matrix starts */
-  size_t batch;         /* products; 0 counts as 1 */
+  size_t batch;                        /* products; 0 counts as 1 */
   size_t stride_a, stride_b, stride_c; /* between the batch's matrices;
                                           0: packed, one after another */
-  kiln_backend backend; /* KILN_BACKEND_AUTO: the runtime's choice
+  kiln_backend backend;                /* KILN_BACKEND_AUTO: the runtime's choice
                            (kiln_options.gemm_backend, KILN_GEMM_BACKEND),
                            else kiln's rules */
 } kiln_gemm_desc;
@@ -958,8 +959,8 @@ typedef struct kiln_gemm_desc {
 /*! kiln_gemm_desc_init() :
  * Row-major, no transposes, alpha 1, beta 0, packed, one product, backend
  * AUTO, and struct_size. NULL is ignored. Inline. */
-static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype,
-                                       size_t m, size_t n, size_t k)
+static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
+                                       size_t n, size_t k)
 {
   if (!desc)
     return;
@@ -1023,15 +1024,15 @@ typedef struct kiln_reduce_desc {
   /* Set by kiln_reduce_desc_init(): see "A header that can grow". */
   size_t struct_size;
   kiln_reduce_op op;
-  kiln_dtype dtype;     /* of the input: KILN_F32, KILN_F64 (with fp64),
+  kiln_dtype dtype;                  /* of the input: KILN_F32, KILN_F64 (with fp64),
                            KILN_F16, KILN_I32 */
-  unsigned ndim;        /* 1 to KILN_ARRAY_MAX_DIMS */
+  unsigned ndim;                     /* 1 to KILN_ARRAY_MAX_DIMS */
   size_t shape[KILN_ARRAY_MAX_DIMS]; /* the view; a 0 makes it empty */
-  int32_t axis;         /* the axis to reduce along, 0 .. ndim-1, or negative
+  int32_t axis;                      /* the axis to reduce along, 0 .. ndim-1, or negative
                            from the end as numpy counts (-1: the last);
                            KILN_AXIS_ALL: every element, one result */
-  size_t offset;        /* elements before the view in the input buffer */
-  kiln_backend backend; /* AUTO (kiln's kernels), KILN_BACKEND_KILN, or
+  size_t offset;                     /* elements before the view in the input buffer */
+  kiln_backend backend;              /* AUTO (kiln's kernels), KILN_BACKEND_KILN, or
                            KILN_BACKEND_CLBLAST where CLBlast applies: float
                            sums and norms of every element */
 } kiln_reduce_desc;
@@ -1107,17 +1108,17 @@ typedef enum kiln_tensor_layout {
 typedef struct kiln_conv2d_desc {
   /* Set by kiln_conv2d_desc_init(): see "A header that can grow". */
   size_t struct_size;
-  kiln_dtype dtype;         /* KILN_F32; KILN_F64 with fp64; KILN_F16 storage
+  kiln_dtype dtype;          /* KILN_F32; KILN_F64 with fp64; KILN_F16 storage
                                with float32 accumulation */
   kiln_tensor_layout layout; /* of x, weights and y */
-  size_t n, c, h, w;        /* the input */
-  size_t k, r, s;           /* output channels; the filter's height, width */
+  size_t n, c, h, w;         /* the input */
+  size_t k, r, s;            /* output channels; the filter's height, width */
   size_t stride_h, stride_w; /* 0: 1 */
   size_t pad_top, pad_bottom, pad_left, pad_right; /* zeros around x */
-  size_t dilation_h, dilation_w; /* 0: 1 */
-  size_t groups;            /* 0: 1; c and k must divide by it; c: depthwise */
-  int relu;                 /* non-zero: y = max(y, 0) after the bias */
-  kiln_backend backend;     /* AUTO, IM2COL, DIRECT, or CLBLAST (convgemm,
+  size_t dilation_h, dilation_w;                   /* 0: 1 */
+  size_t groups;        /* 0: 1; c and k must divide by it; c: depthwise */
+  int relu;             /* non-zero: y = max(y, 0) after the bias */
+  kiln_backend backend; /* AUTO, IM2COL, DIRECT, or CLBLAST (convgemm,
                                where it applies) */
 } kiln_conv2d_desc;
 
@@ -1125,8 +1126,8 @@ typedef struct kiln_conv2d_desc {
  * NCHW, stride 1, no padding, dilation 1, one group, no ReLU, AUTO, and
  * struct_size. NULL is ignored. Inline. */
 static inline void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtype,
-                                         size_t n, size_t c, size_t h, size_t w,
-                                         size_t k, size_t r, size_t s)
+                                         size_t n, size_t c, size_t h, size_t w, size_t k,
+                                         size_t r, size_t s)
 {
   if (!desc)
     return;
@@ -1185,12 +1186,12 @@ typedef struct kiln_fft_desc {
   /* Set by kiln_fft_desc_init(): see "A header that can grow". */
   size_t struct_size;
   kiln_fft_kind kind;
-  kiln_dtype dtype;     /* the real type: KILN_F32, or KILN_F64 with fp64;
+  kiln_dtype dtype; /* the real type: KILN_F32, or KILN_F64 with fp64;
                            complex data is KILN_C32 / KILN_C64 */
-  unsigned ndim;        /* 1 to 3 */
-  size_t shape[3];      /* the real-space lengths (for C2R, the output's) */
-  size_t batch;         /* 0 counts as 1 */
-  int inverse;          /* C2C only: non-zero for the inverse transform */
+  unsigned ndim;    /* 1 to 3 */
+  size_t shape[3];  /* the real-space lengths (for C2R, the output's) */
+  size_t batch;     /* 0 counts as 1 */
+  int inverse;      /* C2C only: non-zero for the inverse transform */
   kiln_fft_norm norm;
   kiln_backend backend; /* AUTO, KILN_BACKEND_KILN (1-D C2C of powers of
                            two), KILN_BACKEND_VKFFT or KILN_BACKEND_CLFFT */
@@ -1276,23 +1277,23 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
 typedef struct kiln_profile_row {
   /* Set by kiln_profile_row_init(): see "A header that can grow". */
   size_t struct_size;
-  char op[64];        /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
+  char op[64];      /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
                          "write", "read", "copy", "fill", or a launched
                          kernel's name (cut to 63 bytes) */
-  char backend[16];   /* kiln_backend_name() of the backend that ran it;
+  char backend[16]; /* kiln_backend_name() of the backend that ran it;
                          "opencl" for transfers, copies and fills, "user"
                          for kiln_kernel_launch() */
   uint64_t calls;
-  uint64_t total_ns;  /* device time, summed over the calls */
+  uint64_t total_ns;       /* device time, summed over the calls */
   uint64_t min_ns, max_ns; /* the shortest and longest call */
-  uint64_t host_ns;   /* time spent inside the calls on the host (checking,
+  uint64_t host_ns;        /* time spent inside the calls on the host (checking,
                          choosing, building plans, enqueueing) */
-  uint64_t flops;     /* floating-point operations, summed: 2mnk for a
+  uint64_t flops;          /* floating-point operations, summed: 2mnk for a
                          GEMM, 5 n log2 n per complex FFT; 0 where none */
-  uint64_t bytes;     /* the least the calls must read and write, summed */
-  double gflops;      /* flops / total_ns: GFLOP/s over the device time */
-  double gbps;        /* bytes / total_ns: GB/s */
-  double percent;     /* total_ns as a share of every row's, 0 to 100 */
+  uint64_t bytes;          /* the least the calls must read and write, summed */
+  double gflops;           /* flops / total_ns: GFLOP/s over the device time */
+  double gbps;             /* bytes / total_ns: GB/s */
+  double percent;          /* total_ns as a share of every row's, 0 to 100 */
 } kiln_profile_row;
 
 /*! kiln_profile_row_init() :
@@ -1451,11 +1452,11 @@ KILN_API void kiln_array_free(kiln_array *array);
 typedef struct kiln_memory_usage {
   /* Set by kiln_memory_usage_init(): see "A header that can grow". */
   size_t struct_size;
-  uint64_t current_bytes;   /* bytes in live buffers now */
-  uint64_t peak_bytes;      /* the most ever held at once */
-  uint64_t live_buffers;    /* buffers created and not yet destroyed */
-  uint64_t limit_bytes;     /* the budget: global memory, or the limit set */
-  uint64_t max_alloc_bytes; /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+  uint64_t current_bytes;    /* bytes in live buffers now */
+  uint64_t peak_bytes;       /* the most ever held at once */
+  uint64_t live_buffers;     /* buffers created and not yet destroyed */
+  uint64_t limit_bytes;      /* the budget: global memory, or the limit set */
+  uint64_t max_alloc_bytes;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
   int64_t device_free_bytes; /* free memory by the vendor's query
                                 (cl_amd_device_attribute_query), -1 when the
                                 device offers none */
@@ -1513,8 +1514,7 @@ KILN_API const char *kiln_builtin_name(size_t i);
 /*! kiln_gemm_backend_for() :
  * The backend kiln_gemm() would use for this request on this runtime
  * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
-KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt,
-                                            const kiln_gemm_desc *desc);
+KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_desc *desc);
 
 #endif /* KILN_EXPERIMENTAL */
 

@@ -45,8 +45,14 @@ typedef struct clblast_status {
 /* Every code of CLBlastStatusCode in clblast_c.h (1.5.3), in its order. The
  * enum constants (not numbers) are used so a header that drops one fails to
  * compile here. */
-#define CL_ROW(name) {name, #name, 1, KILN_OK, NULL}
-#define OWN_ROW(name, status, text) {name, #name, 0, status, text}
+#define CL_ROW(name)                                                                     \
+  {                                                                                      \
+    name, #name, 1, KILN_OK, NULL                                                        \
+  }
+#define OWN_ROW(name, status, text)                                                      \
+  {                                                                                      \
+    name, #name, 0, status, text                                                         \
+  }
 static const clblast_status statuses[] = {
   {CLBlastSuccess, "CLBlastSuccess", 0, KILN_OK, "success"},
   CL_ROW(CLBlastOpenCLCompilerNotAvailable),
@@ -189,8 +195,8 @@ kiln_status kiln__fail_clblast(kiln_runtime *rt, int code, const char *call,
                     kiln__clblast_status_name(code), code);
   if (s && s->from_cl)
     kiln__str_appendf(&msg, ", %s", kiln_cl_error_name(code));
-  kiln__str_appendf(&msg, "): %s", s && !s->from_cl ? s->text
-                                                    : kiln_status_string(status));
+  kiln__str_appendf(&msg, "): %s",
+                    s && !s->from_cl ? s->text : kiln_status_string(status));
   kiln_status st = kiln__fail(rt, status, "%s", kiln__str_get(&msg));
   kiln__str_free(&msg);
   return st;
@@ -226,8 +232,7 @@ uint16_t kiln__half_from_double(double d)
      * 2^-25 itself ties to the even zero) */
     if (e < -10)
       return sign;
-    return (uint16_t)(sign | round_shift(mant | (UINT64_C(1) << 52),
-                                         (unsigned)(43 - e)));
+    return (uint16_t)(sign | round_shift(mant | (UINT64_C(1) << 52), (unsigned)(43 - e)));
   }
   return (uint16_t)(sign | (round_shift(((uint64_t)e << 52) | mant, 42)));
 }
@@ -294,8 +299,8 @@ void kiln__clblast_unlock(void)
 /* Whether one matrix of the batch stays within CLBlast's int indices:
  * rows x cols stored with `ld` from `offset`, `batch` of them `stride` apart;
  * *padded grows by the size of CLBlast's padded temporary copy of it. */
-static int fits_int(int row_major, size_t rows, size_t cols, size_t ld,
-                    size_t offset, size_t stride, size_t batch, size_t *padded)
+static int fits_int(int row_major, size_t rows, size_t cols, size_t ld, size_t offset,
+                    size_t stride, size_t batch, size_t *padded)
 {
   size_t outer = row_major ? rows : cols, inner = row_major ? cols : rows;
   size_t span, last, end, copy;
@@ -305,8 +310,7 @@ static int fits_int(int row_major, size_t rows, size_t cols, size_t ld,
       kiln__add_overflow(end, inner, &end) || end > INT_MAX)
     return 0;
   if (kiln__mul_overflow(rows + PAD, cols + PAD, &copy) ||
-      kiln__mul_overflow(copy, batch, &copy) ||
-      kiln__add_overflow(*padded, copy, padded))
+      kiln__mul_overflow(copy, batch, &copy) || kiln__add_overflow(*padded, copy, padded))
     return 0;
   return 1;
 }
@@ -333,14 +337,12 @@ static const char *cannot(kiln_runtime *rt, const kiln__gemm *g)
       return "CLBlast's Hgemm takes alpha and beta in half precision, and one "
              "of them overflows it (above 65504) or rounds to zero in it";
     break;
-  case KILN_F32:
-    break;
+  case KILN_F32: break;
   case KILN_F64:
     if (!dev->has_fp64)
       return "the device has no fp64 (cl_khr_fp64), which CLBlast's Dgemm needs";
     break;
-  default:
-    return "kiln runs CLBlast's GEMM on float16, float32 and float64 only";
+  default: return "kiln runs CLBlast's GEMM on float16, float32 and float64 only";
   }
   if (!g->m || !g->n || !g->k || !g->batch)
     return "CLBlast refuses a zero m, n, k or batch";
@@ -349,12 +351,11 @@ static const char *cannot(kiln_runtime *rt, const kiln__gemm *g)
   int rm = g->layout == KILN_ROW_MAJOR;
   int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
   size_t padded = 0;
-  if (!fits_int(rm, ta ? g->k : g->m, ta ? g->m : g->k, g->lda, g->offset_a,
-                g->stride_a, g->batch, &padded) ||
-      !fits_int(rm, tb ? g->n : g->k, tb ? g->k : g->n, g->ldb, g->offset_b,
-                g->stride_b, g->batch, &padded) ||
-      !fits_int(rm, g->m, g->n, g->ldc, g->offset_c, g->stride_c, g->batch,
-                &padded) ||
+  if (!fits_int(rm, ta ? g->k : g->m, ta ? g->m : g->k, g->lda, g->offset_a, g->stride_a,
+                g->batch, &padded) ||
+      !fits_int(rm, tb ? g->n : g->k, tb ? g->k : g->n, g->ldb, g->offset_b, g->stride_b,
+                g->batch, &padded) ||
+      !fits_int(rm, g->m, g->n, g->ldc, g->offset_c, g->stride_c, g->batch, &padded) ||
       padded > INT_MAX)
     return "CLBlast's kernels index matrices (and its padded copies of them) "
            "with 32-bit int, and this product reaches beyond element 2^31-1";
@@ -362,27 +363,25 @@ static const char *cannot(kiln_runtime *rt, const kiln__gemm *g)
 }
 
 /* One CLBlast call for either batch shape; X is S, D or H. */
-#define CLBLAST_GEMM(X, alpha, beta)                                            \
-  (g->batch == 1                                                               \
-     ? (call = "CLBlast" #X "gemm",                                            \
-        CLBlast##X##gemm(layout, ta, tb, g->m, g->n, g->k, alpha,              \
-                         g->a, g->offset_a, g->lda, g->b, g->offset_b, g->ldb, \
-                         beta, g->c, g->offset_c, g->ldc, &queue, &ev))        \
-     : (call = "CLBlast" #X "gemmStridedBatched",                              \
-        CLBlast##X##gemmStridedBatched(                                        \
-          layout, ta, tb, g->m, g->n, g->k, alpha,                             \
-          g->a, g->offset_a, g->lda, g->stride_a,                              \
-          g->b, g->offset_b, g->ldb, g->stride_b, beta,                        \
-          g->c, g->offset_c, g->ldc, g->stride_c, g->batch, &queue, &ev)))
+#define CLBLAST_GEMM(X, alpha, beta)                                                     \
+  (g->batch == 1 ? (call = "CLBlast" #X "gemm",                                          \
+                    CLBlast##X##gemm(layout, ta, tb, g->m, g->n, g->k, alpha, g->a,      \
+                                     g->offset_a, g->lda, g->b, g->offset_b, g->ldb,     \
+                                     beta, g->c, g->offset_c, g->ldc, &queue, &ev))      \
+                 : (call = "CLBlast" #X "gemmStridedBatched",                            \
+                    CLBlast##X##gemmStridedBatched(                                      \
+                      layout, ta, tb, g->m, g->n, g->k, alpha, g->a, g->offset_a,        \
+                      g->lda, g->stride_a, g->b, g->offset_b, g->ldb, g->stride_b, beta, \
+                      g->c, g->offset_c, g->ldc, g->stride_c, g->batch, &queue, &ev)))
 
 static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
 {
-  CLBlastLayout layout = g->layout == KILN_COL_MAJOR ? CLBlastLayoutColMajor
-                                                     : CLBlastLayoutRowMajor;
-  CLBlastTranspose ta = g->trans_a == KILN_TRANS ? CLBlastTransposeYes
-                                                 : CLBlastTransposeNo;
-  CLBlastTranspose tb = g->trans_b == KILN_TRANS ? CLBlastTransposeYes
-                                                 : CLBlastTransposeNo;
+  CLBlastLayout layout =
+    g->layout == KILN_COL_MAJOR ? CLBlastLayoutColMajor : CLBlastLayoutRowMajor;
+  CLBlastTranspose ta =
+    g->trans_a == KILN_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  CLBlastTranspose tb =
+    g->trans_b == KILN_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
   cl_command_queue queue = rt->queue;
   cl_event ev = NULL;
   const char *call = "CLBlast";
@@ -409,8 +408,8 @@ static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
     if (ev)
       clReleaseEvent(ev);
     return kiln__fail_clblast(rt, st, call,
-                              "kiln_gemm: a %zux%zux%zu %s product, batch %zu",
-                              g->m, g->n, g->k, kiln_dtype_name(g->dtype), g->batch);
+                              "kiln_gemm: a %zux%zux%zu %s product, batch %zu", g->m,
+                              g->n, g->k, kiln_dtype_name(g->dtype), g->batch);
   }
   if (!ev) /* CLBlast enqueued nothing */
     return KILN_OK;

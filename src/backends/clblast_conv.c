@@ -86,8 +86,8 @@ static size_t images_per_call(kiln_runtime *rt, const kiln__conv *cv)
   if (col > INT_LIMIT || kiln_memory_stats(rt, &mem) != KILN_OK)
     return 0;
   uint64_t room = mem.max_alloc_bytes;
-  uint64_t left = mem.limit_bytes > mem.current_bytes
-                    ? mem.limit_bytes - mem.current_bytes : 0;
+  uint64_t left =
+    mem.limit_bytes > mem.current_bytes ? mem.limit_bytes - mem.current_bytes : 0;
   if (left < room)
     room = left;
   uint64_t fit = room / ((uint64_t)col * esize);
@@ -111,8 +111,8 @@ static int nhwc_is_nchw(const kiln__conv *cv)
 static int fits_int(const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  const size_t each[] = {d->stride_h, d->stride_w, d->pad_top, d->pad_left,
-                         d->dilation_h, d->dilation_w};
+  const size_t each[] = {d->stride_h, d->stride_w,   d->pad_top,
+                         d->pad_left, d->dilation_h, d->dilation_w};
   for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
     if (each[i] > INT_LIMIT / 4)
       return 0;
@@ -128,8 +128,7 @@ static const char *cannot_type(kiln_runtime *rt, kiln_dtype dtype)
 {
   const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
   switch (dtype) {
-  case KILN_F32:
-    return NULL;
+  case KILN_F32: return NULL;
   case KILN_F64:
     return dev->has_fp64 ? NULL
                          : "the device has no fp64 (cl_khr_fp64), which CLBlast's "
@@ -140,8 +139,7 @@ static const char *cannot_type(kiln_runtime *rt, kiln_dtype dtype)
                          : "the device has no cl_khr_fp16, which CLBlast's "
                            "Hconvgemm needs (and Hconvgemm accumulates in half, "
                            "where kiln's float16 convolution accumulates in float32)";
-  default:
-    return "kiln runs CLBlast's convgemm on float32 and float64 only";
+  default: return "kiln runs CLBlast's convgemm on float32 and float64 only";
   }
 }
 
@@ -172,12 +170,11 @@ static const char *cannot(kiln_runtime *rt, const kiln__conv *cv)
 }
 
 /* One call over `count` images from image `first`; X is S or D. */
-#define CLBLAST_CONVGEMM(X)                                                      \
-  CLBlast##X##convgemm(CLBlastKernelModeCrossCorrelation, d->c, d->h, d->w,     \
-                       d->r, d->s, d->pad_top, d->pad_left, d->stride_h,        \
-                       d->stride_w, d->dilation_h, d->dilation_w, d->k, count,  \
-                       cv->x, first * d->c * d->h * d->w, cv->w, 0, cv->y,      \
-                       first * d->k * cv->p * cv->q, &queue, &ev)
+#define CLBLAST_CONVGEMM(X)                                                              \
+  CLBlast##X##convgemm(CLBlastKernelModeCrossCorrelation, d->c, d->h, d->w, d->r, d->s,  \
+                       d->pad_top, d->pad_left, d->stride_h, d->stride_w, d->dilation_h, \
+                       d->dilation_w, d->k, count, cv->x, first * d->c * d->h * d->w,    \
+                       cv->w, 0, cv->y, first * d->k * cv->p * cv->q, &queue, &ev)
 
 static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
 {
@@ -202,8 +199,8 @@ static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
       return kiln__fail_clblast(rt, st, dbl ? "CLBlastDconvgemm" : "CLBlastSconvgemm",
                                 "kiln_conv2d: images %zu to %zu of %zu, %zu x %zu x "
                                 "%zu into %zu channels by %zu x %zu, %s",
-                                first, first + count - 1, d->n, d->c, d->h, d->w,
-                                d->k, d->r, d->s, kiln_dtype_name(d->dtype));
+                                first, first + count - 1, d->n, d->c, d->h, d->w, d->k,
+                                d->r, d->s, kiln_dtype_name(d->dtype));
     }
     if (ev) {
       kiln_status ts = kiln__runtime_track(rt, ev, "kiln_conv2d(clblast)");

@@ -105,14 +105,12 @@ static int find_routine(const kiln__reduce *r)
 
 static const char *cannot(kiln_runtime *rt, const kiln__reduce *r)
 {
-  if ((unsigned)r->op < sizeof refused_ops / sizeof refused_ops[0] &&
-      refused_ops[r->op])
+  if ((unsigned)r->op < sizeof refused_ops / sizeof refused_ops[0] && refused_ops[r->op])
     return refused_ops[r->op];
   if (r->op != KILN_REDUCE_SUM && r->op != KILN_REDUCE_NORM2)
     return "kiln runs only CLBlast's Xsum and Xnrm2";
   switch (r->in_type) {
-  case KILN_F32:
-    break;
+  case KILN_F32: break;
   case KILN_F64:
     if (!kiln__runtime_device(rt)->info.has_fp64)
       return "the device has no fp64 (cl_khr_fp64), which CLBlast's Dsum and "
@@ -122,10 +120,8 @@ static const char *cannot(kiln_runtime *rt, const kiln__reduce *r)
     return "CLBlast's Hsum and Hnrm2 accumulate in half and return half; "
            "kiln's float16 sum and norm are float32, accumulated in float32 "
            "or better";
-  case KILN_I32:
-    return "CLBlast has no integer reductions";
-  default:
-    return "kiln runs CLBlast's reductions on float32 and float64 only";
+  case KILN_I32: return "CLBlast has no integer reductions";
+  default: return "kiln runs CLBlast's reductions on float32 and float64 only";
   }
   if (r->outer != 1 || r->inner != 1)
     return "CLBlast reduces one whole vector per call, not along an axis; "
@@ -154,16 +150,15 @@ static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
   kiln__clblast_use(rt);
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
   kiln__clblast_lock();
-  CLBlastStatusCode st = routines[k].fn(r->len, r->out, r->out_offset, r->in,
-                                        r->offset, 1, &queue, &ev);
+  CLBlastStatusCode st =
+    routines[k].fn(r->len, r->out, r->out_offset, r->in, r->offset, 1, &queue, &ev);
   kiln__clblast_unlock();
   if (st != CLBlastSuccess) {
     if (ev)
       clReleaseEvent(ev);
     return kiln__fail_clblast(rt, st, routines[k].name,
-                              "kiln_reduce: the %s of %zu %s elements",
-                              routines[k].what, r->len,
-                              kiln_dtype_name(r->in_type));
+                              "kiln_reduce: the %s of %zu %s elements", routines[k].what,
+                              r->len, kiln_dtype_name(r->in_type));
   }
   if (!ev) /* CLBlast enqueued nothing */
     return KILN_OK;

@@ -48,7 +48,10 @@ typedef struct clfft_status {
   const char *text;
 } clfft_status;
 
-#define OWN_ROW(name, status, text) {name, #name, status, text}
+#define OWN_ROW(name, status, text)                                                      \
+  {                                                                                      \
+    name, #name, status, text                                                            \
+  }
 static const clfft_status statuses[] = {
   OWN_ROW(CLFFT_BUGCHECK, KILN_ERR_OPENCL, "clFFT found an internal inconsistency"),
   OWN_ROW(CLFFT_NOTIMPLEMENTED, KILN_ERR_UNSUPPORTED,
@@ -78,8 +81,10 @@ static kiln_status fail_clfft(kiln_runtime *rt, clfftStatus code, const char *ca
                         call, statuses[i].name, (int)code, statuses[i].text);
   if (strcmp(kiln_cl_error_name((int)code), "CL_UNKNOWN_ERROR") != 0)
     return kiln__fail_cl(rt, (cl_int)code, call, "%s", what);
-  return kiln__fail(rt, KILN_ERR_OPENCL, "%s: %s failed with an unknown clFFT status "
-                    "(%d)", what, call, (int)code);
+  return kiln__fail(rt, KILN_ERR_OPENCL,
+                    "%s: %s failed with an unknown clFFT status "
+                    "(%d)",
+                    what, call, (int)code);
 }
 
 /* ---- process-wide setup -------------------------------------------------- */
@@ -105,8 +110,10 @@ static kiln_status plans_acquire(kiln_runtime *rt)
   if (live_plans == 0) {
     /* clfftInitSetupData() is an inline function without an external
      * definition in C: fill the same fields here. */
-    clfftSetupData setup = {.major = clfftVersionMajor, .minor = clfftVersionMinor,
-                            .patch = clfftVersionPatch, .debugFlags = 0};
+    clfftSetupData setup = {.major = clfftVersionMajor,
+                            .minor = clfftVersionMinor,
+                            .patch = clfftVersionPatch,
+                            .debugFlags = 0};
     err = clfftSetup(&setup);
   }
   if (err == CLFFT_SUCCESS)
@@ -199,8 +206,8 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   }
   const char *call = "clfftCreateDefaultPlan";
   pthread_mutex_lock(&call_lock);
-  clfftStatus err = clfftCreateDefaultPlan(&plan->handle, rt->context,
-                                           (clfftDim)d->ndim, len);
+  clfftStatus err =
+    clfftCreateDefaultPlan(&plan->handle, rt->context, (clfftDim)d->ndim, len);
   if (err != CLFFT_SUCCESS) {
     pthread_mutex_unlock(&call_lock);
     free(plan);
@@ -208,10 +215,10 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
     return fail_clfft(rt, err, call, what);
   }
   /* The calls below stop at the first failure; `call` names it. */
-#define STEP(name, ...)                 \
-  if (err == CLFFT_SUCCESS) {           \
-    call = #name;                       \
-    err = name(plan->handle, __VA_ARGS__); \
+#define STEP(name, ...)                                                                  \
+  if (err == CLFFT_SUCCESS) {                                                            \
+    call = #name;                                                                        \
+    err = name(plan->handle, __VA_ARGS__);                                               \
   }
   STEP(clfftSetPlanPrecision, d->dtype == KILN_F64 ? CLFFT_DOUBLE : CLFFT_SINGLE)
   STEP(clfftSetLayout, in_layout, out_layout)
@@ -241,8 +248,10 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
     if (cerr != CL_SUCCESS) {
       plan->tmp = NULL;
       clfft_release(plan);
-      return kiln__fail_cl(rt, cerr, "clCreateBuffer", "%s: its %zu-byte temporary "
-                           "buffer", what, tmp_bytes);
+      return kiln__fail_cl(rt, cerr, "clCreateBuffer",
+                           "%s: its %zu-byte temporary "
+                           "buffer",
+                           what, tmp_bytes);
     }
   }
   *out = plan;
@@ -256,10 +265,9 @@ static kiln_status clfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   cl_event ev = NULL;
   kiln__profile_mark(rt); /* clFFT's event is its last kernel's */
   pthread_mutex_lock(&call_lock);
-  clfftStatus err = clfftEnqueueTransform(plan->handle,
-                                          f->d.inverse ? CLFFT_BACKWARD : CLFFT_FORWARD,
-                                          1, &rt->queue, 0, NULL, &ev, &in, &out,
-                                          plan->tmp);
+  clfftStatus err =
+    clfftEnqueueTransform(plan->handle, f->d.inverse ? CLFFT_BACKWARD : CLFFT_FORWARD, 1,
+                          &rt->queue, 0, NULL, &ev, &in, &out, plan->tmp);
   pthread_mutex_unlock(&call_lock);
   if (err != CLFFT_SUCCESS)
     return fail_clfft(rt, err, "clfftEnqueueTransform", "kiln_fft(clfft): enqueueing");

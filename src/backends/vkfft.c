@@ -64,34 +64,37 @@ static cl_int vk_note(cl_int err, const char *call)
 
 /* A call that returns its error; one that returns an object and reports
  * through its parameter e. */
-#define VK_INT(name, params, args)                                             \
-  static cl_int vk_##name params { return vk_note(name args, #name); }
-#define VK_OBJ(type, name, params, args)                                       \
-  static type vk_##name params                                                 \
-  {                                                                            \
-    type o_ = name args;                                                       \
-    if (!o_ && e)                                                              \
-      vk_note(*e, #name);                                                      \
-    return o_;                                                                 \
+#define VK_INT(name, params, args)                                                       \
+  static cl_int vk_##name params                                                         \
+  {                                                                                      \
+    return vk_note(name args, #name);                                                    \
   }
-VK_INT(clBuildProgram, (cl_program p, cl_uint n, const cl_device_id *d, const char *o,
-                        void(CL_CALLBACK *f)(cl_program, void *), void *u),
+#define VK_OBJ(type, name, params, args)                                                 \
+  static type vk_##name params                                                           \
+  {                                                                                      \
+    type o_ = name args;                                                                 \
+    if (!o_ && e)                                                                        \
+      vk_note(*e, #name);                                                                \
+    return o_;                                                                           \
+  }
+VK_INT(clBuildProgram,
+       (cl_program p, cl_uint n, const cl_device_id *d, const char *o,
+        void(CL_CALLBACK *f)(cl_program, void *), void *u),
        (p, n, d, o, f, u))
-VK_INT(clEnqueueNDRangeKernel, (cl_command_queue q, cl_kernel k, cl_uint dims,
-                                const size_t *off, const size_t *g, const size_t *l,
-                                cl_uint nw, const cl_event *w, cl_event *ev),
+VK_INT(clEnqueueNDRangeKernel,
+       (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off, const size_t *g,
+        const size_t *l, cl_uint nw, const cl_event *w, cl_event *ev),
        (q, k, dims, off, g, l, nw, w, ev))
-VK_INT(clEnqueueWriteBuffer, (cl_command_queue q, cl_mem m, cl_bool b, size_t o,
-                              size_t s, const void *p, cl_uint nw, const cl_event *w,
-                              cl_event *ev),
+VK_INT(clEnqueueWriteBuffer,
+       (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s, const void *p,
+        cl_uint nw, const cl_event *w, cl_event *ev),
        (q, m, b, o, s, p, nw, w, ev))
 VK_INT(clSetKernelArg, (cl_kernel k, cl_uint i, size_t s, const void *v), (k, i, s, v))
 VK_INT(clFinish, (cl_command_queue q), (q))
-VK_OBJ(cl_mem, clCreateBuffer, (cl_context c, cl_mem_flags f, size_t s, void *h,
-                                cl_int *e),
-       (c, f, s, h, e))
-VK_OBJ(cl_program, clCreateProgramWithSource, (cl_context c, cl_uint n, const char **s,
-                                               const size_t *l, cl_int *e),
+VK_OBJ(cl_mem, clCreateBuffer,
+       (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *e), (c, f, s, h, e))
+VK_OBJ(cl_program, clCreateProgramWithSource,
+       (cl_context c, cl_uint n, const char **s, const size_t *l, cl_int *e),
        (c, n, s, l, e))
 VK_OBJ(cl_program, clCreateProgramWithBinary,
        (cl_context c, cl_uint n, const cl_device_id *d, const size_t *l,
@@ -123,8 +126,8 @@ VK_OBJ(cl_command_queue, clCreateCommandQueue,
  * time (sc->output is set before any line is appended). Not kiln's code.
  * Clang has no such warning, and would warn of the unknown option. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-overflow"
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wformat-overflow"
 #endif
 /* See "Locale" above. <locale.h> is already in: the macro renames only
  * VkFFT's calls. */
@@ -149,7 +152,7 @@ static char *vkfft_setlocale(int category, const char *name)
 #undef printf
 #undef setlocale
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
+#  pragma GCC diagnostic pop
 #endif
 
 /* ---- status codes ------------------------------------------------------- */
@@ -162,7 +165,10 @@ typedef struct vkfft_status {
   kiln_status status;
 } vkfft_status;
 
-#define ROW(name, status) {name, #name, status}
+#define ROW(name, status)                                                                \
+  {                                                                                      \
+    name, #name, status                                                                  \
+  }
 static const vkfft_status statuses[] = {
   ROW(VKFFT_ERROR_MALLOC_FAILED, KILN_ERR_OUT_OF_MEMORY),
   ROW(VKFFT_ERROR_INSUFFICIENT_CODE_BUFFER, KILN_ERR_UNSUPPORTED),
@@ -220,8 +226,10 @@ static kiln_status fail_vkfft(kiln_runtime *rt, VkFFTResult code, const char *ca
   if (row)
     return kiln__fail(rt, row->status, "%s: %s failed with %s (%d)", what, call,
                       row->name, (int)code);
-  return kiln__fail(rt, KILN_ERR_OPENCL, "%s: %s failed with VkFFT result %d (see "
-                    "VkFFTResult in vkFFT.h)", what, call, (int)code);
+  return kiln__fail(rt, KILN_ERR_OPENCL,
+                    "%s: %s failed with VkFFT result %d (see "
+                    "VkFFTResult in vkFFT.h)",
+                    what, call, (int)code);
 }
 
 /* ---- the backend --------------------------------------------------------- */
@@ -361,8 +369,8 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
     complex_len[0] = c.size[0] / 2 + 1;
   for (unsigned i = 0; i < 3; i++) {
     c.bufferStride[i] = i == 0 ? complex_len[0] : c.bufferStride[i - 1] * complex_len[i];
-    c.inputBufferStride[i] = i == 0 ? other_len[0]
-                                    : c.inputBufferStride[i - 1] * other_len[i];
+    c.inputBufferStride[i] =
+      i == 0 ? other_len[0] : c.inputBufferStride[i - 1] * other_len[i];
   }
   c.numberBatches = d->batch;
   c.doublePrecision = d->dtype == KILN_F64;
@@ -392,8 +400,10 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
   if (c_locale == (locale_t)0) {
     free(plan);
-    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for the C "
-                      "locale VkFFT writes its code in", what);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "%s: no host memory for the C "
+                      "locale VkFFT writes its code in",
+                      what);
   }
   locale_t before = uselocale(c_locale); /* this thread's only */
   vk_last.err = CL_SUCCESS;
@@ -408,8 +418,8 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   if (plan->inverse) {
     plan->in_bytes = f->in_count * elem * 2; /* the complex side */
     cl_int err;
-    plan->scratch = clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->in_bytes, NULL,
-                                   &err);
+    plan->scratch =
+      clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->in_bytes, NULL, &err);
     if (err != CL_SUCCESS) {
       size_t bytes = plan->in_bytes;
       plan->scratch = NULL;
@@ -430,19 +440,20 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   kiln__profile_mark(rt); /* VkFFT gives back no event of its own */
   if (plan->copy_only) {
     cl_event ev = NULL;
-    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->in_bytes, 0,
-                                     NULL, &ev);
+    cl_int err =
+      clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->in_bytes, 0, NULL, &ev);
     if (err != CL_SUCCESS)
-      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: a transform of length "
-                           "1", what);
+      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
+                           "%s: a transform of length "
+                           "1",
+                           what);
     return kiln__runtime_track(rt, ev, "kiln_fft(vkfft)");
   }
   if (plan->inverse) {
-    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, plan->scratch, 0, 0, plan->in_bytes,
-                                     0, NULL, NULL);
+    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, plan->scratch, 0, 0,
+                                     plan->in_bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying the input",
-                           what);
+      return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying the input", what);
     buffer = plan->scratch;
     input = f->out;
   }

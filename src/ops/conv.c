@@ -50,29 +50,29 @@ static kiln_status check_sizes(kiln_runtime *rt, const kiln_conv2d_desc *d, size
   if (!d->n || !d->c || !d->h || !d->w || !d->k || !d->r || !d->s)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: n, c, h, w, k, r, s are %zu, %zu, %zu, %zu, %zu, "
-                      "%zu, %zu; expected all above 0", d->n, d->c, d->h, d->w, d->k,
-                      d->r, d->s);
+                      "%zu, %zu; expected all above 0",
+                      d->n, d->c, d->h, d->w, d->k, d->r, d->s);
   if (d->c % d->groups || d->k % d->groups)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: %zu groups do not divide %s = %zu; expected c "
-                      "(%zu) and k (%zu) to be multiples of groups", d->groups,
-                      d->c % d->groups ? "c" : "k", d->c % d->groups ? d->c : d->k,
-                      d->c, d->k);
+                      "(%zu) and k (%zu) to be multiples of groups",
+                      d->groups, d->c % d->groups ? "c" : "k",
+                      d->c % d->groups ? d->c : d->k, d->c, d->k);
   size_t ph, pw;
   if (padded_side(d->h, d->pad_top, d->pad_bottom, &ph) ||
       padded_side(d->w, d->pad_left, d->pad_right, &pw))
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                       "kiln_conv2d: the input padded is %zu + %zu + %zu rows and %zu + "
-                      "%zu + %zu columns; expected each below 2^31", d->h, d->pad_top,
-                      d->pad_bottom, d->w, d->pad_left, d->pad_right);
+                      "%zu + %zu columns; expected each below 2^31",
+                      d->h, d->pad_top, d->pad_bottom, d->w, d->pad_left, d->pad_right);
   if (side(ph, d->r, d->dilation_h, d->stride_h, p) ||
       side(pw, d->s, d->dilation_w, d->stride_w, q))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: a %zu x %zu filter (dilation %zu x %zu) does not "
                       "fit the %zu x %zu input padded by %zu, %zu, %zu, %zu: the output "
-                      "would have no rows or columns", d->r, d->s, d->dilation_h,
-                      d->dilation_w, d->h, d->w, d->pad_top, d->pad_bottom,
-                      d->pad_left, d->pad_right);
+                      "would have no rows or columns",
+                      d->r, d->s, d->dilation_h, d->dilation_w, d->h, d->w, d->pad_top,
+                      d->pad_bottom, d->pad_left, d->pad_right);
   size_t dims[] = {d->n, d->c, d->h, d->w, d->k, d->r, d->s, *p, *q};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
     if (dims[i] >= limit)
@@ -81,13 +81,17 @@ static kiln_status check_sizes(kiln_runtime *rt, const kiln_conv2d_desc *d, size
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p, size_t *q)
+KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p,
+                                        size_t *q)
 {
   if (!desc || !p || !q)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_conv2d_output: %s is NULL", !desc ? "desc" : !p ? "p" : "q");
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d_output: %s is NULL",
+                      !desc ? "desc"
+                      : !p  ? "p"
+                            : "q");
   kiln_conv2d_desc d;
-  kiln_status st = KILN__STRUCT_IN(NULL, "kiln_conv2d_output", kiln_conv2d_desc, desc, &d);
+  kiln_status st =
+    KILN__STRUCT_IN(NULL, "kiln_conv2d_output", kiln_conv2d_desc, desc, &d);
   if (st != KILN_OK)
     return st;
   d = resolved(&d);
@@ -136,10 +140,15 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
     st = holds(rt, y, "y", d.dtype, yd, 4);
   if (st != KILN_OK)
     return st;
-  *cv = (kiln__conv){.d = d, .p = p, .q = q, .x = kiln_buffer_cl_mem(x),
-                     .w = kiln_buffer_cl_mem(wt), .y = kiln_buffer_cl_mem(y),
+  *cv = (kiln__conv){.d = d,
+                     .p = p,
+                     .q = q,
+                     .x = kiln_buffer_cl_mem(x),
+                     .w = kiln_buffer_cl_mem(wt),
+                     .y = kiln_buffer_cl_mem(y),
                      .bias = bias ? kiln_buffer_cl_mem(bias) : NULL,
-                     .wbuf = wt, .ybuf = y};
+                     .wbuf = wt,
+                     .ybuf = y};
   return KILN_OK;
 }
 
@@ -159,20 +168,22 @@ static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
                           const kiln__conv_backend **out)
 {
   kiln_backend id = cv->d.backend == KILN_BACKEND_AUTO ? auto_choice(cv) : cv->d.backend;
-  *out = id == KILN_BACKEND_DIRECT ? &kiln__conv_direct
+  *out = id == KILN_BACKEND_DIRECT   ? &kiln__conv_direct
          : id == KILN_BACKEND_IM2COL ? &kiln__conv_im2col
-                                      : NULL;
+                                     : NULL;
 #if HAVE_CLBLAST
   if (id == KILN_BACKEND_CLBLAST)
     *out = &kiln__conv_clblast;
 #endif
   if (!*out)
     return id == KILN_BACKEND_CLBLAST
-             ? kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_conv2d: backend clblast was "
+             ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                          "kiln_conv2d: backend clblast was "
                           "asked for, but this kiln was built without CLBlast")
              : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                           "kiln_conv2d: backend %d is not one kiln_conv2d() runs; "
-                          "expected AUTO, IM2COL, DIRECT or CLBLAST", (int)id);
+                          "expected AUTO, IM2COL, DIRECT or CLBLAST",
+                          (int)id);
   const char *why = (*out)->cannot(rt, cv);
   return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                           "kiln_conv2d: backend %s cannot run this convolution: %s",
@@ -206,8 +217,8 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
     const kiln_conv2d_desc *d = &cv.d;
     uint64_t outputs = (uint64_t)d->n * d->k * cv.p * cv.q;
     uint64_t taps = (uint64_t)d->c / d->groups * d->r * d->s;
-    uint64_t elements = (uint64_t)d->n * d->c * d->h * d->w + d->k * taps + outputs +
-                        (bias ? d->k : 0);
+    uint64_t elements =
+      (uint64_t)d->n * d->c * d->h * d->w + d->k * taps + outputs + (bias ? d->k : 0);
     kiln__profile_describe(&ps, kiln_backend_name(be->id),
                            elements * kiln_dtype_size(d->dtype), 2 * outputs * taps,
                            "%zux%zux%zux%zu k%zu %zux%zu %s", d->n, d->c, d->h, d->w,

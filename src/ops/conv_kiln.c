@@ -42,9 +42,14 @@ static kiln__gemm request(const kiln__conv *cv, size_t n0, size_t count, size_t 
   size_t kg = d->k / d->groups, depth = d->c / d->groups * d->r * d->s,
          pq = cv->p * cv->q;
   kiln__gemm g = {
-    .dtype = d->dtype, .layout = KILN_ROW_MAJOR, .k = depth, .batch = count,
-    .alpha = 1, .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
-    .c = cv->y, .stride_c = d->k * pq,
+    .dtype = d->dtype,
+    .layout = KILN_ROW_MAJOR,
+    .k = depth,
+    .batch = count,
+    .alpha = 1,
+    .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
+    .c = cv->y,
+    .stride_c = d->k * pq,
   };
   if (d->layout == KILN_NCHW) { /* m = kg rows of W_g, n = pq rows of X */
     g.m = kg, g.n = pq, g.a = cv->w, g.lda = depth, g.offset_a = gi * kg * depth;
@@ -135,4 +140,5 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
 }
 
 const kiln__conv_backend kiln__conv_direct = {KILN_BACKEND_DIRECT, can_always, direct};
-const kiln__conv_backend kiln__conv_im2col = {KILN_BACKEND_IM2COL, can_always, im2col_gemm};
+const kiln__conv_backend kiln__conv_im2col = {KILN_BACKEND_IM2COL, can_always,
+                                              im2col_gemm};

@@ -32,14 +32,15 @@ static kiln_status check(kiln_buffer *dst, const kiln_buffer *src)
                       "%s: src and dst belong to different runtimes", fn);
   if (kiln_buffer_count(src) != kiln_buffer_count(dst))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: src has %zu elements and dst %zu; expected the same count",
-                      fn, kiln_buffer_count(src), kiln_buffer_count(dst));
+                      "%s: src has %zu elements and dst %zu; expected the same count", fn,
+                      kiln_buffer_count(src), kiln_buffer_count(dst));
   kiln_dtype types[2] = {kiln_buffer_dtype(src), kiln_buffer_dtype(dst)};
   for (int i = 0; i < 2; i++) {
     if (!type_tag(types[i]))
       return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
                         "%s: %s holds %s; expected float16, float32, float64, int32 "
-                        "or int64", fn, i ? "dst" : "src", kiln_dtype_name(types[i]));
+                        "or int64",
+                        fn, i ? "dst" : "src", kiln_dtype_name(types[i]));
     if (types[i] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
       return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                         "%s: %s holds float64, but '%s' has no fp64 "

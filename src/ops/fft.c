@@ -61,38 +61,49 @@ static int is_inverse(const kiln_fft_desc *d)
   return d->kind == KILN_FFT_C2R || (d->kind == KILN_FFT_C2C && d->inverse);
 }
 
-
-static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc, kiln_fft_desc *d)
+static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc,
+                              kiln_fft_desc *d)
 {
   *d = *desc;
   d->batch = d->batch ? d->batch : 1;
   d->inverse = is_inverse(d);
   if ((unsigned)d->kind > KILN_FFT_C2R)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: kind %d; expected "
-                      "KILN_FFT_C2C, KILN_FFT_R2C or KILN_FFT_C2R", (int)d->kind);
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_fft: kind %d; expected "
+                      "KILN_FFT_C2C, KILN_FFT_R2C or KILN_FFT_C2R",
+                      (int)d->kind);
   if ((unsigned)d->norm > KILN_FFT_NORM_FORWARD)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: norm %d; expected "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_fft: norm %d; expected "
                       "KILN_FFT_NORM_BACKWARD, KILN_FFT_NORM_ORTHO or "
-                      "KILN_FFT_NORM_FORWARD", (int)d->norm);
+                      "KILN_FFT_NORM_FORWARD",
+                      (int)d->norm);
   if (d->dtype != KILN_F32 && d->dtype != KILN_F64)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_fft: dtype %s; expected the real "
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "kiln_fft: dtype %s; expected the real "
                       "type float32 or float64 (complex data is then complex64 or "
-                      "complex128)", kiln_dtype_name(d->dtype));
+                      "complex128)",
+                      kiln_dtype_name(d->dtype));
   if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: float64 on '%s', which has "
-                      "no fp64", kiln_runtime_device(rt)->name);
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_fft: float64 on '%s', which has "
+                      "no fp64",
+                      kiln_runtime_device(rt)->name);
   if (d->ndim < 1 || d->ndim > 3)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_fft: ndim is %u; expected 1 to 3", d->ndim);
   for (unsigned i = 0; i < d->ndim; i++)
     if (!d->shape[i])
-      return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: shape[%u] is 0; "
-                        "expected every length of the %u-D shape above 0", i, d->ndim);
+      return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                        "kiln_fft: shape[%u] is 0; "
+                        "expected every length of the %u-D shape above 0",
+                        i, d->ndim);
   for (unsigned i = d->ndim; i < 3; i++)
     d->shape[i] = 0; /* unused: kept out of the plan key */
   if (d->backend != KILN_BACKEND_AUTO && d->backend != KILN_BACKEND_KILN &&
       d->backend != KILN_BACKEND_CLFFT && d->backend != KILN_BACKEND_VKFFT)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: backend %s (%d) is not "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_fft: backend %s (%d) is not "
                       "one kiln_fft() runs; expected AUTO, KILN, VKFFT or CLFFT",
                       kiln_backend_name(d->backend), (int)d->backend);
   return KILN_OK;
@@ -124,10 +135,14 @@ static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
   if (st != KILN_OK)
     return st;
   if (in == out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft: in and out are the same "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_fft: in and out are the same "
                       "buffer; expected two (kiln_fft() runs out of place)");
-  *f = (kiln__fft){.d = d, .in_count = in_count, .out_count = out_count,
-                   .in = kiln_buffer_cl_mem(in), .out = kiln_buffer_cl_mem(out)};
+  *f = (kiln__fft){.d = d,
+                   .in_count = in_count,
+                   .out_count = out_count,
+                   .in = kiln_buffer_cl_mem(in),
+                   .out = kiln_buffer_cl_mem(out)};
   return KILN_OK;
 }
 
@@ -169,7 +184,8 @@ static const char *package_of(kiln_backend id)
  * VkFFT's keep whole sequences in local memory. */
 static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
 {
-  const kiln__fft_backend *kiln = &kiln__fft_kiln, *vkfft = backend_of(KILN_BACKEND_VKFFT);
+  const kiln__fft_backend *kiln = &kiln__fft_kiln,
+                          *vkfft = backend_of(KILN_BACKEND_VKFFT);
   int cpu = (kiln_runtime_device(rt)->type & KILN_DEVICE_CPU) != 0;
   order[0] = cpu ? kiln : vkfft;
   order[1] = cpu ? vkfft : kiln;
@@ -186,15 +202,18 @@ static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
   if (f->d.backend != KILN_BACKEND_AUTO) {
     out[0] = backend_of(f->d.backend);
     if (!out[0]) {
-      *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: backend %s was asked for, "
+      *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                       "kiln_fft: backend %s was asked for, "
                        "but this kiln was built without %s",
                        kiln_backend_name(f->d.backend), package_of(f->d.backend));
       return 0;
     }
     const char *why = out[0]->cannot(rt, f);
     if (why) {
-      *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: backend %s cannot run this "
-                       "%s transform: %s", kiln_backend_name(f->d.backend), size, why);
+      *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                       "kiln_fft: backend %s cannot run this "
+                       "%s transform: %s",
+                       kiln_backend_name(f->d.backend), size, why);
       return 0;
     }
     return 1;
@@ -214,9 +233,10 @@ static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
     const kiln__fft_backend *be = backend_of(ids[i]);
     reason[i] = be ? be->cannot(rt, f) : package_of(ids[i]);
   }
-  *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_fft: no backend can run this %s "
-                   "transform: kiln: %s; vkfft: %s; clfft: %s", size, reason[0],
-                   reason[1], reason[2]);
+  *st = kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                   "kiln_fft: no backend can run this %s "
+                   "transform: kiln: %s; vkfft: %s; clfft: %s",
+                   size, reason[0], reason[1], reason[2]);
   return 0;
 }
 
@@ -376,7 +396,8 @@ static const char *profile_shape(const kiln__fft *f, char *buf, size_t size)
 
 /* kiln_fft() inside its profiling scope, which it describes. */
 kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
-                          const kiln_buffer *in, kiln_buffer *out, kiln__profile_scope *ps)
+                          const kiln_buffer *in, kiln_buffer *out,
+                          kiln__profile_scope *ps)
 {
   kiln__fft f;
   const kiln__fft_backend *be[3];
@@ -389,7 +410,8 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
    * R2C of odd lengths): AUTO then goes on to the next, and runs a real
    * transform that none can do as a complex one (fft_real.c). */
   unsigned i = 0;
-  while (i < n && (st = plan_get(rt, &f, be[i], &plan)) == KILN_ERR_UNSUPPORTED && i + 1 < n)
+  while (i < n && (st = plan_get(rt, &f, be[i], &plan)) == KILN_ERR_UNSUPPORTED &&
+         i + 1 < n)
     i++;
   if (st == KILN_ERR_UNSUPPORTED && f.d.kind != KILN_FFT_C2C &&
       f.d.backend == KILN_BACKEND_AUTO)

@@ -28,9 +28,9 @@
 typedef struct fft_kiln_plan {
   unsigned npass;
   unsigned radix[MAX_PASSES];
-  size_t row_bytes;  /* one complex row */
-  cl_mem twiddles;   /* NULL when no pass needs one */
-  cl_mem scratch;    /* NULL for fewer than two passes */
+  size_t row_bytes; /* one complex row */
+  cl_mem twiddles;  /* NULL when no pass needs one */
+  cl_mem scratch;   /* NULL for fewer than two passes */
 } fft_kiln_plan;
 
 static int is_pow2(size_t n)
@@ -89,8 +89,10 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_kiln_plan *plan, int f6
   size_t values = 4 * 2 * p_last, elem = f64 ? 8 : 4;
   double *tw = calloc(values, sizeof *tw); /* [0, 4): unused, p starts at 1 */
   if (!tw)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory for a "
-                      "%zu-entry twiddle table", what, 2 * p_last);
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "%s: no host memory for a "
+                      "%zu-entry twiddle table",
+                      what, 2 * p_last);
   size_t p = 1;
   for (unsigned s = 0; s < plan->npass; s++) {
     unsigned r = plan->radix[s];
@@ -185,9 +187,9 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
     char variant[16];
     snprintf(variant, sizeof variant, "r%u%s_%s", plan->radix[s], wide ? "w" : "",
              f64 ? "f64" : "f32");
-    kiln_status st = kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global,
-                                      wide ? local : NULL, src, dst, stride, n, sign,
-                                      plan->twiddles);
+    kiln_status st =
+      kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global, wide ? local : NULL, src,
+                       dst, stride, n, sign, plan->twiddles);
     if (st != KILN_OK)
       return st;
     stride *= plan->radix[s];

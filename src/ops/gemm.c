@@ -45,9 +45,8 @@ typedef struct operand {
 
 /* Fills the operand's leading dimension, extent and stride, checking them.
  * op(X) is r x c; trans says X is stored as its transpose. */
-static kiln_status shape(kiln_runtime *rt, const kiln_gemm_desc *d, operand *o,
-                         size_t r, size_t c, int trans, size_t ld, size_t offset,
-                         size_t stride)
+static kiln_status shape(kiln_runtime *rt, const kiln_gemm_desc *d, operand *o, size_t r,
+                         size_t c, int trans, size_t ld, size_t offset, size_t stride)
 {
   int row_major = d->layout == KILN_ROW_MAJOR;
   o->rows = trans ? c : r;
@@ -82,8 +81,10 @@ static kiln_status fits(kiln_runtime *rt, const kiln_gemm_desc *d, const operand
                  kiln__add_overflow(last, o->extent, &need);
   char name[16], detail[160];
   snprintf(name, sizeof name, "buffer %s", o->name);
-  snprintf(detail, sizeof detail, "(offset %zu, %zu matrices of %zu x %zu with ld %zu, "
-           "stride %zu)", o->offset, batch, o->rows, o->cols, o->ld, o->stride);
+  snprintf(detail, sizeof detail,
+           "(offset %zu, %zu matrices of %zu x %zu with ld %zu, "
+           "stride %zu)",
+           o->offset, batch, o->rows, o->cols, o->ld, o->stride);
   kiln_status st = kiln__check_operand(rt, "kiln_gemm", name, buf, d->dtype,
                                        overflow ? 0 : need, detail);
   if (st == KILN_OK && overflow)
@@ -101,11 +102,12 @@ static kiln_status check_request(kiln_runtime *rt, const kiln_gemm_desc *d)
   if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                       "kiln_gemm: float64 on '%s', which has no fp64 (cl_khr_fp64); "
-                      "expected float32 or float16", kiln_runtime_device(rt)->name);
+                      "expected float32 or float16",
+                      kiln_runtime_device(rt)->name);
   if (d->m == 0 || d->n == 0 || d->k == 0)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_gemm: m, n, k are %zu, %zu, %zu; expected all above 0",
-                      d->m, d->n, d->k);
+                      "kiln_gemm: m, n, k are %zu, %zu, %zu; expected all above 0", d->m,
+                      d->n, d->k);
   if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
       (unsigned)d->trans_b > KILN_TRANS)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
@@ -141,19 +143,32 @@ static kiln_status plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g
   if (st == KILN_OK && batch > 1 && oc->stride < oc->extent)
     st = kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                     "kiln_gemm: stride_c %zu makes the batch's C matrices overlap; "
-                    "expected at least %zu", oc->stride, oc->extent);
+                    "expected at least %zu",
+                    oc->stride, oc->extent);
   if (st != KILN_OK)
     return st;
   int swap = d->layout == KILN_COL_MAJOR;
   const operand *x = swap ? ob : oa, *y = swap ? oa : ob;
   *g = (kiln__gemm){
-    .dtype = d->dtype, .layout = KILN_ROW_MAJOR,
-    .trans_a = swap ? d->trans_b : d->trans_a, .trans_b = swap ? d->trans_a : d->trans_b,
-    .m = swap ? d->n : d->m, .n = swap ? d->m : d->n, .k = d->k, .batch = batch,
-    .alpha = d->alpha, .beta = d->beta,
-    .lda = x->ld, .ldb = y->ld, .ldc = oc->ld,
-    .offset_a = x->offset, .offset_b = y->offset, .offset_c = oc->offset,
-    .stride_a = x->stride, .stride_b = y->stride, .stride_c = oc->stride,
+    .dtype = d->dtype,
+    .layout = KILN_ROW_MAJOR,
+    .trans_a = swap ? d->trans_b : d->trans_a,
+    .trans_b = swap ? d->trans_a : d->trans_b,
+    .m = swap ? d->n : d->m,
+    .n = swap ? d->m : d->n,
+    .k = d->k,
+    .batch = batch,
+    .alpha = d->alpha,
+    .beta = d->beta,
+    .lda = x->ld,
+    .ldb = y->ld,
+    .ldc = oc->ld,
+    .offset_a = x->offset,
+    .offset_b = y->offset,
+    .offset_c = oc->offset,
+    .stride_a = x->stride,
+    .stride_b = y->stride,
+    .stride_c = oc->stride,
   };
   return KILN_OK;
 }
@@ -235,8 +250,7 @@ kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
 }
 
 KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
-                               const kiln_buffer *a, const kiln_buffer *b,
-                               kiln_buffer *c)
+                               const kiln_buffer *a, const kiln_buffer *b, kiln_buffer *c)
 {
   kiln_gemm_desc given;
   kiln_status st = KILN__OP_DESC_IN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given);
@@ -252,12 +266,12 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
     /* A and B read, C written (and read when beta is not 0); the batch
      * shown only above 1 (%.0zu prints nothing for 0). */
     uint64_t es = kiln_dtype_size(g.dtype), mn = (uint64_t)g.m * g.n;
-    kiln__profile_describe(&ps, kiln_backend_name(be->id),
-                           es * g.batch * ((uint64_t)g.m * g.k + (uint64_t)g.k * g.n +
-                                           mn * (g.beta != 0 ? 2 : 1)),
-                           2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu",
-                           desc->m, desc->n, desc->k, kiln_dtype_name(g.dtype),
-                           g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0);
+    kiln__profile_describe(
+      &ps, kiln_backend_name(be->id),
+      es * g.batch *
+        ((uint64_t)g.m * g.k + (uint64_t)g.k * g.n + mn * (g.beta != 0 ? 2 : 1)),
+      2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu", desc->m, desc->n, desc->k,
+      kiln_dtype_name(g.dtype), g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0);
     assert(g.batch >= 1 && g.lda >= 1 && g.ldb >= 1 && g.ldc >= 1);
     st = be->run(rt, &g);
   }
@@ -269,7 +283,8 @@ KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_de
   kiln__gemm g;
   kiln_gemm_desc given;
   if (!rt || !desc ||
-      KILN__STRUCT_IN(rt, "kiln_gemm_backend_for", kiln_gemm_desc, desc, &given) != KILN_OK ||
+      KILN__STRUCT_IN(rt, "kiln_gemm_backend_for", kiln_gemm_desc, desc, &given) !=
+        KILN_OK ||
       kiln__gemm_plan(rt, &given, &g) != KILN_OK)
     return KILN_BACKEND_AUTO;
   const kiln__gemm_backend *be = NULL;

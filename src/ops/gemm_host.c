@@ -24,8 +24,8 @@ typedef struct panels {
 static uint64_t panel_bytes(const kiln__gemm *g, const panels *p)
 {
   uint64_t cs = g->dtype == KILN_F64 ? 8 : 4;
-  uint64_t blocks = (uint64_t)p->mb * p->kb + (uint64_t)p->kb * p->nb +
-                    (uint64_t)p->mb * p->nb;
+  uint64_t blocks =
+    (uint64_t)p->mb * p->kb + (uint64_t)p->kb * p->nb + (uint64_t)p->mb * p->nb;
   return blocks * p->es + cs * ((uint64_t)(p->mb + 64) + (p->nb + 64)) * (p->kb + 16);
 }
 
@@ -126,7 +126,9 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
     return st;
   if (!a || !b || !c)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_host: %s is NULL",
-                      !a ? "a" : !b ? "b" : "c");
+                      !a   ? "a"
+                      : !b ? "b"
+                           : "c");
   desc = &given;
   kiln__gemm g;
   panels p;

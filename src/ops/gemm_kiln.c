@@ -23,10 +23,10 @@ static size_t round_up(size_t x, size_t to)
 /* The padded sizes and panel heights of one request on one device. */
 typedef struct plan {
   kiln__gemm_tuning t;
-  size_t mp, np, kp;   /* padded m, n, k */
-  size_t pha, phb;     /* panel heights of packed A and packed op(B)' */
-  kiln_dtype compute;  /* KILN_F32, or KILN_F64 */
-  const char *tag;     /* "f16", "f32", "f64": the kernels' suffix */
+  size_t mp, np, kp;  /* padded m, n, k */
+  size_t pha, phb;    /* panel heights of packed A and packed op(B)' */
+  kiln_dtype compute; /* KILN_F32, or KILN_F64 */
+  const char *tag;    /* "f16", "f32", "f64": the kernels' suffix */
 } plan;
 
 static void make_plan(kiln_runtime *rt, const kiln__gemm *g, plan *p)
@@ -93,8 +93,8 @@ void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
 {
   plan p;
   make_plan(rt, g, &p);
-  *out = (kiln__gemm_packing){.mp = p.mp, .np = p.np, .kp = p.kp, .pha = p.pha,
-                              .phb = p.phb, .compute = p.compute};
+  *out = (kiln__gemm_packing){
+    .mp = p.mp, .np = p.np, .kp = p.kp, .pha = p.pha, .phb = p.phb, .compute = p.compute};
 }
 
 kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
@@ -112,7 +112,8 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
   kiln_status st = KILN_OK;
   if (!ap && (st = kiln_buffer_create(rt, p.compute, na, 0, &own_a)) == KILN_OK)
     ap = own_a;
-  if (st == KILN_OK && !bp && (st = kiln_buffer_create(rt, p.compute, nb, 0, &own_b)) == KILN_OK)
+  if (st == KILN_OK && !bp &&
+      (st = kiln_buffer_create(rt, p.compute, nb, 0, &own_b)) == KILN_OK)
     bp = own_b;
   /* A is m x k; op(B)' is n x k, so both pack along k. Row-major storage:
    * A(i, p) = a[i * lda + p], or a[p * lda + i] when transposed; op(B)(p, j)

@@ -48,7 +48,7 @@ kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
                              const kiln_buffer *c, kiln__gemm *g,
                              const kiln__gemm_backend **be);
 
-extern const kiln__gemm_backend kiln__gemm_kiln;    /* src/ops/gemm_kiln.c */
+extern const kiln__gemm_backend kiln__gemm_kiln; /* src/ops/gemm_kiln.c */
 
 /* How kiln's GEMM packs its operands for g on rt's device: padded sizes,
  * panel heights and the compute type (float for half). Element (r, p) of
@@ -104,8 +104,8 @@ kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
 
 /* An empty axis: writes the identity of sum, mean (NaN) and norm into the
  * outputs of out; an error for the others (reduce.c). */
-kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r,
-                               kiln_buffer *out, size_t outputs);
+kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buffer *out,
+                               size_t outputs);
 
 /* The backend for r: the one asked for (AUTO: kiln's), or why not. */
 kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
@@ -122,7 +122,7 @@ extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_
 typedef struct kiln__conv {
   kiln_conv2d_desc d;
   size_t p, q;
-  cl_mem x, w, bias, y; /* bias may be NULL */
+  cl_mem x, w, bias, y;    /* bias may be NULL */
   const kiln_buffer *wbuf; /* the same weights and output, for backends */
   kiln_buffer *ybuf;       /* that call kiln_gemm() */
 } kiln__conv;

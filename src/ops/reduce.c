@@ -29,7 +29,7 @@ static const char *profile_name(kiln_reduce_op op)
     [KILN_REDUCE_NORM2] = "reduce.norm",
   };
   return (unsigned)op < sizeof names / sizeof names[0] && names[op] ? names[op]
-                                                                     : "reduce";
+                                                                    : "reduce";
 }
 
 static const char *view_text(const kiln_reduce_desc *d, char *buf, size_t size)
@@ -74,17 +74,20 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
   const char *op = kiln_reduce_op_name(d->op);
   kiln_dtype out = kiln_reduce_out_dtype(d->op, d->dtype);
   if (!strcmp(op, "invalid"))
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: op %d is not a "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_reduce: op %d is not a "
                       "kiln_reduce_op; expected KILN_REDUCE_SUM ... KILN_REDUCE_NORM2",
                       (int)d->op);
   if (!out)
-    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "kiln_reduce: %s of %s; expected "
-                      "float16, float32, float64 or int32 input", op,
-                      kiln_dtype_name(d->dtype));
+    return kiln__fail(rt, KILN_ERR_INVALID_DTYPE,
+                      "kiln_reduce: %s of %s; expected "
+                      "float16, float32, float64 or int32 input",
+                      op, kiln_dtype_name(d->dtype));
   if (!kiln_runtime_device(rt)->has_fp64 && (d->dtype == KILN_F64 || out == KILN_F64))
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_reduce: %s of %s gives float64, "
-                      "but '%s' has no fp64", op, kiln_dtype_name(d->dtype),
-                      kiln_runtime_device(rt)->name);
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "kiln_reduce: %s of %s gives float64, "
+                      "but '%s' has no fp64",
+                      op, kiln_dtype_name(d->dtype), kiln_runtime_device(rt)->name);
   if (d->ndim < 1 || d->ndim > KILN_ARRAY_MAX_DIMS)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_reduce: ndim is %u; expected 1 to %d", d->ndim,
@@ -94,12 +97,16 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
   if (!all && axis < 0)
     axis += (int32_t)d->ndim;
   if (!all && (axis < 0 || axis >= (int32_t)d->ndim))
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: axis %d of a "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_reduce: axis %d of a "
                       "%u-dimensional view; expected %d to %u, or KILN_AXIS_ALL",
                       (int)d->axis, d->ndim, -(int)d->ndim, d->ndim - 1);
   size_t dims[3] = {1, 1, 1}; /* outer, len, inner */
   for (unsigned i = 0; i < d->ndim; i++) {
-    size_t *into = all ? &dims[1] : &dims[(int32_t)i < axis ? 0 : (int32_t)i == axis ? 1 : 2];
+    size_t *into = all ? &dims[1]
+                       : &dims[(int32_t)i < axis    ? 0
+                               : (int32_t)i == axis ? 1
+                                                    : 2];
     if (kiln__mul_overflow(*into, d->shape[i], into))
       return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: the view's size overflows");
   }
@@ -108,20 +115,25 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
   if (kiln__mul_overflow(dims[0], dims[2], outputs) ||
       kiln__mul_overflow(*outputs, dims[1], count))
     return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_reduce: the view's size overflows");
-  *r = (kiln__reduce){.op = d->op, .in_type = d->dtype, .out_type = out,
-                      .outer = dims[0], .len = dims[1], .inner = dims[2],
+  *r = (kiln__reduce){.op = d->op,
+                      .in_type = d->dtype,
+                      .out_type = out,
+                      .outer = dims[0],
+                      .len = dims[1],
+                      .inner = dims[2],
                       .offset = d->offset};
   return KILN_OK;
 }
 
-
 kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buffer *out,
-                         size_t outputs)
+                               size_t outputs)
 {
   if (r->op != KILN_REDUCE_SUM && r->op != KILN_REDUCE_MEAN && r->op != KILN_REDUCE_NORM2)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_reduce: %s of an empty "
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_reduce: %s of an empty "
                       "view has no value; expected at least one element along the "
-                      "reduced axis", kiln_reduce_op_name(r->op));
+                      "reduced axis",
+                      kiln_reduce_op_name(r->op));
   union {
     float f;
     double d;
@@ -154,7 +166,8 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
                           "was built without CLBlast")
              : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                           "kiln_reduce: backend %d is not one kiln_reduce() runs; "
-                          "expected KILN_BACKEND_AUTO, _KILN or _CLBLAST", (int)id);
+                          "expected KILN_BACKEND_AUTO, _KILN or _CLBLAST",
+                          (int)id);
   const char *why = (*out)->cannot(rt, r);
   return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                           "kiln_reduce: backend %s cannot run this %s: %s",
@@ -209,8 +222,8 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
     kiln__profile_describe(&ps, kiln_backend_name(be->id),
                            (uint64_t)count * kiln_dtype_size(r.in_type) +
                              (uint64_t)outputs * kiln_dtype_size(r.out_type),
-                           (uint64_t)count * (r.op == KILN_REDUCE_NORM2 ? 2 : 1),
-                           "%s", view_text(desc, view, sizeof view));
+                           (uint64_t)count * (r.op == KILN_REDUCE_NORM2 ? 2 : 1), "%s",
+                           view_text(desc, view, sizeof view));
     assert(r.len >= 1);
     st = be->run(rt, &r);
   }

@@ -53,8 +53,9 @@ static int fold(const kiln__reduce *r, const unsigned char *in, size_t es, part 
     p.v = load_part(r->in_type, in + (size_t)p.i * es).v;
     take = take || beats(p.v, p.i, acc->v, acc->i, op == KILN_REDUCE_ARGMAX);
   } else if (op == KILN_REDUCE_MIN || op == KILN_REDUCE_MAX) {
-    take = take || (!isnan(acc->v) &&
-                    (isnan(p.v) || (op == KILN_REDUCE_MAX ? p.v > acc->v : p.v < acc->v)));
+    take =
+      take || (!isnan(acc->v) &&
+               (isnan(p.v) || (op == KILN_REDUCE_MAX ? p.v > acc->v : p.v < acc->v)));
   } else {
     acc->v += op == KILN_REDUCE_NORM2 ? p.v * p.v : p.v;
     acc->i += p.i;
@@ -95,8 +96,9 @@ static size_t piece_elements(kiln_runtime *rt, size_t es)
 }
 
 /* Every element, in chunks; mean chunks are sums, so the division is once. */
-static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d, const kiln__reduce *r,
-                         const unsigned char *in, void *out, size_t per)
+static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d,
+                         const kiln__reduce *r, const unsigned char *in, void *out,
+                         size_t per)
 {
   size_t es = kiln_dtype_size(d->dtype), n = r->len;
   kiln_reduce_desc cd = *d;
@@ -172,8 +174,9 @@ static kiln_status columns(kiln_runtime *rt, const kiln_reduce_desc *d,
 }
 
 /* Along an axis: blocks of whole outer rows, reduced on the device. */
-static kiln_status rows(kiln_runtime *rt, const kiln_reduce_desc *d, const kiln__reduce *r,
-                        const unsigned char *in, unsigned char *out, size_t per)
+static kiln_status rows(kiln_runtime *rt, const kiln_reduce_desc *d,
+                        const kiln__reduce *r, const unsigned char *in,
+                        unsigned char *out, size_t per)
 {
   size_t es = kiln_dtype_size(d->dtype), os = kiln_dtype_size(r->out_type);
   size_t row = r->len * r->inner, block = row ? per / row : r->outer;
@@ -209,7 +212,8 @@ KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *
                                       const void *in, void *out)
 {
   kiln_reduce_desc given;
-  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_reduce_host", kiln_reduce_desc, desc, &given);
+  kiln_status st =
+    KILN__OP_DESC_IN(rt, "kiln_reduce_host", kiln_reduce_desc, desc, &given);
   if (st != KILN_OK)
     return st;
   if (!in || !out)
@@ -224,7 +228,8 @@ KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *
     st = kiln__reduce_choose(rt, desc->backend, &r, &be);
   if (st != KILN_OK || outputs == 0)
     return st;
-  const unsigned char *src = (const unsigned char *)in + desc->offset * kiln_dtype_size(desc->dtype);
+  const unsigned char *src =
+    (const unsigned char *)in + desc->offset * kiln_dtype_size(desc->dtype);
   size_t per = piece_elements(rt, kiln_dtype_size(desc->dtype));
   if (per == 0)
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,

@@ -50,7 +50,7 @@ static const char *cannot(kiln_runtime *rt, const kiln__reduce *r)
 static kiln_dtype partial_type(kiln_runtime *rt, const kiln__reduce *r, family fam)
 {
   if (fam == SUM)
-    return r->in_type == KILN_I32 ? KILN_I64
+    return r->in_type == KILN_I32              ? KILN_I64
            : kiln_runtime_device(rt)->has_fp64 ? KILN_F64
                                                : KILN_F32;
   return r->in_type == KILN_F16 ? KILN_F32 : r->in_type;
@@ -85,9 +85,12 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
    * them all in one group, which PoCL runs on a single core. */
   size_t one_item = 1, one = 1;
   if (st == KILN_OK && sum)
-    st = (groups ? kiln__launch_reduce_sum_groups : kiln__launch_reduce_sum_chunks)(
-      rt, what, tag, 1, &global, groups ? &local : stride ? NULL : &one_item, in, offset,
-      r->len, chunk, flag, a);
+    st = (groups ? kiln__launch_reduce_sum_groups
+                 : kiln__launch_reduce_sum_chunks)(rt, what, tag, 1, &global,
+                                                   groups   ? &local
+                                                   : stride ? NULL
+                                                            : &one_item,
+                                                   in, offset, r->len, chunk, flag, a);
   else if (st == KILN_OK)
     st = (fam == EXT ? kiln__launch_reduce_ext_chunks : kiln__launch_reduce_arg_chunks)(
       rt, what, tag, 1, &global, stride ? NULL : &one_item, in, offset, r->len, chunk,

@@ -68,7 +68,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   (void)argc;
   (void)argv;
   const char *tmp = getenv("TMPDIR");
-  snprintf(folder, sizeof folder, "%s/kiln-fuzz-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf(folder, sizeof folder, "%s/kiln-fuzz-cache-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   FUZZ_CHECK(mkdtemp(folder) != NULL);
   atexit(remove_folder);
   kiln__config cfg = {.cache_dir = folder};

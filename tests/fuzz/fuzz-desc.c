@@ -158,12 +158,14 @@ static void fuzz_gemm(fuzz_input *in)
              d.k <= UINT32_MAX);
   size_t batch = d.batch ? d.batch : 1;
   u128 ea, eb, ec;
-  check_holds(a, d.dtype, gemm_end(&d, d.m, d.k, d.trans_a == KILN_TRANS, d.lda,
-                                   d.offset_a, d.stride_a, batch, &ea));
-  check_holds(b, d.dtype, gemm_end(&d, d.k, d.n, d.trans_b == KILN_TRANS, d.ldb,
-                                   d.offset_b, d.stride_b, batch, &eb));
-  check_holds(c, d.dtype, gemm_end(&d, d.m, d.n, 0, d.ldc, d.offset_c, d.stride_c,
-                                   batch, &ec));
+  check_holds(a, d.dtype,
+              gemm_end(&d, d.m, d.k, d.trans_a == KILN_TRANS, d.lda, d.offset_a,
+                       d.stride_a, batch, &ea));
+  check_holds(b, d.dtype,
+              gemm_end(&d, d.k, d.n, d.trans_b == KILN_TRANS, d.ldb, d.offset_b,
+                       d.stride_b, batch, &eb));
+  check_holds(c, d.dtype,
+              gemm_end(&d, d.m, d.n, 0, d.ldc, d.offset_c, d.stride_c, batch, &ec));
   /* the batch's C matrices do not overlap: each is written once */
   FUZZ_CHECK(batch == 1 || (d.stride_c ? d.stride_c : ec) >= ec);
   FUZZ_CHECK(g.batch == batch && g.k == d.k && g.m * g.n == d.m * d.n);

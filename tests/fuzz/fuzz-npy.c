@@ -42,8 +42,8 @@ static void check_c_order(const kiln_array *f, const unsigned char *fdata,
       coff += idx[d] * cs;
       cs *= f->shape[d];
     }
-    FUZZ_CHECK(memcmp((const unsigned char *)c->data + coff * es, fdata + foff * es,
-                      es) == 0);
+    FUZZ_CHECK(
+      memcmp((const unsigned char *)c->data + coff * es, fdata + foff * es, es) == 0);
     for (unsigned d = f->ndim; d-- > 0;) /* the next C-order index */
       if (++idx[d] < f->shape[d])
         break;

@@ -22,13 +22,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define FUZZ_CHECK(cond)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__,      \
-              #cond);                                                          \
-      abort();                                                                 \
-    }                                                                          \
+#define FUZZ_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);        \
+      abort();                                                                           \
+    }                                                                                    \
   } while (0)
 
 /* Exact arithmetic on sizes: products of two size_t values cannot wrap.
@@ -70,8 +69,10 @@ static inline uint64_t fuzz_size(fuzz_input *in)
     b = fuzz_byte(in);
     return ((uint64_t)1 << (b & 63)) - ((b & 64) != 0);
   }
-  return b < 0xe0 ? b : b < 0xf0 ? fuzz_le(in, 2) : b < 0xf8 ? fuzz_le(in, 4)
-                                                             : fuzz_le(in, 8);
+  return b < 0xe0   ? b
+         : b < 0xf0 ? fuzz_le(in, 2)
+         : b < 0xf8 ? fuzz_le(in, 4)
+                    : fuzz_le(in, 8);
 }
 
 #endif /* KILN_FUZZ_H */
