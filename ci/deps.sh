@@ -15,8 +15,8 @@ packages=(
   libjson-c-dev
   # the kernel cache's key and checksums (XXH3)
   libxxhash-dev
-  # tests
-  libcmocka-dev valgrind
+  # tests; clang-format checks the house style (tests/check-format.sh)
+  libcmocka-dev valgrind clang-format
   # ci/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes
   clang libclang-rt-14-dev
   # kiln bench --plot draws with gnuplot, run as a program (optional at run time)
