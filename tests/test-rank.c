@@ -67,102 +67,88 @@ static const struct real_device {
   double peak; /* GFLOP/s fp32 expected within tol (relative); tol < 0: none */
   double tol;
 } devices[NDEV] = {
-  /* clang-format off: one device a row, as its sources give it */
+  /* One device a row, as its sources give it: */
+  /* clang-format off */
   /* NVIDIA A100 datasheet (SXM4 40GB, 80GB): 108 SMs, 1410 MHz boost, 19.5
    * TFLOPS fp32; CC 8.0 (CUDA Programming Guide). Memory as CUDA reports it;
    * NVIDIA's OpenCL allows a quarter of it per allocation. */
-  [A100_40] = {"A100 40GB",
-               ROW(NV_CUDA, "NVIDIA A100-SXM4-40GB", NV_ID, "OpenCL 3.0 CUDA",
-                   "535.104.05", GPU, 108, 1410, 40536 * MIB, 10134 * MIB, 1, 0, 8, 0),
-               KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
-  [A100_80] = {"A100 80GB",
-               ROW(NV_CUDA, "NVIDIA A100-SXM4-80GB", NV_ID, "OpenCL 3.0 CUDA",
-                   "535.104.05", GPU, 108, 1410, 81154 * MIB, 20288 * MIB, 1, 0, 8, 0),
-               KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
+  [A100_40] = {"A100 40GB", ROW(NV_CUDA, "NVIDIA A100-SXM4-40GB", NV_ID,
+    "OpenCL 3.0 CUDA", "535.104.05", GPU, 108, 1410, 40536 * MIB,
+    10134 * MIB, 1, 0, 8, 0), KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
+  [A100_80] = {"A100 80GB", ROW(NV_CUDA, "NVIDIA A100-SXM4-80GB", NV_ID,
+    "OpenCL 3.0 CUDA", "535.104.05", GPU, 108, 1410, 81154 * MIB,
+    20288 * MIB, 1, 0, 8, 0), KILN_VENDOR_NVIDIA, 0, 300, 19500, .1},
   /* NVIDIA RTX 4090 spec page / Ada whitepaper: 128 SMs, 2520 MHz boost,
    * 82.6 TFLOPS fp32, 24 GB GDDR6X; CC 8.9. */
-  [RTX_4090] = {"RTX 4090",
-                ROW(NV_CUDA, "NVIDIA GeForce RTX 4090", NV_ID, "OpenCL 3.0 CUDA",
-                    "550.54.14", GPU, 128, 2520, 24564 * MIB, 6141 * MIB, 1, 0, 8, 9),
-                KILN_VENDOR_NVIDIA, 0, 300, 82600, .1},
+  [RTX_4090] = {"RTX 4090", ROW(NV_CUDA, "NVIDIA GeForce RTX 4090", NV_ID,
+    "OpenCL 3.0 CUDA", "550.54.14", GPU, 128, 2520, 24564 * MIB, 6141 * MIB,
+    1, 0, 8, 9), KILN_VENDOR_NVIDIA, 0, 300, 82600, .1},
   /* NVIDIA GTX 1660 SUPER spec page: 22 SMs (1408 cores), 1785 MHz boost,
    * ~5.0 TFLOPS fp32, 6 GB GDDR6; CC 7.5 (TU116). */
-  [GTX_1660S] = {"GTX 1660 Super",
-                 ROW(NV_CUDA, "NVIDIA GeForce GTX 1660 SUPER", NV_ID, "OpenCL 3.0 CUDA",
-                     "535.154.05", GPU, 22, 1785, 5936 * MIB, 1484 * MIB, 1, 0, 7, 5),
-                 KILN_VENDOR_NVIDIA, 0, 300, 5000, .1},
+  [GTX_1660S] = {"GTX 1660 Super", ROW(NV_CUDA,
+    "NVIDIA GeForce GTX 1660 SUPER", NV_ID, "OpenCL 3.0 CUDA", "535.154.05",
+    GPU, 22, 1785, 5936 * MIB, 1484 * MIB, 1, 0, 7, 5),
+    KILN_VENDOR_NVIDIA, 0, 300, 5000, .1},
   /* AMD Instinct MI250 spec sheet: 208 CUs at 1700 MHz peak, 45.3 TFLOPS
    * fp32 vector, 128 GB HBM2e; ROCm shows each GCD as a device of 104 CUs and
    * 64 GiB; gfx90a = GFX IP 9.0 (ROCm "GPU hardware specifications"). */
-  [MI250_GCD] = {"MI250 GCD",
-                 ROW(AMD_APP, "gfx90a:sramecc+:xnack-", AMD_ID, "OpenCL 2.0 ",
-                     "3614.0 (HSA1.1,LC)", GPU, 104, 1700, 65520 * MIB, 55692 * MIB, 1, 0,
-                     9, 0),
-                 KILN_VENDOR_AMD, 0, 200, 22650, .1},
+  [MI250_GCD] = {"MI250 GCD", ROW(AMD_APP, "gfx90a:sramecc+:xnack-", AMD_ID,
+    "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)", GPU, 104, 1700, 65520 * MIB,
+    55692 * MIB, 1, 0, 9, 0), KILN_VENDOR_AMD, 0, 200, 22650, .1},
   /* AMD RX 7900 XTX spec page: 96 CUs, 2500 MHz boost, 61.4 TFLOPS fp32
    * (dual issue), 24 GB GDDR6; gfx1100 = GFX IP 11.0. */
-  [RX_7900XTX] = {"RX 7900 XTX",
-                  ROW(AMD_APP, "gfx1100", AMD_ID, "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)",
-                      GPU, 96, 2500, 24560 * MIB, 20876 * MIB, 1, 0, 11, 0),
-                  KILN_VENDOR_AMD, 0, 200, 61400, .1},
+  [RX_7900XTX] = {"RX 7900 XTX", ROW(AMD_APP, "gfx1100", AMD_ID,
+    "OpenCL 2.0 ", "3614.0 (HSA1.1,LC)", GPU, 96, 2500, 24560 * MIB,
+    20876 * MIB, 1, 0, 11, 0), KILN_VENDOR_AMD, 0, 200, 61400, .1},
   /* Intel Arc A770 16GB (ark.intel.com): 32 Xe-cores = 512 EUs, 2400 MHz as
    * the NEO driver reports, 19.7 TFLOPS fp32. */
-  [ARC_A770] = {"Arc A770",
-                ROW(INTEL_GFX, "Intel(R) Arc(TM) A770 Graphics", INTEL_ID,
-                    "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 512, 2400, 15473 * MIB,
-                    NEO_MAX_ALLOC, 1, 0, 0, 0),
-                KILN_VENDOR_INTEL, 0, 300, 19700, .1},
+  [ARC_A770] = {"Arc A770", ROW(INTEL_GFX, "Intel(R) Arc(TM) A770 Graphics",
+    INTEL_ID, "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 512, 2400,
+    15473 * MIB, NEO_MAX_ALLOC, 1, 0, 0, 0), KILN_VENDOR_INTEL, 0, 300, 19700,
+    .1},
   /* Intel UHD Graphics 770 of an i9-12900K (ark.intel.com): 32 EUs, 1550 MHz
    * max dynamic, ~0.79 TFLOPS fp32; shares the host's 32 GB. */
-  [UHD_770] = {"UHD 770",
-               ROW(INTEL_GFX, "Intel(R) UHD Graphics 770", INTEL_ID, "OpenCL 3.0 NEO ",
-                   "23.52.28202.26", GPU, 32, 1550, 25466 * MIB, NEO_MAX_ALLOC, 1, 1, 0,
-                   0),
-               KILN_VENDOR_INTEL, 1, 300, 794, .1},
+  [UHD_770] = {"UHD 770", ROW(INTEL_GFX, "Intel(R) UHD Graphics 770",
+    INTEL_ID, "OpenCL 3.0 NEO ", "23.52.28202.26", GPU, 32, 1550,
+    25466 * MIB, NEO_MAX_ALLOC, 1, 1, 0, 0), KILN_VENDOR_INTEL, 1, 300, 794,
+    .1},
   /* Apple M2 (apple.com, June 2022): 10-core GPU, 3.6 TFLOPS fp32 at its
    * 1398 MHz GPU clock; a 16 GB Mac, of which the driver offers 2/3. */
-  [APPLE_M2] = {"Apple M2",
-                ROW("Apple", "Apple", "Apple M2", "Apple", 0x1027F00, "OpenCL 1.2 ",
-                    "1.2 1.0", GPU, 10, 1398, 10922 * MIB, 2730 * MIB, 1, 1, 0, 0),
-                KILN_VENDOR_APPLE, 1, 120, 3600, .1},
+  [APPLE_M2] = {"Apple M2", ROW("Apple", "Apple", "Apple M2", "Apple",
+    0x1027F00, "OpenCL 1.2 ", "1.2 1.0", GPU, 10, 1398, 10922 * MIB,
+    2730 * MIB, 1, 1, 0, 0), KILN_VENDOR_APPLE, 1, 120, 3600, .1},
   /* Intel FPGA Emulation Platform (oneAPI) on the same i9-12900K: an
    * ACCELERATOR run by the CPU, Altera's PCI id. The spec gives no lanes for
    * accelerators, so its peak is not checked. */
-  [FPGA_EMU] = {"FPGA emulator",
-                ROW("Intel(R) FPGA Emulation Platform for OpenCL(TM)",
-                    "Intel(R) Corporation", "Intel(R) FPGA Emulation Device",
-                    "Intel(R) Corporation", 0x1172, "OpenCL 1.2 ",
-                    "2023.16.7.0.21_160000", KILN_DEVICE_ACCELERATOR, 24, 3200,
-                    31904 * MIB, 7976 * MIB, 8, 1, 0, 0),
-                KILN_VENDOR_INTEL, 0, 120, 0, -1},
+  [FPGA_EMU] = {"FPGA emulator", ROW(
+    "Intel(R) FPGA Emulation Platform for OpenCL(TM)", "Intel(R) Corporation",
+    "Intel(R) FPGA Emulation Device", "Intel(R) Corporation", 0x1172,
+    "OpenCL 1.2 ", "2023.16.7.0.21_160000", KILN_DEVICE_ACCELERATOR, 24, 3200,
+    31904 * MIB, 7976 * MIB, 8, 1, 0, 0), KILN_VENDOR_INTEL, 0, 120, 0, -1},
   /* PoCL 4 on 2x Xeon Platinum 8380 (ark.intel.com: 40 cores / 80 threads
    * each, 3.4 GHz turbo, AVX-512: float width 16), 512 GB; PoCL up to 4.x
    * reports the CPU's PCI vendor id. Peak by the spec's CPU formula: 160
    * threads x 16 x 2 x 3400 MHz (no vendor figure counts that way). */
-  [POCL_XEON] = {"PoCL Xeon",
-                 ROW("Portable Computing Language", "The pocl project",
-                     "cpu-icelake-server-Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
-                     "GenuineIntel", 0x8086,
-                     "OpenCL 3.0 PoCL HSTR: cpu-x86_64-pc-linux-gnu-icelake-server",
-                     "4.0", CPU, 160, 3400, 503 * GIB, 251 * GIB, 16, 1, 0, 0),
-                 KILN_VENDOR_POCL, 1, 300, 17408, 1e-6},
+  [POCL_XEON] = {"PoCL Xeon", ROW("Portable Computing Language",
+    "The pocl project",
+    "cpu-icelake-server-Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
+    "GenuineIntel", 0x8086,
+    "OpenCL 3.0 PoCL HSTR: cpu-x86_64-pc-linux-gnu-icelake-server", "4.0",
+    CPU, 160, 3400, 503 * GIB, 251 * GIB, 16, 1, 0, 0),
+    KILN_VENDOR_POCL, 1, 300, 17408, 1e-6},
   /* Intel CPU Runtime for OpenCL (oneAPI 2023.2) on an i9-12900K
    * (ark.intel.com: 24 threads, 3.2 GHz P-core base, AVX2: width 8). */
-  [INTEL_CPU] = {"Intel CPU",
-                 ROW("Intel(R) OpenCL", "Intel(R) Corporation",
-                     "12th Gen Intel(R) Core(TM) i9-12900K", INTEL_ID,
-                     "OpenCL 3.0 (Build 0)", "2023.16.7.0.21_160000", CPU, 24, 3200,
-                     31904 * MIB, 7976 * MIB, 8, 1, 0, 0),
-                 KILN_VENDOR_INTEL, 1, 300, 1228.8, 1e-6},
+  [INTEL_CPU] = {"Intel CPU", ROW("Intel(R) OpenCL", "Intel(R) Corporation",
+    "12th Gen Intel(R) Core(TM) i9-12900K", INTEL_ID, "OpenCL 3.0 (Build 0)",
+    "2023.16.7.0.21_160000", CPU, 24, 3200, 31904 * MIB, 7976 * MIB, 8, 1, 0,
+    0), KILN_VENDOR_INTEL, 1, 300, 1228.8, 1e-6},
   /* Oclgrind 21.10 (src/runtime/runtime.cpp): type CPU|GPU|ACCELERATOR|
    * DEFAULT, vendor id 0x0042, 1 CU at 1 MHz, 128 MiB, host unified false. */
-  [OCLGRIND] = {"Oclgrind",
-                ROW("Oclgrind", "University of Bristol", "Oclgrind Simulator",
-                    "University of Bristol", 0x0042, "OpenCL 1.2 (Oclgrind 21.10)",
-                    "Oclgrind 21.10",
-                    CPU | GPU | KILN_DEVICE_ACCELERATOR | KILN_DEVICE_DEFAULT, 1, 1,
-                    128 * MIB, 128 * MIB, 1, 0, 0, 0),
-                KILN_VENDOR_OCLGRIND, 1, 120, 0, 0},
+  [OCLGRIND] = {"Oclgrind", ROW("Oclgrind", "University of Bristol",
+    "Oclgrind Simulator", "University of Bristol", 0x0042,
+    "OpenCL 1.2 (Oclgrind 21.10)", "Oclgrind 21.10",
+    CPU | GPU | KILN_DEVICE_ACCELERATOR | KILN_DEVICE_DEFAULT, 1, 1,
+    128 * MIB, 128 * MIB, 1, 0, 0, 0), KILN_VENDOR_OCLGRIND, 1, 120, 0, 0},
   /* clang-format on */
 };
 

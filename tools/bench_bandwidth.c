@@ -30,15 +30,14 @@ static const size_t bw_defaults[] = {64 * KiB, 1 * MiB, 16 * MiB, 128 * MiB};
 static const size_t bw_quick[] = {64 * KiB, 1 * MiB};
 static const char *const bw_ratios[][2] = {
   {"copy", "memcpy"}, {"write", "memcpy"}, {"read", "memcpy"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec bw_spec = {
   .op = "bandwidth",
   .usage = "kiln bench bandwidth [--sizes BYTES,...] [--backend copy,write,read]",
   BENCH_TABLES(bw),
   .selectable = 3,
-  .byte_sizes = 1,
-  .min_size = 1024,
-  .max_size = (size_t)4 << 30,
-  .size_multiple = 4,
+  .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,64M (K, M, G: powers of 1024; at most 16, each a "
                 "multiple of 4 from 1K to 4G)",
   .repeats = 10,
@@ -47,6 +46,7 @@ static const bench_spec bw_spec = {
   .note = "bandwidth: bytes moved / time; copy is device to device (kiln_buffer_copy), "
           "write host to device, read device to host, memcpy one host thread",
 };
+/* clang-format on */
 
 /* One size's buffers, for bw_once(). */
 typedef struct bw_run {

@@ -32,14 +32,14 @@ static const char *const compile_labels[] = {"gemm", "scale"};
 static const size_t compile_defaults[] = {1};
 static const size_t compile_quick[] = {2};
 static const char *const compile_ratios[][2] = {{"warm", "cold"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec compile_spec = {
   .op = "compile",
   .usage = "kiln bench compile [--sizes FILE,...] [--backend cold,warm]",
   BENCH_TABLES(compile),
   .selectable = 2,
-  .min_size = 1,
-  .max_size = 2,
-  .size_multiple = 1,
+  .min_size = 1, .max_size = 2, .size_multiple = 1,
   .sizes_help = "kernel file numbers such as 1,2 (1: cl/gemm.cl, 2: cl/scale.cl)",
   .repeats = 3,
   .figure = BENCH_MS,
@@ -48,6 +48,7 @@ static const bench_spec compile_spec = {
           "(the driver's own cache as it is: PoCL's, unless POCL_KERNEL_CACHE=0), "
           "warm: from kiln's cache",
 };
+/* clang-format on */
 
 /* One kernel file's builds, for compile_once(). */
 typedef struct compile_run {

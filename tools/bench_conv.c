@@ -61,15 +61,15 @@ static const char *const conv_not_built[] = {
 static const size_t conv_defaults[] = {1, 2, 3, 4};
 static const size_t conv_quick[] = {5};
 static const char *const conv_ratios[][2] = {{"best", "openblas"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec conv_spec = {
   .op = "conv",
   .usage = "kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,clblast,"
            "openblas]",
   BENCH_TABLES(conv),
   .selectable = 4,
-  .min_size = 1,
-  .max_size = NLAYERS,
-  .size_multiple = 1,
+  .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
                 "4: depthwise 3x3, 5: a small 3x3)",
   .repeats = 5,
@@ -77,6 +77,7 @@ static const bench_spec conv_spec = {
   .labels = conv_labels,
   .best_of = 3,
 };
+/* clang-format on */
 
 /* One layer's data, for conv_once(). */
 typedef struct conv_run {

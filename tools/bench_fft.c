@@ -51,23 +51,22 @@ static const char *const fft_series[] = {"1-D", "2-D", "1-D", "1-D", "2-D"};
 static const size_t fft_defaults[] = {3, 4, 1, 5, 2};
 static const size_t fft_quick[] = {3, 5};
 static const char *const fft_ratios[][2] = {{"best", "fftw"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec fft_spec = {
   .op = "fft",
   .usage = "kiln bench fft [--sizes CASE,...] [--backend kiln,vkfft,clfft,fftw]",
   BENCH_TABLES(fft),
   .selectable = 4,
-  .min_size = 1,
-  .max_size = 5,
-  .size_multiple = 1,
+  .min_size = 1, .max_size = 5, .size_multiple = 1,
   .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024^2, 3: 1-D 2^12, "
                 "4: 1-D 2^16, 5: 2-D 256^2)",
   .repeats = 10,
   .labels = fft_labels,
   .best_of = 3,
-  .xs = fft_points,
-  .series = fft_series,
-  .axis = "points",
+  .xs = fft_points, .series = fft_series, .axis = "points",
 };
+/* clang-format on */
 
 /* One case's data, for fft_once(). */
 typedef struct fft_run {

@@ -23,19 +23,20 @@ static const char *const gemm_not_built[] = {
 static const size_t gemm_defaults[] = {128, 256, 512, 1024, 2048};
 static const size_t gemm_quick[] = {32, 64};
 static const char *const gemm_ratios[][2] = {{"kiln", "openblas"}, {"kiln", "clblast"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec gemm_spec = {
   .op = "gemm",
   .usage = "kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,openblas]",
   BENCH_TABLES(gemm),
   .selectable = 3,
-  .min_size = 1,
-  .max_size = 65536,
-  .size_multiple = 1,
+  .min_size = 1, .max_size = 65536, .size_multiple = 1,
   .sizes_help = "sizes such as 512,1024 (at most 16, each 1 to 65536)",
   .repeats = 5,
   .figure = BENCH_GFLOPS,
   .axis = "n (C = A B, each n x n)",
 };
+/* clang-format on */
 
 /* The reference C for the check: OpenBLAS when built in, else naive. */
 static void reference(size_t n, const float *a, const float *b, float *c)

@@ -29,21 +29,22 @@ static const size_t launch_defaults[] = {1000};
 static const size_t launch_quick[] = {20};
 static const char *const launch_ratios[][2] = {{"kiln", "opencl"},
                                                {"kiln-batch", "opencl-batch"}};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec launch_spec = {
   .op = "launch",
   .usage = "kiln bench launch [--sizes N,...] [--backend kiln,kiln-batch,opencl,"
            "opencl-batch]",
   BENCH_TABLES(launch),
   .selectable = 4,
-  .min_size = 1,
-  .max_size = 100000,
-  .size_multiple = 1,
+  .min_size = 1, .max_size = 100000, .size_multiple = 1,
   .sizes_help = "launch counts such as 100,1000 (at most 16, each 1 to 100000)",
   .repeats = 5,
   .figure = BENCH_US,
   .note = "launch: us per launch of a one-work-item kernel; kiln and opencl wait for "
           "each launch, the -batch peers launch N (the case) and wait once",
 };
+/* clang-format on */
 
 /* The kernel, through kiln and through OpenCL, and its counter. */
 typedef struct launch_run {

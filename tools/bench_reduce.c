@@ -31,21 +31,21 @@ static const size_t reduce_defaults[] = {1 * MiB, 16 * MiB, 256 * MiB};
 static const size_t reduce_quick[] = {64 * KiB, 256 * KiB};
 static const char *const reduce_ratios[][2] = {{"kiln", "c-loop"}};
 static const double reduce_tolerance[] = {1e-6, 1e-4, 1e-4};
+/* A spec, its related fields on one line: */
+/* clang-format off */
 static const bench_spec reduce_spec = {
   .op = "reduce",
   .usage = "kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast]",
   BENCH_TABLES(reduce),
   .selectable = 2,
-  .byte_sizes = 1,
-  .min_size = 1024,
-  .max_size = (size_t)4 << 30,
-  .size_multiple = 4,
+  .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,16M,256M (K, M, G: powers of 1024; at most 16, "
                 "each a multiple of 4 from 1K to 4G)",
   .repeats = 10,
   .figure = BENCH_GBPS,
   .axis = "bytes summed",
 };
+/* clang-format on */
 
 /* One size's data, for reduce_once(). */
 typedef struct reduce_run {

@@ -129,40 +129,34 @@ KILN_API unsigned kiln_version_number(void);
  *   -1 .. -99    the caller's request is wrong
  *   -100 .. -199 the device, the driver or resources
  *   -200 .. -299 files and formats */
-/* clang-format off: a table, aligned by hand */
-#define KILN_STATUS_MAP(XX)                                                              \
-  XX(OK, 0, "success")                                                                   \
-  XX(ERR_INVALID_ARGUMENT, -1,                                                           \
-     "an argument is missing, out of range or "                                          \
-     "inconsistent with the others")                                                     \
-  XX(ERR_INVALID_DTYPE, -2,                                                              \
-     "the element type is not one this call "                                            \
-     "accepts")                                                                          \
-  XX(ERR_OUT_OF_BOUNDS, -3, "the requested range lies outside the buffer")               \
-  XX(ERR_OVERFLOW, -4, "a size computation overflows")                                   \
-  XX(ERR_INVALID_ENV, -5,                                                                \
-     "an environment variable has a value kiln "                                         \
-     "cannot use")                                                                       \
-  XX(ERR_WRONG_RUNTIME, -6, "the objects belong to different runtimes")                  \
-  XX(ERR_BUSY, -7, "the object is still in use")                                         \
-  XX(ERR_UNSUPPORTED, -8,                                                                \
-     "the device or this build of kiln cannot do "                                       \
-     "what was asked")                                                                   \
-  XX(ERR_INVALID_DEVICE_SELECTOR, -9,                                                    \
-     "the device selector does not parse or "                                            \
-     "matches no device")                                                                \
-  XX(ERR_NO_DEVICE, -100, "no usable OpenCL device was found")                           \
-  XX(ERR_OUT_OF_MEMORY, -101,                                                            \
-     "the device does not have the memory asked "                                        \
-     "for")                                                                              \
-  XX(ERR_OUT_OF_HOST_MEMORY, -102, "the host ran out of memory")                         \
-  XX(ERR_DEVICE_UNAVAILABLE, -103, "the device is not available")                        \
-  XX(ERR_OPENCL, -104, "an OpenCL call failed")                                          \
-  XX(ERR_BUILD, -105, "an OpenCL program failed to build")                               \
-  XX(ERR_IO, -200, "a file could not be read or written")                                \
-  XX(ERR_FORMAT, -201,                                                                   \
-     "a file is malformed or in a format kiln "                                          \
-     "does not read")
+/* A table, aligned by hand: */
+/* clang-format off */
+#define KILN_STATUS_MAP(XX)                                                           \
+  XX(OK,                      0,    "success")                                        \
+  XX(ERR_INVALID_ARGUMENT,    -1,   "an argument is missing, out of range or "        \
+                                    "inconsistent with the others")                   \
+  XX(ERR_INVALID_DTYPE,       -2,   "the element type is not one this call "          \
+                                    "accepts")                                        \
+  XX(ERR_OUT_OF_BOUNDS,       -3,   "the requested range lies outside the buffer")    \
+  XX(ERR_OVERFLOW,            -4,   "a size computation overflows")                   \
+  XX(ERR_INVALID_ENV,         -5,   "an environment variable has a value kiln "       \
+                                    "cannot use")                                     \
+  XX(ERR_WRONG_RUNTIME,       -6,   "the objects belong to different runtimes")       \
+  XX(ERR_BUSY,                -7,   "the object is still in use")                     \
+  XX(ERR_UNSUPPORTED,         -8,   "the device or this build of kiln cannot do "     \
+                                    "what was asked")                                 \
+  XX(ERR_INVALID_DEVICE_SELECTOR, -9, "the device selector does not parse or "        \
+                                    "matches no device")                              \
+  XX(ERR_NO_DEVICE,           -100, "no usable OpenCL device was found")              \
+  XX(ERR_OUT_OF_MEMORY,       -101, "the device does not have the memory asked "      \
+                                    "for")                                            \
+  XX(ERR_OUT_OF_HOST_MEMORY,  -102, "the host ran out of memory")                     \
+  XX(ERR_DEVICE_UNAVAILABLE,  -103, "the device is not available")                    \
+  XX(ERR_OPENCL,              -104, "an OpenCL call failed")                          \
+  XX(ERR_BUILD,               -105, "an OpenCL program failed to build")              \
+  XX(ERR_IO,                  -200, "a file could not be read or written")            \
+  XX(ERR_FORMAT,              -201, "a file is malformed or in a format kiln "        \
+                                    "does not read")
 /* clang-format on */
 
 /*! kiln_status :
