@@ -26,17 +26,20 @@
 #define KILN_PASSES 3
 
 #if KILN_PASS == 1
-/* The tile sizes are kiln's -D options, chosen for the device in
- * src/tuning.c, the one place that holds them. */
-#if !defined(KILN_GEMM_TM) || !defined(KILN_GEMM_VW) || !defined(KILN_GEMM_VWD) ||  \
-  !defined(KILN_GEMM_TSM) || !defined(KILN_GEMM_TSK) || !defined(KILN_GEMM_WPT)
+/* The tile sizes are kiln's -D options, chosen for the device and variant
+ * in src/tuning.c (or its tuning record), the one place that holds them:
+ * KILN_GEMM_<name>_<variant>, so each variant is tuned alone. */
+#if !defined(KILN_GEMM_TM_f32) || !defined(KILN_GEMM_VW_f32) ||                     \
+  !defined(KILN_GEMM_TSM_f32) || !defined(KILN_GEMM_TSK_f32) || !defined(KILN_GEMM_WPT_f32)
 #error "cl/gemm.cl needs kiln's -DKILN_GEMM_* options (src/tuning.c)"
 #endif
 
-#define TM KILN_GEMM_TM
-#define TSM KILN_GEMM_TSM
-#define TSK KILN_GEMM_TSK
-#define WPT KILN_GEMM_WPT
+/* The pass's parameters, by its variant V. */
+#define TM CAT(KILN_GEMM_TM_, V)
+#define VW CAT(KILN_GEMM_VW_, V)
+#define TSM CAT(KILN_GEMM_TSM_, V)
+#define TSK CAT(KILN_GEMM_TSK_, V)
+#define WPT CAT(KILN_GEMM_WPT_, V)
 #define RTS (TSM / WPT) /* work-items along each side of a GPU group */
 
 /* C[i, j] = alpha * v + beta * C[i, j] in C's storage (the pass's V), C
@@ -45,23 +48,19 @@
   STORE(V, (beta_zero) ? (alpha) * (v) : (alpha) * (v) + (beta) * LOAD(V, c, idx), c, idx)
 #endif
 
-/* The pass's variant: V names the storage type ST, RT is the compute type,
- * VW the CPU shape's vector width. */
+/* The pass's variant: V names the storage type ST, RT is the compute type. */
 #if KILN_PASS == 1
 #define V f32
 #define ST float
 #define RT float
-#define VW KILN_GEMM_VW
 #elif KILN_PASS == 2
 #define V f16
 #define ST half
 #define RT float
-#define VW KILN_GEMM_VW
 #elif KILN_PASS == 3 && defined(KILN_HAS_FP64)
 #define V f64
 #define ST double
 #define RT double
-#define VW KILN_GEMM_VWD
 #endif
 
 #ifdef V
@@ -180,5 +179,4 @@ NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong db
 #undef V
 #undef ST
 #undef RT
-#undef VW
 #endif /* V */

@@ -389,24 +389,21 @@ static int write_entry(int fd, const kiln__cache_key *key, const unsigned char *
   return ok ? 0 : -1;
 }
 
-/* Creates ".<hex>.tmp.<12 hex digits>" in the folder, exclusively, as
+/* Creates ".<final>.tmp.<12 hex digits>" in the folder, exclusively, as
  * mkstemp() would but relative to the checked folder's descriptor. Entries
  * of a team folder are readable by the team; chmod after the open, as the
  * umask may have taken bits away. Returns the descriptor, or -1. */
-static int create_temp(const kiln__cache *c, const kiln__cache_key *key, char *name,
-                       size_t size)
+static int create_temp(const kiln__cache *c, const char *final, char *name, size_t size)
 {
   static atomic_uint_fast64_t counter;
   const mode_t mode = c->trust.shared ? 0640 : 0600;
-  char hex[33];
-  key_hex(key, hex);
   for (int attempt = 0; attempt < 64; attempt++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t seed[4] = {(uint64_t)getpid(), atomic_fetch_add(&counter, 1),
                         (uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec};
     uint64_t r = XXH3_64bits(seed, sizeof seed);
-    snprintf(name, size, ".%s.tmp.%012llx", hex,
+    snprintf(name, size, ".%s.tmp.%012llx", final,
              (unsigned long long)(r & 0xffffffffffffull));
     int fd =
       openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -421,6 +418,42 @@ static int create_temp(const kiln__cache *c, const kiln__cache_key *key, char *n
   return -1;
 }
 
+/* Puts a new file in the folder as `final`: written whole by `fill` under a
+ * temporary name (fill closes the descriptor; 0 or -1), then renamed into
+ * place, so a reader sees the old file, the new one or none, never half of
+ * one. A file kiln does not trust is not kiln's to replace: -1. */
+static int replace_file(kiln__cache *c, const char *final,
+                        int (*fill)(int fd, const void *arg), const void *arg)
+{
+  char tmp[128];
+  struct stat st;
+  kiln__str why = {0};
+  int foreign = fstatat(c->dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                kiln__trust_check_file(&c->trust, final, &st, &why) != 0;
+  kiln__str_free(&why);
+  /* In the same folder, so rename() never crosses a file system. */
+  int fd = foreign ? -1 : create_temp(c, final, tmp, sizeof tmp);
+  if (fd < 0)
+    return -1;
+  if (fill(fd, arg) != 0 || renameat(c->dirfd, tmp, c->dirfd, final) != 0) {
+    unlinkat(c->dirfd, tmp, 0);
+    return -1;
+  }
+  return 0;
+}
+
+struct entry_fill {
+  const kiln__cache_key *key;
+  const unsigned char *data;
+  size_t size;
+};
+
+static int fill_entry(int fd, const void *arg)
+{
+  const struct entry_fill *e = arg;
+  return write_entry(fd, e->key, e->data, e->size);
+}
+
 int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
                       const unsigned char *data, size_t size)
 {
@@ -428,24 +461,83 @@ int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
    * one, so it is not written. */
   if (!c || !c->dir || !key || !data || size == 0 || (uint64_t)size > MAX_PAYLOAD)
     return -1;
-  char final[48], tmp[64];
+  char final[48];
   entry_name(key, ".bin", final, sizeof final);
-  /* A file kiln does not trust is not kiln's to replace either. */
-  struct stat st;
-  kiln__str why = {0};
-  int foreign = fstatat(c->dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                kiln__trust_check_file(&c->trust, final, &st, &why) != 0;
-  kiln__str_free(&why);
-  /* In the same folder, so rename() never crosses a file system. */
-  int fd = foreign ? -1 : create_temp(c, key, tmp, sizeof tmp);
-  if (fd < 0)
+  struct entry_fill e = {key, data, size};
+  if (replace_file(c, final, fill_entry, &e) != 0)
     return -1;
-  if (write_entry(fd, key, data, size) != 0 ||
-      renameat(c->dirfd, tmp, c->dirfd, final) != 0) {
-    unlinkat(c->dirfd, tmp, 0);
+  c->stores++;
+  return 0;
+}
+
+/* ---- other files of the folder: tuning records ------------------------- */
+
+struct text_fill {
+  const char *text;
+  size_t len;
+};
+
+static int fill_text(int fd, const void *arg)
+{
+  const struct text_fill *t = arg;
+  int ok = write_full(fd, (const unsigned char *)t->text, t->len) == 0;
+  if (close(fd) != 0)
+    ok = 0;
+  return ok ? 0 : -1;
+}
+
+int kiln__cache_put_file(kiln__cache *c, const char *name, const char *text, size_t len)
+{
+  if (!c || !c->dir)
+    return -1;
+  struct text_fill t = {text, len};
+  return replace_file(c, name, fill_text, &t);
+}
+
+int kiln__cache_get_file(kiln__cache *c, const char *name, size_t max, char **text,
+                         size_t *len, kiln__str *why)
+{
+  *text = NULL;
+  *len = 0;
+  if (!c || !c->dir)
+    return 1;
+  int fd;
+  struct stat st;
+  enum kiln__trust_result r =
+    kiln__trust_open_file(&c->trust, c->dirfd, name, &fd, &st, why);
+  if (r != KILN__TRUST_OK)
+    return r == KILN__TRUST_ABSENT ? 1 : -1;
+  char *buf = NULL;
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
+    kiln__str_appendf(why, "%s is %lld bytes, more than a record's %zu", name,
+                      (long long)st.st_size, max);
+  else if (!(buf = malloc((size_t)st.st_size + 1)))
+    kiln__str_appendf(why, "out of host memory reading %s", name);
+  else if (read_full(fd, (unsigned char *)buf, (size_t)st.st_size) != 0) {
+    kiln__str_appendf(why, "cannot read %s: %s", name, strerror(errno));
+    free(buf);
+    buf = NULL;
+  }
+  close(fd);
+  if (!buf)
+    return -1;
+  buf[st.st_size] = '\0';
+  *text = buf;
+  *len = (size_t)st.st_size;
+  return 0;
+}
+
+int kiln__cache_delete_file(kiln__cache *c, const char *name, kiln__str *why)
+{
+  struct stat st;
+  if (!c || !c->dir || fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return 0; /* nothing to delete */
+  if (kiln__trust_check_file(&c->trust, name, &st, why) != 0)
+    return -1;
+  if (unlinkat(c->dirfd, name, 0) != 0 && errno != ENOENT) {
+    kiln__str_appendf(why, "cannot delete %s/%s: %s", c->dir, name, strerror(errno));
     return -1;
   }
-  c->stores++;
   return 0;
 }
 

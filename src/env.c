@@ -166,6 +166,8 @@ KILN__READ_FLAG(read_cache, no_cache, 1,
 KILN__READ_FLAG(read_cache_shared, cache_shared, 0,
                 "1 to accept a team cache folder shared by its group, or 0 for "
                 "the default (off)")
+KILN__READ_FLAG(read_tuning, no_tuning, 1,
+                "0 to ignore the device's tuning record, or 1 for the default (on)")
 KILN__READ_FLAG(read_profile, profile, 0,
                 "1 to record every operation's times, or 0 for the default (off)")
 #undef KILN__READ_FLAG
@@ -264,6 +266,7 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->cache_dir = opts->cache_dir;
   cfg->no_cache = opts->no_cache;
   cfg->cache_shared = opts->cache_shared != 0;
+  cfg->no_tuning = opts->no_tuning != 0;
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";

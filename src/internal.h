@@ -127,6 +127,7 @@ typedef struct kiln__config {
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
   int cache_shared;          /* a team folder is acceptable */
+  int no_tuning;             /* the rules' parameters, whatever the record */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */
@@ -272,6 +273,17 @@ int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
 /* Deletes the entry, e.g. one the driver refused to build. */
 void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key);
 
+/* Other files of the folder (tuning records), by name, through the same
+ * checks as entries. put: writes text as `name`, atomically; 0, or -1 (no
+ * folder, no room, or a file there kiln does not trust). get: reads a
+ * trusted file of at most max bytes into *text (malloc'd, NUL-terminated);
+ * 0, 1 when there is none (or no folder), -1 with the reason in why.
+ * delete: 0 when it is gone (or never was), -1 with why. */
+int kiln__cache_put_file(kiln__cache *c, const char *name, const char *text, size_t len);
+int kiln__cache_get_file(kiln__cache *c, const char *name, size_t max, char **text,
+                         size_t *len, kiln__str *why);
+int kiln__cache_delete_file(kiln__cache *c, const char *name, kiln__str *why);
+
 /* ---- kernels (program.c, generated builtin_sources.c) ------------------- */
 
 /* One of kiln's cl/ files, embedded by tools/embed-cl.py: bytes is the text
@@ -293,10 +305,6 @@ extern const size_t kiln__builtin_count;
  * joins the embedded files the same way. */
 void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
                         const char *name, const char *text, size_t len);
-
-/* The options every builtin program is built with on this device: the
- * -cl-std it supports and the device-dependent defines (tuning.c). */
-void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out);
 
 /* A new kernel object of a builtin program, which is built on first use and
  * kept by the runtime. Release the kernel once enqueued: each call gets its
@@ -328,6 +336,7 @@ struct kiln_runtime {
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   char *cl_dir;               /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
+  struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
   uint64_t compiles;                    /* programs built from source: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */

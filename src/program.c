@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tuning.h"
 
 struct kiln_program {
   kiln_runtime *rt;
@@ -326,7 +327,8 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
     src = text;
   }
   kiln__str options = {0};
-  kiln__builtin_options(&kiln__runtime_device(rt)->info, &options);
+  kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, b->name,
+                        &options);
   char *log = NULL;
   st = options.failed
          ? KILN_ERR_OUT_OF_HOST_MEMORY
@@ -393,13 +395,30 @@ kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
   return KILN_OK;
 }
 
-void kiln__programs_release(kiln_runtime *rt)
+/* Releases the builtin programs built so far; kernels made from them keep
+ * them alive until released. */
+static void drop_builtins(kiln_runtime *rt)
 {
   for (size_t i = 0; rt->builtins && i < kiln__builtin_count; i++)
-    if (rt->builtins[i])
+    if (rt->builtins[i]) {
       clReleaseProgram(rt->builtins[i]);
+      rt->builtins[i] = NULL;
+    }
+}
+
+void kiln__programs_release(kiln_runtime *rt)
+{
+  drop_builtins(rt);
   free(rt->builtins);
   rt->builtins = NULL;
+}
+
+void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t)
+{
+  pthread_mutex_lock(&rt->build_lock);
+  rt->tuning->t = *t;
+  drop_builtins(rt);
+  pthread_mutex_unlock(&rt->build_lock);
 }
 
 KILN_API kiln_status kiln_program_destroy(kiln_program *program)

@@ -8,6 +8,7 @@
 
 #include "kiln_config.h"
 #include "internal.h"
+#include "tuning.h"
 #include "profile.h"
 #include "ops/ops.h"
 #include "backends/clblast.h"
@@ -120,6 +121,7 @@ static void runtime_free(kiln_runtime *rt)
   if (rt->context)
     clReleaseContext(rt->context);
   kiln__programs_release(rt);
+  kiln__tuning_free(rt);
   kiln__cache_close(&rt->cache);
   free(rt->cl_dir);
   kiln__devices_free(&rt->devices);
@@ -157,7 +159,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   rt->builtins =
     calloc(kiln__builtin_count ? kiln__builtin_count : 1, sizeof *rt->builtins);
   rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;
-  if (!rt->builtins || (cfg.cl_dir && !rt->cl_dir)) {
+  rt->tuning = calloc(1, sizeof *rt->tuning);
+  if (!rt->builtins || !rt->tuning || (cfg.cl_dir && !rt->cl_dir)) {
     runtime_free(rt);
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: allocating the runtime failed");
@@ -179,6 +182,9 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   set_memory_limit(rt, &cfg);
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
+  kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &rt->tuning->t);
+  if (!cfg.no_tuning)
+    kiln__record_load(rt);
   st = kiln__profile_init(rt, &cfg);
   if (st != KILN_OK) {
     runtime_free(rt);

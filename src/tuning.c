@@ -1,9 +1,12 @@
 /*
  * tuning.c — the device-dependent parameters of kiln's own kernels, in one
  * place: kernels read them as -D defines and the host dispatch reads the same
- * struct, so no kernel or op tests "is this a CPU" itself.
+ * struct, so no kernel or op tests "is this a CPU" itself. These are the
+ * rules' values; a device's tuning record (record.c), measured by kiln_tune()
+ * (tune.c), replaces them, after kiln__tuning_check() has passed it.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 #include "tuning.h"
@@ -12,31 +15,24 @@
  * GEMM. On a CPU device (PoCL) a work-item owns TM rows x 2 vectors of VW
  * lanes of C in registers: with VW the device's native float width (16 on
  * AVX-512) that is 16 accumulators, half the vector registers, which leaves
- * room for the B vectors and keeps both FMA pipes busy. On GPUs and
- * accelerators, 64 x 64 tiles with 16-deep local-memory slices and 4 x 4
- * outputs per work-item (256 work-items a group), or 32 x 32 tiles where a
- * group cannot hold 256.
+ * room for the B vectors and keeps both FMA pipes busy; double takes half
+ * the lanes. On GPUs and accelerators, 64 x 64 tiles with 16-deep
+ * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
+ * group), or 32 x 32 tiles where a group cannot hold 256.
  */
-kiln__gemm_tuning *kiln__gemm_tuning_override;
-
-void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
+static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {
-  if (kiln__gemm_tuning_override) {
-    *t = *kiln__gemm_tuning_override;
-    return;
-  }
   unsigned w = dev->native_vector_width_float;
-  *t = (kiln__gemm_tuning){
-    .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
-    .tm = 8,
-    .vw = w >= 16  ? 16
-          : w >= 8 ? 8
-                   : 4,
-    .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
-    .tsk = 16,
-    .wpt = 4,
-  };
-  t->vwd = t->vw / 2;
+  unsigned vw = w >= 16 ? 16 : w >= 8 ? 8 : 4;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    g[v] = (kiln__gemm_tuning){
+      .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
+      .tm = 8,
+      .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
+      .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
+      .tsk = 16,
+      .wpt = 4,
+    };
 }
 
 /*
@@ -46,14 +42,8 @@ void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t)
  * group's work-items in turn). On GPUs, groups of up to 256 work-items
  * stride over the input, 8 groups per compute unit.
  */
-kiln__reduce_tuning *kiln__reduce_tuning_override;
-
-void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t)
+static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
 {
-  if (kiln__reduce_tuning_override) {
-    *t = *kiln__reduce_tuning_override;
-    return;
-  }
   unsigned cu = dev->compute_units ? dev->compute_units : 1, wg = 1;
   while (wg * 2 <= 256 && wg * 2 <= dev->max_work_group_size)
     wg *= 2;
@@ -75,7 +65,7 @@ void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t
  * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
  * 64 is also a whole number of warps or wavefronts on GPUs.
  */
-void kiln__fft_tuning_for(const kiln_device_info *dev, kiln__fft_tuning *t)
+static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {
   size_t group = 64;
   while (group > 1 && group > dev->max_work_group_size)
@@ -83,7 +73,101 @@ void kiln__fft_tuning_for(const kiln_device_info *dev, kiln__fft_tuning *t)
   *t = (kiln__fft_tuning){.wide_from = 16, .group = (unsigned)group};
 }
 
-void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
+void kiln__tuning_defaults(const kiln_device_info *dev, kiln__tuning *t)
+{
+  gemm_defaults(dev, t->gemm);
+  reduce_defaults(dev, &t->reduce);
+  fft_defaults(dev, &t->fft);
+}
+
+enum kiln__gemm_variant kiln__gemm_variant_of(kiln_dtype dtype)
+{
+  return dtype == KILN_F64   ? KILN__GEMM_F64
+         : dtype == KILN_F16 ? KILN__GEMM_F16
+                             : KILN__GEMM_F32;
+}
+
+static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
+
+static int is_pow2(unsigned x)
+{
+  return x && !(x & (x - 1));
+}
+
+/* One bad value: its name, what it is and what the device allows. */
+static int bad(kiln__str *why, const char *what, unsigned v, const char *allowed)
+{
+  kiln__str_appendf(why, "%s%s = %u, but %s", why->len ? "; " : "", what, v, allowed);
+  return -1;
+}
+
+static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
+                      const char *tag, kiln__str *why)
+{
+  char what[32];
+  int rc = 0;
+  size_t real = strcmp(tag, "f64") == 0 ? 8 : 4;
+#define NAMED(field) (snprintf(what, sizeof what, "gemm.%s.%s", tag, field), what)
+  if (g->tm < 1 || g->tm > 32)
+    rc = bad(why, NAMED("tm"), g->tm, "the CPU shape takes 1 to 32 rows");
+  if (g->vw != 1 && g->vw != 2 && g->vw != 4 && g->vw != 8 && g->vw != 16)
+    rc = bad(why, NAMED("vw"), g->vw, "OpenCL vectors have 1, 2, 4, 8 or 16 lanes");
+  if (g->tsk < 1 || g->tsk > 64)
+    rc = bad(why, NAMED("tsk"), g->tsk, "the slice depth is 1 to 64");
+  if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)
+    rc = bad(why, NAMED("wpt"), g->wpt, "it must divide tsm and be at most 16");
+  else if ((size_t)(g->tsm / g->wpt) * (g->tsm / g->wpt) > dev->max_work_group_size)
+    rc = bad(why, NAMED("tsm"), g->tsm,
+             "(tsm / wpt)^2 work-items exceed the device's group");
+  if (g->tsm < 1 || g->tsm > 256)
+    rc = bad(why, NAMED("tsm"), g->tsm, "the tile side is 1 to 256");
+  else if (g->tsk <= 64 && 2 * (size_t)g->tsk * g->tsm * real > dev->local_mem_bytes)
+    rc = bad(why, NAMED("tsk"), g->tsk,
+             "two tsk x tsm slices exceed the device's local memory");
+#undef NAMED
+  return rc;
+}
+
+int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln__str *why)
+{
+  int rc = 0;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    if (check_gemm(dev, &t->gemm[v], gemm_tags[v], why))
+      rc = -1;
+  const kiln__reduce_tuning *r = &t->reduce;
+  if (r->chunks < 1 || r->chunks > 65536)
+    rc = bad(why, "reduce.chunks", r->chunks, "it is 1 to 65536");
+  if (!is_pow2(r->wg) || r->wg > dev->max_work_group_size)
+    rc =
+      bad(why, "reduce.wg", r->wg, "it must be a power of two within the device's group");
+  if (r->groups < 1 || r->groups > 65536)
+    rc = bad(why, "reduce.groups", r->groups, "it is 1 to 65536");
+  const kiln__fft_tuning *f = &t->fft;
+  if (!is_pow2(f->group) || f->group > dev->max_work_group_size)
+    rc = bad(why, "fft.group", f->group,
+             "it must be a power of two within the device's group");
+  if (!is_pow2(f->wide_from) || f->wide_from < 16)
+    rc = bad(why, "fft.wide_from", f->wide_from, "it must be a power of two, 16 or more");
+  return rc;
+}
+
+void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str *out)
+{
+  if (strcmp(program, "gemm") == 0)
+    for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+      const kiln__gemm_tuning *g = &t->gemm[v];
+      const char *s = gemm_tags[v];
+      kiln__str_appendf(out,
+                        " -DKILN_GEMM_TM_%s=%u -DKILN_GEMM_VW_%s=%u -DKILN_GEMM_TSM_%s=%u"
+                        " -DKILN_GEMM_TSK_%s=%u -DKILN_GEMM_WPT_%s=%u",
+                        s, g->tm, s, g->vw, s, g->tsm, s, g->tsk, s, g->wpt);
+    }
+  else if (strcmp(program, "reduce") == 0)
+    kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", t->reduce.wg);
+}
+
+void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
+                           const char *program, kiln__str *out)
 {
   /* kiln's kernels are OpenCL C 1.2; a 1.1 device gets 1.1 and a 1.0 device
    * (which has no -cl-std) nothing. Every OpenCL 3.0 device accepts 1.2. */
@@ -98,15 +182,5 @@ void kiln__builtin_options(const kiln_device_info *dev, kiln__str *out)
     kiln__str_appendf(out, " -DKILN_HAS_FP64=1");
   if (dev->has_fp16)
     kiln__str_appendf(out, " -DKILN_HAS_FP16=1");
-  kiln__str_appendf(out, " -DKILN_VECTOR_WIDTH=%u",
-                    dev->native_vector_width_float ? dev->native_vector_width_float : 1);
-  kiln__gemm_tuning g;
-  kiln__gemm_tuning_for(dev, &g);
-  kiln__str_appendf(out,
-                    " -DKILN_GEMM_TM=%u -DKILN_GEMM_VW=%u -DKILN_GEMM_VWD=%u"
-                    " -DKILN_GEMM_TSM=%u -DKILN_GEMM_TSK=%u -DKILN_GEMM_WPT=%u",
-                    g.tm, g.vw, g.vwd, g.tsm, g.tsk, g.wpt);
-  kiln__reduce_tuning r;
-  kiln__reduce_tuning_for(dev, &r);
-  kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", r.wg);
+  kiln__tuning_defines(t, program, out);
 }

@@ -1,23 +1,30 @@
 /*
- * tuning.h — the parameters of kiln's kernels for a device (tuning.c): what
- * the ops and the program builder read, and the tests' seams. Not
- * installed.
+ * tuning.h — the parameters of kiln's kernels for a device (tuning.c), the
+ * tuning records that replace the rules' values with measured ones
+ * (record.c), and the search that measures them (tune.c). Not installed.
  */
 #ifndef KILN_TUNING_H
 #define KILN_TUNING_H
 
 #include "internal.h"
 
-/* ---- tuning (tuning.c) --------------------------------------------------- */
+/* ---- the parameters (tuning.c) ------------------------------------------- */
 
-/* The parameters of cl/gemm.cl for a device (see tuning.c for why). */
+/* GEMM's variants, each tuned alone: float, half storage with float
+ * compute, double. */
+enum kiln__gemm_variant {
+  KILN__GEMM_F32,
+  KILN__GEMM_F16,
+  KILN__GEMM_F64,
+  KILN__GEMM_VARIANTS
+};
+
+/* The parameters of one variant of cl/gemm.cl (see tuning.c for why). */
 typedef struct kiln__gemm_tuning {
   int gpu_shape;          /* local-memory tiles, else the CPU shape */
-  unsigned tm, vw, vwd;   /* CPU: rows per work-item; float and double lanes */
+  unsigned tm, vw;        /* CPU: rows per work-item; vector lanes (2 vectors) */
   unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
 } kiln__gemm_tuning;
-
-void kiln__gemm_tuning_for(const kiln_device_info *dev, kiln__gemm_tuning *t);
 
 /* The parameters of cl/reduce.cl: chunks per whole reduction on a CPU
  * device; on GPUs, the work-group size (a power of two) and groups. */
@@ -26,20 +33,78 @@ typedef struct kiln__reduce_tuning {
   unsigned chunks, wg, groups;
 } kiln__reduce_tuning;
 
-void kiln__reduce_tuning_for(const kiln_device_info *dev, kiln__reduce_tuning *t);
-
 /* kiln's own FFT (cl/fft.cl): passes whose stride p is at least wide_from
  * run the 2-D indexed kernel in groups of `group` work-items along k. */
 typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
 } kiln__fft_tuning;
 
-void kiln__fft_tuning_for(const kiln_device_info *dev, kiln__fft_tuning *t);
+/* Everything a runtime's kernels are built and launched with. */
+typedef struct kiln__tuning {
+  kiln__gemm_tuning gemm[KILN__GEMM_VARIANTS];
+  kiln__reduce_tuning reduce;
+  kiln__fft_tuning fft;
+} kiln__tuning;
 
-/* Test seams: when set, every device gets these parameters (runtimes
- * created afterwards build their kernels with them). Tests link the static
- * library to set them; nothing else does. */
-extern kiln__gemm_tuning *kiln__gemm_tuning_override;
-extern kiln__reduce_tuning *kiln__reduce_tuning_override;
+/* A runtime's parameters and where they came from. */
+typedef struct kiln__tuning_state {
+  kiln__tuning t; /* in use: the record's, else the rules' */
+  int tuned;      /* a record applies */
+  char *record;   /* the record's JSON text as read or written, or NULL */
+  char *path;     /* the record's file, or NULL when the cache is off */
+} kiln__tuning_state;
+
+/* The rules' values for a device: what applies without a record. */
+void kiln__tuning_defaults(const kiln_device_info *dev, kiln__tuning *t);
+
+/* Whether dev can run t: 0, or -1 with what is wrong appended to why (a
+ * group larger than the device's, local memory it lacks, a value outside
+ * what the kernels take). Every value from a record passes here first. */
+int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t,
+                       kiln__str *why);
+
+/* GEMM's variant for a storage type. */
+enum kiln__gemm_variant kiln__gemm_variant_of(kiln_dtype dtype);
+
+/* The defines of builtin program `program` (a cl/ file's name) for these
+ * parameters, appended to out: only what that file reads, so retuning one
+ * kernel leaves the others' cached binaries valid. */
+void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str *out);
+
+/* The options every builtin program is built with on this device: the
+ * -cl-std it supports and the defines of t that `program` reads. */
+void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
+                           const char *program, kiln__str *out);
+
+/* Replaces rt's parameters and drops its built kernels, which the next call
+ * rebuilds with them. Only while no other call uses rt (kiln_tune(), the
+ * records, tests). */
+void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t);
+
+/* ---- tuning records (record.c) ------------------------------------------- */
+
+/* Loads the device's record, if any, from the cache folder at runtime
+ * creation: its values replace the defaults in rt->tuning. A record that is
+ * absent leaves the defaults; one that is corrupt, stale, foreign or that
+ * the device cannot run is ignored with a note in the diagnostics. */
+void kiln__record_load(kiln_runtime *rt);
+
+/* Frees what the records hold in rt->tuning, and rt->tuning. */
+void kiln__tuning_free(kiln_runtime *rt);
+
+/* What kiln_tune() found for one kernel: the parameters it started from and
+ * those it kept, each as text, with their median times. */
+typedef struct kiln__measured {
+  char kernel[16];
+  char from[96], to[96];
+  double from_s, to_s;
+  unsigned candidates;
+} kiln__measured;
+
+/* Writes rt's parameters as the device's record, with the measurements
+ * m[0..n) kept beside them, and marks rt tuned. KILN_ERR_IO when the record
+ * cannot be kept (the parameters still apply to rt). */
+kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__measured *m,
+                              size_t n);
 
 #endif /* KILN_TUNING_H */

@@ -15,7 +15,8 @@
 
 #include <math.h>
 
-#include "internal.h" /* kiln__gemm_tuning_override */
+#include "internal.h"
+#include "tuning.h" /* kiln__runtime_set_tuning() */
 #include "tuning.h"
 #include "kiln_config.h"
 #include "values.h"
@@ -315,11 +316,13 @@ static void test_gemm_dtypes(void **state)
 static void test_gemm_gpu_shape(void **state)
 {
   (void)state;
-  static kiln__gemm_tuning gpu = {
-    .gpu_shape = 1, .tm = 8, .vw = 16, .vwd = 8, .tsm = 32, .tsk = 16, .wpt = 4};
-  kiln__gemm_tuning_override = &gpu;
   kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt)); /* builds with the override */
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  kiln__tuning t = rt->tuning->t;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    t.gemm[v] = (kiln__gemm_tuning){
+      .gpu_shape = 1, .tm = 8, .vw = 16, .tsm = 32, .tsk = 16, .wpt = 4};
+  kiln__runtime_set_tuning(rt, &t); /* the kernels are rebuilt with it */
   kiln_backend saved[2] = {backends[0], backends[1]};
   size_t saved_n = nbackends;
   backends[0] = KILN_BACKEND_KILN;
@@ -339,7 +342,6 @@ static void test_gemm_gpu_shape(void **state)
   backends[0] = saved[0];
   backends[1] = saved[1];
   nbackends = saved_n;
-  kiln__gemm_tuning_override = NULL;
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 

@@ -14,7 +14,8 @@
 #define KILN_EXPERIMENTAL /* kiln_builtin_count(), kiln_builtin_name() */
 #include "common.h"
 
-#include "kernel_args.h" /* the table; internal.h's builtin sources and options */
+#include "kernel_args.h" /* the table; internal.h's builtin sources */
+#include "tuning.h"      /* kiln__builtin_options() */
 
 /* ---- the check ------------------------------------------------------------ */
 
@@ -187,7 +188,7 @@ static kiln_program *build_with_arg_info(kiln_runtime *rt, size_t i)
   memcpy(text, b->bytes, b->size);
   text[b->size] = '\0';
   kiln__str options = {0};
-  kiln__builtin_options(kiln_runtime_device(rt), &options);
+  kiln__builtin_options(kiln_runtime_device(rt), &rt->tuning->t, b->name, &options);
   kiln__str_appendf(&options, " -cl-kernel-arg-info");
   assert_false(options.failed);
   kiln_program *p = NULL;

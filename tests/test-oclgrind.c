@@ -34,7 +34,8 @@
 #include <sys/stat.h>
 
 #include "conv-case.h"
-#include "internal.h" /* the tuning seams, kiln__program_cl(), the real-FFT path */
+#include "internal.h" /* kiln__program_cl(), the real-FFT path */
+#include "tuning.h"   /* kiln__runtime_set_tuning() */
 #include "profile.h"
 #include "ops/ops.h"
 #include "tuning.h"
@@ -217,19 +218,22 @@ static void capture_swap(char *text, size_t cap)
 /* ---- the two runtimes on Oclgrind ---------------------------------------- */
 
 static kiln_runtime *gpu_rt; /* Oclgrind's own shapes: it calls itself a GPU */
-static kiln_runtime *cpu_rt; /* the CPU shapes, while the seams are set */
+static kiln_runtime *cpu_rt; /* with the CPU shapes: cpu_shapes() */
 
 /* The CPU shapes as src/tuning.c gives them to PoCL with 16-wide vectors,
  * but with 3 reduction chunks, so chunks end inside the input. */
-static kiln__gemm_tuning cpu_gemm = {
-  .gpu_shape = 0, .tm = 8, .vw = 16, .vwd = 8, .tsm = 64, .tsk = 16, .wpt = 4};
-static kiln__reduce_tuning cpu_reduce = {
-  .gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
-
-static void cpu_shapes(int on)
+static void cpu_shapes(kiln_runtime *rt)
 {
-  kiln__gemm_tuning_override = on ? &cpu_gemm : NULL;
-  kiln__reduce_tuning_override = on ? &cpu_reduce : NULL;
+  kiln__tuning t = rt->tuning->t;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    t.gemm[v] = (kiln__gemm_tuning){.gpu_shape = 0,
+                                    .tm = 8,
+                                    .vw = v == KILN__GEMM_F64 ? 8 : 16,
+                                    .tsm = 64,
+                                    .tsk = 16,
+                                    .wpt = 4};
+  t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
+  kiln__runtime_set_tuning(rt, &t);
 }
 
 static kiln_runtime *oclgrind_runtime(void)
@@ -253,6 +257,8 @@ static int group_setup(void **state)
     return -1;
   gpu_rt = oclgrind_runtime();
   cpu_rt = oclgrind_runtime();
+  if (cpu_rt)
+    cpu_shapes(cpu_rt);
   int bad = capture_end("runtime creation");
   return gpu_rt && cpu_rt && !bad ? 0 : -1;
 }
@@ -278,7 +284,6 @@ static int test_setup(void **state)
 static int test_teardown(void **state)
 {
   (void)state;
-  cpu_shapes(0);
   kiln_status a = kiln_finish(gpu_rt), b = kiln_finish(cpu_rt);
   int bad = capture_end("the test");
   if (a != KILN_OK || b != KILN_OK)
@@ -546,7 +551,6 @@ static void test_oclgrind_gemm_gpu_shape(void **state)
 static void test_oclgrind_gemm_cpu_shape(void **state)
 {
   (void)state;
-  cpu_shapes(1);
   gemm_cases(cpu_rt);
 }
 
@@ -674,7 +678,6 @@ static void test_oclgrind_reduce_gpu_shape(void **state)
 static void test_oclgrind_reduce_cpu_shape(void **state)
 {
   (void)state;
-  cpu_shapes(1);
   reduce_cases(cpu_rt);
 }
 
@@ -769,7 +772,6 @@ static void test_oclgrind_conv_gpu_shape(void **state)
 static void test_oclgrind_conv_cpu_shape(void **state)
 {
   (void)state;
-  cpu_shapes(1);
   static const kiln_dtype types[] = {KILN_F32, KILN_F64};
   conv_cases_on(cpu_rt, types, 2);
 }

@@ -311,6 +311,10 @@ typedef struct kiln_options {
    * A folder that passes the ordinary checks is used as always.
    * Env: KILN_CACHE_SHARED=1 (or 0 for the default, off). */
   int cache_shared;
+  /* Non-zero: ignore the device's tuning record (see "Tuning"): the rules'
+   * parameters apply, as on a device never tuned. Env: KILN_TUNING=0 (or 1
+   * for the default, on). */
+  int no_tuning;
 } kiln_options;
 
 /*! kiln_options_init() :
@@ -1509,6 +1513,121 @@ KILN_API const char *kiln_builtin_name(size_t i);
  * The backend kiln_gemm() would use for this request on this runtime
  * (resolving AUTO), or KILN_BACKEND_AUTO when none can do it. */
 KILN_API kiln_backend kiln_gemm_backend_for(kiln_runtime *rt, const kiln_gemm_desc *desc);
+
+/* Tuning: the parameters of kiln's own kernels (tile sizes, vector widths,
+ * group sizes), measured per device by kiln_tune() and kept as a tuning
+ * record per device, driver and kiln version beside the kernel cache. A
+ * runtime applies its device's record when it is created (unless
+ * kiln_options.no_tuning or KILN_TUNING=0); without one, kiln's rules
+ * apply. A record that is damaged, stale (another driver or kiln), foreign
+ * or that the device cannot run is ignored, with a note in
+ * kiln_runtime_diagnostics(). The calls below that change the parameters
+ * rebuild kiln's kernels: make them while no other call uses the runtime. */
+
+/*! kiln_tuning_usage : whether this runtime runs with measured parameters. */
+typedef struct kiln_tuning_usage {
+  /* Set by kiln_tuning_usage_init(): see "A header that can grow". */
+  size_t struct_size;
+  int tuned;        /* the device's record applies */
+  const char *path; /* the device's record file (it may not exist yet), or
+                       NULL when the kernel cache, its folder, is off */
+} kiln_tuning_usage;
+
+/*! kiln_tuning_usage_init() :
+ * Zeroes *usage and sets struct_size. NULL is ignored. Inline. */
+static inline void kiln_tuning_usage_init(kiln_tuning_usage *usage)
+{
+  if (!usage)
+    return;
+  memset(usage, 0, sizeof *usage);
+  usage->struct_size = sizeof *usage;
+}
+
+/*! kiln_tuning_stats() : fills *out (set up by kiln_tuning_usage_init());
+ * path is owned by the runtime. */
+KILN_API kiln_status kiln_tuning_stats(kiln_runtime *rt, kiln_tuning_usage *out);
+
+/*! kiln_tuning_get() :
+ * The parameters in use as a record's JSON text, in *json (malloc'd: free()
+ * it): the device's record, or the rules' values ("by": "defaults").
+ * KILN_ERR_UNSUPPORTED when kiln was built without json-c. */
+KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json);
+
+/*! kiln_tuning_set() :
+ * Checks a record (as kiln_tuning_get() gives it, e.g. from another machine
+ * with the same device and driver) and applies it: it must be whole, its
+ * checksum must match, it must name this device, driver and kiln version,
+ * and the device must be able to run its parameters. Then it is kept as
+ * the device's record. KILN_ERR_INVALID_ARGUMENT (nothing changed) saying
+ * what does not match; KILN_ERR_IO when it applies but cannot be kept. */
+KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json);
+
+/*! kiln_tuning_clear() :
+ * Deletes the device's record and goes back to the rules' parameters.
+ * KILN_ERR_IO when a record is there that kiln may not delete (see "What
+ * kiln trusts"); the rules apply to this runtime all the same. */
+KILN_API kiln_status kiln_tuning_clear(kiln_runtime *rt);
+
+/*! kiln_tune_what : which kernels kiln_tune() measures (bits). */
+typedef enum kiln_tune_what {
+  KILN_TUNE_GEMM = 1,   /* GEMM's f32, f16 storage and f64 variants */
+  KILN_TUNE_REDUCE = 2, /* the reductions */
+  KILN_TUNE_FFT = 4,    /* kiln's FFT passes */
+  KILN_TUNE_ALL = 7
+} kiln_tune_what;
+
+/*! kiln_tune_step : one candidate measured (or skipped), for progress. */
+typedef struct kiln_tune_step {
+  size_t struct_size;
+  const char *kernel;    /* "gemm f32", "reduce", "fft" */
+  const char *candidate; /* its parameters, e.g. "cpu tm=8 vw=16" */
+  size_t index, count;   /* candidate index (1-based) of count, over the run */
+  double seconds;        /* its median time on the kernel's test case; 0 when
+                            skipped */
+  const char *skipped;   /* why it was skipped (too large for the device, a
+                            build or launch that failed, a wrong result), or
+                            NULL */
+  const char *best;      /* the kernel's best so far, and its time */
+  double best_seconds;
+  double baseline_seconds; /* the kernel's parameters before tuning */
+  int kernel_done;         /* the last step of this kernel: best is kept */
+  double elapsed, left;    /* seconds since the start, and of the budget */
+} kiln_tune_step;
+
+/*! kiln_tune_progress : called after each step; return non-zero to stop,
+ * keeping what was measured so far (Ctrl-C in `kiln tune`). */
+typedef int (*kiln_tune_progress)(const kiln_tune_step *step, void *user);
+
+/*! kiln_tune_options : set up by kiln_tune_options_init(). */
+typedef struct kiln_tune_options {
+  size_t struct_size;
+  unsigned what;               /* kiln_tune_what bits; 0: all */
+  double budget;               /* seconds for the whole search; 0: 240 */
+  kiln_tune_progress progress; /* or NULL */
+  void *user;                  /* progress's */
+} kiln_tune_options;
+
+static inline void kiln_tune_options_init(kiln_tune_options *opts)
+{
+  if (!opts)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_size = sizeof *opts;
+}
+
+/*! kiln_tune() :
+ * Searches the parameters of kiln's own kernels on rt's device, then keeps
+ * the best as the device's record and applies it to rt. Each kernel starts
+ * from its parameters in use and tries candidates around them; candidates
+ * the device cannot run are skipped before compiling, and each one's result
+ * is checked against a CPU reference before it is timed (the median of
+ * several runs after a warm-up). A candidate replaces the parameters in
+ * use only when it is faster beyond noise (3%). The search stops at the
+ * budget or when progress says so, keeping what it measured.
+ * @return : KILN_OK; KILN_ERR_IO when the record cannot be kept (the
+ *           parameters still apply to rt); KILN_ERR_UNSUPPORTED without
+ *           json-c. */
+KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts);
 
 #endif /* KILN_EXPERIMENTAL */
 

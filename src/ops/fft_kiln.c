@@ -173,8 +173,7 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   double sign = f->d.inverse ? 1 : -1;
   /* With an odd number of passes the first writes `out`, else the scratch. */
   cl_mem src = f->in, dst = plan->npass % 2 ? f->out : plan->scratch;
-  kiln__fft_tuning t;
-  kiln__fft_tuning_for(kiln_runtime_device(rt), &t);
+  kiln__fft_tuning t = rt->tuning->t.fft;
   cl_uint stride = 1;
   for (unsigned s = 0; s < plan->npass; s++) {
     /* Wide radix-32 passes: (k, block, row) in groups of t.group along k;

@@ -31,7 +31,7 @@ typedef struct plan {
 
 static void make_plan(kiln_runtime *rt, const kiln__gemm *g, plan *p)
 {
-  kiln__gemm_tuning_for(kiln_runtime_device(rt), &p->t);
+  p->t = rt->tuning->t.gemm[kiln__gemm_variant_of(g->dtype)];
   p->compute = g->dtype == KILN_F64 ? KILN_F64 : KILN_F32;
   p->tag = g->dtype == KILN_F16 ? "f16" : g->dtype == KILN_F64 ? "f64" : "f32";
   if (p->t.gpu_shape) {
@@ -41,7 +41,7 @@ static void make_plan(kiln_runtime *rt, const kiln__gemm *g, plan *p)
     p->pha = p->mp; /* one panel each: at[p * Mp + i], bt[p * Np + j] */
     p->phb = p->np;
   } else {
-    unsigned tn = 2 * (p->compute == KILN_F64 ? p->t.vwd : p->t.vw);
+    unsigned tn = 2 * p->t.vw;
     p->mp = round_up(g->m, p->t.tm);
     p->np = round_up(g->n, tn);
     p->kp = g->k;

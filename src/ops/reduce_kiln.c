@@ -60,8 +60,7 @@ static kiln_dtype partial_type(kiln_runtime *rt, const kiln__reduce *r, family f
 static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t offset,
                              size_t out_offset)
 {
-  kiln__reduce_tuning t;
-  kiln__reduce_tuning_for(&kiln__runtime_device(rt)->info, &t);
+  kiln__reduce_tuning t = rt->tuning->t.reduce;
   int flag;
   family fam = family_of(r->op, &flag);
   const char *tag = type_tag(r->in_type);

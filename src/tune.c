@@ -1,0 +1,629 @@
+/*
+ * tune.c — kiln_tune(): the search for the parameters of kiln's own kernels
+ * on one device, whose result becomes the device's tuning record.
+ *
+ * Each kernel (GEMM's three variants, the reductions, the FFT passes) is a
+ * list of candidates: the parameters in use first (the baseline), then the
+ * other kernel shape's rules (CPU or GPU: which shape is a parameter too),
+ * then the grid of the better shape in order of distance from the
+ * baseline, so a short budget still tries the nearest neighbours. For each
+ * candidate:
+ *   1. kiln__tuning_check() against the device's limits (group size, local
+ *      memory), before anything is compiled;
+ *   2. the kernels are rebuilt with it (kiln__runtime_set_tuning()) and run
+ *      on a small odd-sized case whose answer is known exactly (small whole
+ *      numbers, so every variant, half included, must match to the bit);
+ *      a build or launch failure, or a wrong answer, skips it with a note;
+ *   3. one warm-up run, then the median of five runs of the timing case
+ *      (wall time, host overhead included: what a caller sees). A candidate
+ *      whose first run is three times the best is not run further.
+ * The best replaces the baseline only when it is faster by more than 3%, so
+ * tuning never makes a kernel slower beyond noise. Each kernel gets the
+ * budget left divided by the kernels left. The record is written after
+ * each kernel, so a stop (the budget, Ctrl-C through progress) keeps all
+ * that was finished.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "tuning.h"
+
+enum { TIMED_RUNS = 5, MAX_CANDIDATES = 160 };
+
+/* A test case of one kernel: its buffers and how to run and check it. */
+typedef struct bench bench;
+struct bench {
+  const char *kernel; /* "gemm f32" */
+  kiln_runtime *rt;
+  kiln_buffer *buf[6];
+  int variant;                             /* GEMM's */
+  kiln_status (*run)(bench *b);            /* the timing case, enqueued */
+  kiln_status (*check)(bench *b, int *ok); /* the checked case, waited for */
+};
+
+typedef struct search {
+  kiln_runtime *rt;
+  const kiln_tune_options *o;
+  double t0, budget;
+  size_t index, count;
+  int stop;
+  kiln__measured m[8];
+  size_t nm;
+} search;
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- the cases ------------------------------------------------------------- */
+
+/* A small whole number at (i, j): exact in half, float and double, and so
+ * are the products' sums at the check's sizes. */
+static int small(size_t i, size_t j)
+{
+  return (int)((i * 7 + j * 3) % 5) - 2;
+}
+
+static uint16_t half_of(int v)
+{
+  static const uint16_t bits[5] = {0xC000, 0xBC00, 0x0000, 0x3C00, 0x4000};
+  return bits[v + 2];
+}
+
+static kiln_dtype gemm_dtype(int variant)
+{
+  return variant == KILN__GEMM_F64   ? KILN_F64
+         : variant == KILN__GEMM_F16 ? KILN_F16
+                                     : KILN_F32;
+}
+
+/* Fills buffer b (rows x cols, row-major) with small(). */
+static kiln_status fill_small(kiln_buffer *b, kiln_dtype t, size_t rows, size_t cols)
+{
+  size_t n = rows * cols, es = kiln_dtype_size(t);
+  unsigned char *host = malloc(n * es);
+  if (!host)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < cols; j++) {
+      int v = small(i, j);
+      size_t at = (i * cols + j) * es;
+      if (t == KILN_F16) {
+        uint16_t h = half_of(v);
+        memcpy(host + at, &h, es);
+      } else if (t == KILN_F64) {
+        double d = v;
+        memcpy(host + at, &d, es);
+      } else {
+        float f = (float)v;
+        memcpy(host + at, &f, es);
+      }
+    }
+  kiln_status st = kiln_buffer_write(b, 0, n, host);
+  free(host);
+  return st;
+}
+
+/* GEMM: checked at 67 x 45 x 71 (odd, so every tile is padded), timed at
+ * 1024 (f32) or 512 (f16 storage, f64). */
+enum { CM = 67, CN = 45, CK = 71 };
+
+static size_t gemm_size(const bench *b)
+{
+  return b->variant == KILN__GEMM_F32 ? 1024 : 512;
+}
+
+static kiln_status gemm_run(bench *b)
+{
+  size_t s = gemm_size(b);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, gemm_dtype(b->variant), s, s, s);
+  d.backend = KILN_BACKEND_KILN;
+  return kiln_gemm(b->rt, &d, b->buf[3], b->buf[4], b->buf[5]);
+}
+
+static kiln_status gemm_check(bench *b, int *ok)
+{
+  kiln_dtype t = gemm_dtype(b->variant);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, t, CM, CN, CK);
+  d.backend = KILN_BACKEND_KILN;
+  kiln_status st = kiln_gemm(b->rt, &d, b->buf[0], b->buf[1], b->buf[2]);
+  size_t es = kiln_dtype_size(t);
+  unsigned char *c = malloc(CM * CN * es);
+  if (!c)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(b->buf[2], 0, CM * CN, c);
+  *ok = st == KILN_OK;
+  for (size_t i = 0; *ok && i < CM; i++)
+    for (size_t j = 0; *ok && j < CN; j++) {
+      double want = 0, got;
+      for (size_t p = 0; p < CK; p++)
+        want += (double)small(i, p) * small(p, j);
+      if (t == KILN_F16) {
+        uint16_t h;
+        memcpy(&h, c + (i * CN + j) * es, es);
+        got = kiln__half_to_double(h);
+      } else if (t == KILN_F64) {
+        memcpy(&got, c + (i * CN + j) * es, es);
+      } else {
+        float f;
+        memcpy(&f, c + (i * CN + j) * es, es);
+        got = f;
+      }
+      *ok = got == want;
+    }
+  free(c);
+  return st;
+}
+
+/* Reductions: a sum and a max of 2^24 floats (timed), 1000003 (checked). */
+enum { RN = 1 << 24, RC = 1000003 };
+
+static kiln_status reduce_one(bench *b, kiln_reduce_op op, size_t n, kiln_buffer *out)
+{
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, op, KILN_F32, n);
+  d.backend = KILN_BACKEND_KILN;
+  return kiln_reduce(b->rt, &d, b->buf[0], out);
+}
+
+static kiln_status reduce_run(bench *b)
+{
+  kiln_status st = reduce_one(b, KILN_REDUCE_SUM, RN, b->buf[1]);
+  return st == KILN_OK ? reduce_one(b, KILN_REDUCE_MAX, RN, b->buf[2]) : st;
+}
+
+static kiln_status reduce_check(bench *b, int *ok)
+{
+  float sum = 0, max = 0;
+  kiln_status st = reduce_one(b, KILN_REDUCE_SUM, RC, b->buf[1]);
+  if (st == KILN_OK)
+    st = reduce_one(b, KILN_REDUCE_MAX, RC, b->buf[2]);
+  if (st == KILN_OK)
+    st = kiln_buffer_read(b->buf[1], 0, 1, &sum);
+  if (st == KILN_OK)
+    st = kiln_buffer_read(b->buf[2], 0, 1, &max);
+  double want = 0;
+  for (size_t i = 0; i < RC; i++)
+    want += small(i, 0);
+  *ok = st == KILN_OK && sum == want && max == 2;
+  return st;
+}
+
+/* FFT: length 2^20 (timed) and 2^16 (checked): a pure tone at bin 5,
+ * whose transform is n at bin 5 and 0 elsewhere. */
+enum { FN = 1 << 20, FC = 1 << 16, BIN = 5 };
+
+static kiln_status fft_one(bench *b, size_t n, kiln_buffer *in, kiln_buffer *out)
+{
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, n);
+  d.backend = KILN_BACKEND_KILN;
+  return kiln_fft(b->rt, &d, in, out);
+}
+
+static kiln_status fft_run(bench *b)
+{
+  return fft_one(b, FN, b->buf[2], b->buf[3]);
+}
+
+static kiln_status fft_check(bench *b, int *ok)
+{
+  kiln_status st = fft_one(b, FC, b->buf[0], b->buf[1]);
+  float *x = malloc(2 * FC * sizeof *x);
+  if (!x)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(b->buf[1], 0, FC, x);
+  /* Rounding: log2(n) passes, each adding about eps * |x| to a sum of n
+   * terms of size 1; 1e-2 of n's bin is far above that and far below 1. */
+  *ok = st == KILN_OK;
+  for (size_t k = 0; *ok && k < FC; k++) {
+    double re = x[2 * k] - (k == BIN ? FC : 0), im = x[2 * k + 1];
+    *ok = sqrt(re * re + im * im) < 1e-2 * sqrt((double)FC);
+  }
+  free(x);
+  return st;
+}
+
+static kiln_status tone(kiln_buffer *b, size_t n)
+{
+  float *x = malloc(2 * n * sizeof *x);
+  if (!x)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  for (size_t j = 0; j < n; j++) {
+    double a = 2 * CL_M_PI * (double)((BIN * j) % n) / (double)n;
+    x[2 * j] = (float)cos(a);
+    x[2 * j + 1] = (float)sin(a);
+  }
+  kiln_status st = kiln_buffer_write(b, 0, n, x);
+  free(x);
+  return st;
+}
+
+static void bench_free(bench *b)
+{
+  for (size_t i = 0; i < sizeof b->buf / sizeof b->buf[0]; i++)
+    kiln_buffer_destroy(b->buf[i]);
+}
+
+/* Sets up the case of kernel `what` (0: gemm variant `variant`, 1:
+ * reduce, 2: fft). */
+static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
+{
+  static const char *const gemm_names[] = {"gemm f32", "gemm f16", "gemm f64"};
+  kiln_status st = KILN_OK;
+  if (what == 0) {
+    kiln_dtype t = gemm_dtype(variant);
+    size_t s = gemm_size(b);
+    *b = (bench){gemm_names[variant], rt, {0}, variant, gemm_run, gemm_check};
+    size_t n[6] = {CM * CK, CK * CN, CM * CN, s * s, s * s, s * s};
+    for (int i = 0; st == KILN_OK && i < 6; i++)
+      st = kiln_buffer_create(rt, t, n[i], 0, &b->buf[i]);
+    if (st == KILN_OK)
+      st = fill_small(b->buf[0], t, CM, CK);
+    if (st == KILN_OK)
+      st = fill_small(b->buf[1], t, CK, CN);
+    if (st == KILN_OK)
+      st = fill_small(b->buf[3], t, s, s);
+    if (st == KILN_OK)
+      st = fill_small(b->buf[4], t, s, s);
+  } else if (what == 1) {
+    *b = (bench){"reduce", rt, {0}, 0, reduce_run, reduce_check};
+    st = kiln_buffer_create(rt, KILN_F32, RN, 0, &b->buf[0]);
+    for (int i = 1; st == KILN_OK && i < 3; i++)
+      st = kiln_buffer_create(rt, KILN_F32, 1, 0, &b->buf[i]);
+    if (st == KILN_OK)
+      st = fill_small(b->buf[0], KILN_F32, RN, 1);
+  } else {
+    *b = (bench){"fft", rt, {0}, 0, fft_run, fft_check};
+    size_t n[4] = {FC, FC, FN, FN};
+    for (int i = 0; st == KILN_OK && i < 4; i++)
+      st = kiln_buffer_create(rt, KILN_C32, n[i], 0, &b->buf[i]);
+    if (st == KILN_OK)
+      st = tone(b->buf[0], FC);
+    if (st == KILN_OK)
+      st = tone(b->buf[2], FN);
+  }
+  if (st == KILN_OK)
+    st = kiln_finish(rt);
+  if (st != KILN_OK)
+    bench_free(b);
+  return st;
+}
+
+/* ---- candidates ------------------------------------------------------------ */
+
+typedef struct cand {
+  kiln__tuning t;
+  char text[96];
+  double dist; /* from the baseline, for the order */
+} cand;
+
+static void gemm_text(const kiln__gemm_tuning *g, char *out, size_t size)
+{
+  if (g->gpu_shape)
+    snprintf(out, size, "gpu tsm=%u tsk=%u wpt=%u", g->tsm, g->tsk, g->wpt);
+  else
+    snprintf(out, size, "cpu tm=%u vw=%u", g->tm, g->vw);
+}
+
+static void reduce_text(const kiln__reduce_tuning *r, char *out, size_t size)
+{
+  if (r->gpu_shape)
+    snprintf(out, size, "gpu wg=%u groups=%u", r->wg, r->groups);
+  else
+    snprintf(out, size, "cpu chunks=%u", r->chunks);
+}
+
+static void cand_text(int what, int variant, cand *c)
+{
+  if (what == 0)
+    gemm_text(&c->t.gemm[variant], c->text, sizeof c->text);
+  else if (what == 1)
+    reduce_text(&c->t.reduce, c->text, sizeof c->text);
+  else
+    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u", c->t.fft.group,
+             c->t.fft.wide_from);
+}
+
+static double ldist(unsigned a, unsigned b)
+{
+  return fabs(log2((double)a) - log2((double)b));
+}
+
+static void add(cand *list, size_t *n, const kiln__tuning *t, double dist)
+{
+  if (*n < MAX_CANDIDATES)
+    list[(*n)++] = (cand){.t = *t, .dist = dist};
+}
+
+/* The grid of one shape of kernel `what` around base (the baseline's
+ * parameters in t), each with its distance from base. */
+static void grid(int what, int variant, int gpu, const kiln__tuning *base,
+                 const kiln_device_info *dev, cand *list, size_t *n)
+{
+  kiln__tuning t = *base;
+  unsigned cu = dev->compute_units ? dev->compute_units : 1;
+  if (what == 0) {
+    const kiln__gemm_tuning *b = &base->gemm[variant];
+    kiln__gemm_tuning *g = &t.gemm[variant];
+    g->gpu_shape = gpu;
+    if (!gpu) {
+      static const unsigned tms[] = {2, 4, 6, 8, 12, 16}, vws[] = {2, 4, 8, 16};
+      for (size_t i = 0; i < KILN__COUNT(tms); i++)
+        for (size_t j = 0; j < KILN__COUNT(vws); j++) {
+          g->tm = tms[i];
+          g->vw = vws[j];
+          add(list, n, &t, ldist(g->tm, b->tm) + ldist(g->vw, b->vw));
+        }
+    } else {
+      static const unsigned tsms[] = {16, 32, 64, 128}, tsks[] = {8, 16, 32},
+                            wpts[] = {1, 2, 4, 8};
+      for (size_t i = 0; i < KILN__COUNT(tsms); i++)
+        for (size_t j = 0; j < KILN__COUNT(tsks); j++)
+          for (size_t k = 0; k < KILN__COUNT(wpts); k++) {
+            g->tsm = tsms[i];
+            g->tsk = tsks[j];
+            g->wpt = wpts[k];
+            add(list, n, &t,
+                ldist(g->tsm, b->tsm) + ldist(g->tsk, b->tsk) + ldist(g->wpt, b->wpt));
+          }
+    }
+  } else if (what == 1) {
+    kiln__reduce_tuning *r = &t.reduce;
+    r->gpu_shape = gpu;
+    static const unsigned per_cu[] = {1, 2, 4, 8, 16, 32},
+                          wgs[] = {32, 64, 128, 256, 512, 1024};
+    for (size_t i = 0; i < KILN__COUNT(per_cu); i++) {
+      if (!gpu) {
+        r->chunks = per_cu[i] * cu;
+        add(list, n, &t, ldist(r->chunks, base->reduce.chunks));
+        continue;
+      }
+      for (size_t j = 0; j < KILN__COUNT(wgs); j++) {
+        r->groups = per_cu[i] * cu;
+        r->wg = wgs[j];
+        add(list, n, &t,
+            ldist(r->groups, base->reduce.groups) + ldist(r->wg, base->reduce.wg));
+      }
+    }
+  } else {
+    static const unsigned groups[] = {16, 32, 64, 128, 256}, wides[] = {16, 32, 64, 128};
+    for (size_t i = 0; i < KILN__COUNT(groups); i++)
+      for (size_t j = 0; j < KILN__COUNT(wides); j++) {
+        t.fft.group = groups[i];
+        t.fft.wide_from = wides[j];
+        add(list, n, &t,
+            ldist(t.fft.group, base->fft.group) +
+              ldist(t.fft.wide_from, base->fft.wide_from));
+      }
+  }
+}
+
+static int by_dist(const void *a, const void *b)
+{
+  const cand *x = a, *y = b;
+  return x->dist < y->dist ? -1 : x->dist > y->dist;
+}
+
+/* ---- measuring ------------------------------------------------------------- */
+
+/* Reports a step; sets s->stop when progress asks to. */
+static void report(search *s, kiln_tune_step *step)
+{
+  step->elapsed = now() - s->t0;
+  step->left = s->budget - step->elapsed;
+  if (s->o->progress && s->o->progress(step, s->o->user))
+    s->stop = 1;
+}
+
+/* Measures candidate c: its median in *secs, or a reason in why. `cutoff`
+ * stops after the first run when that is slower. */
+static void measure(search *s, bench *b, const cand *c, double cutoff, double *secs,
+                    kiln__str *why)
+{
+  const kiln_device_info *dev = &kiln__runtime_device(s->rt)->info;
+  *secs = 0;
+  if (kiln__tuning_check(dev, &c->t, why) != 0)
+    return;
+  kiln__runtime_set_tuning(s->rt, &c->t);
+  int ok = 0;
+  kiln_status st = b->check(b, &ok);
+  if (st == KILN_OK)
+    st = kiln_finish(s->rt);
+  if (st != KILN_OK) {
+    kiln__str_appendf(why, "%s: %s", kiln_status_name(st), kiln_last_error(s->rt));
+    return;
+  }
+  if (!ok) {
+    kiln__str_appendf(why, "wrong result on the check case");
+    return;
+  }
+  double t[TIMED_RUNS + 1];
+  int runs = 0;
+  for (int r = 0; r <= TIMED_RUNS && st == KILN_OK; r++) {
+    double t0 = now();
+    st = b->run(b);
+    if (st == KILN_OK)
+      st = kiln_finish(s->rt);
+    t[runs++] = now() - t0;
+    if (r == 1 && cutoff > 0 && t[1] > 3 * cutoff)
+      break; /* r == 0 was the warm-up */
+  }
+  if (st != KILN_OK) {
+    kiln__str_appendf(why, "%s: %s", kiln_status_name(st), kiln_last_error(s->rt));
+    return;
+  }
+  qsort(t + 1, (size_t)runs - 1, sizeof t[0], cmp_double);
+  *secs = t[1 + (runs - 1) / 2];
+}
+
+/* Searches kernel `what` within `budget` seconds; updates rt's parameters
+ * with the best and records what changed. */
+static void tune_kernel(search *s, int what, int variant, double budget)
+{
+  kiln_runtime *rt = s->rt;
+  const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
+  const kiln__tuning base = rt->tuning->t;
+  bench b;
+  kiln_status st = bench_make(rt, what, variant, &b);
+  if (st != KILN_OK)
+    return; /* nothing to measure on: the device lacks memory or a type */
+  cand *list = malloc(MAX_CANDIDATES * sizeof *list);
+  if (!list) {
+    bench_free(&b);
+    return;
+  }
+  /* The baseline, then the other shape's rules, then the better shape's
+   * grid (filled in once the first two are measured). */
+  size_t n = 0;
+  add(list, &n, &base, 0);
+  kiln__tuning other = base;
+  int gpu = what == 0 ? base.gemm[variant].gpu_shape : base.reduce.gpu_shape;
+  if (what < 2) {
+    kiln_device_info flipped = *dev;
+    flipped.type = gpu ? KILN_DEVICE_CPU : KILN_DEVICE_GPU;
+    kiln__tuning rules;
+    kiln__tuning_defaults(&flipped, &rules);
+    if (what == 0)
+      other.gemm[variant] = rules.gemm[variant];
+    else
+      other.reduce = rules.reduce;
+    add(list, &n, &other, 0);
+  }
+  size_t first = n;
+  double start = now(), best_s = 0, base_s = 0;
+  size_t best = 0;
+  for (size_t i = 0; i < n && !s->stop; i++) {
+    if (i == first) { /* the shapes are measured: the grid of the better one */
+      int shape =
+        what == 0 ? list[best].t.gemm[variant].gpu_shape : list[best].t.reduce.gpu_shape;
+      grid(what, variant, shape, &list[best].t, dev, list, &n);
+      qsort(list + first, n - first, sizeof *list, by_dist);
+      s->count += n - first;
+    }
+    cand_text(what, variant, &list[i]);
+    if (i > 0 && strcmp(list[i].text, list[0].text) == 0)
+      continue; /* the grid holds the baseline again */
+    kiln__str why = {0};
+    double secs;
+    measure(s, &b, &list[i], best_s, &secs, &why);
+    if (secs > 0 && (best_s == 0 || secs < best_s)) {
+      best_s = secs;
+      best = i;
+    }
+    if (i == 0)
+      base_s = secs;
+    s->index++;
+    int last = now() - start > budget || i + 1 == n;
+    kiln_tune_step step = {
+      .struct_size = sizeof step,
+      .kernel = b.kernel,
+      .candidate = list[i].text,
+      .index = s->index,
+      .count = s->count,
+      .seconds = secs,
+      .skipped = secs > 0 ? NULL : kiln__str_get(&why),
+      .best = list[best].text,
+      .best_seconds = best_s,
+      .baseline_seconds = base_s,
+    };
+    report(s, &step);
+    kiln__str_free(&why);
+    if (last)
+      break;
+  }
+  /* Keep the baseline unless the best beats it beyond noise. */
+  size_t keep = base_s > 0 && best_s < base_s / 1.03 ? best : 0;
+  if (base_s == 0 && best_s > 0)
+    keep = best; /* the baseline itself failed here */
+  kiln__runtime_set_tuning(rt, &list[keep].t);
+  if (s->nm < KILN__COUNT(s->m)) {
+    kiln__measured *m = &s->m[s->nm++];
+    snprintf(m->kernel, sizeof m->kernel, "%s", b.kernel);
+    snprintf(m->from, sizeof m->from, "%s", list[0].text);
+    snprintf(m->to, sizeof m->to, "%s", list[keep].text);
+    m->from_s = base_s;
+    m->to_s = keep == 0 ? base_s : best_s;
+    m->candidates = (unsigned)n;
+  }
+  kiln_tune_step done = {
+    .struct_size = sizeof done,
+    .kernel = b.kernel,
+    .candidate = list[keep].text,
+    .index = s->index,
+    .count = s->count,
+    .seconds = keep == 0 ? base_s : best_s,
+    .best = list[keep].text,
+    .best_seconds = keep == 0 ? base_s : best_s,
+    .baseline_seconds = base_s,
+    .kernel_done = 1,
+  };
+  report(s, &done);
+  free(list);
+  bench_free(&b);
+}
+
+KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
+{
+  static const char fn[] = "kiln_tune";
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: rt is NULL", fn);
+  kiln_tune_options o;
+  kiln_tune_options_init(&o);
+  kiln_status st = KILN__OP_DESC_IN(rt, fn, kiln_tune_options, opts, &o);
+  if (st != KILN_OK)
+    return st;
+  if (!(o.budget >= 0) || o.budget > 1e7 || (o.what & ~(unsigned)KILN_TUNE_ALL))
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: budget %g or what 0x%x is out of range; expected 0 (240 s) or "
+                      "seconds, and KILN_TUNE_* bits",
+                      fn, o.budget, o.what);
+  const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
+  unsigned what = o.what ? o.what : KILN_TUNE_ALL;
+  /* The kernels in order: GEMM's variants, the reductions, the FFT. */
+  struct {
+    int what, variant;
+  } kernels[5];
+  size_t nk = 0;
+  for (int v = 0; (what & KILN_TUNE_GEMM) && v < KILN__GEMM_VARIANTS; v++)
+    if (v != KILN__GEMM_F64 || dev->has_fp64)
+      kernels[nk].what = 0, kernels[nk++].variant = v;
+  if (what & KILN_TUNE_REDUCE)
+    kernels[nk].what = 1, kernels[nk++].variant = 0;
+  if (what & KILN_TUNE_FFT)
+    kernels[nk].what = 2, kernels[nk++].variant = 0;
+  search s = {.rt = rt,
+              .o = &o,
+              .t0 = now(),
+              .budget = o.budget > 0 ? o.budget : 240,
+              .count = 2 * nk};
+  st = KILN_OK;
+  for (size_t k = 0; k < nk && !s.stop; k++) {
+    double left = s.budget - (now() - s.t0);
+    if (left <= 0)
+      break;
+    tune_kernel(&s, kernels[k].what, kernels[k].variant, left / (double)(nk - k));
+    /* Kept after each kernel, so a stop loses nothing finished. */
+    st = kiln__record_save(rt, fn, s.m, s.nm);
+    if (st != KILN_OK)
+      break;
+  }
+  return st;
+}
