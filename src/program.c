@@ -430,13 +430,7 @@ KILN_API const char *kiln_program_build_log(const kiln_program *program)
 
 KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
 {
-  if (!rt || !out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_cache_stats: %s is NULL; expected a runtime and a "
-                      "kiln_cache_usage to fill",
-                      !rt ? "rt" : "out");
-  kiln_status st = KILN__STRUCT_OUT(rt, "kiln_cache_stats", kiln_cache_usage,
-                                    kiln_cache_usage_init(), out);
+  kiln_status st = KILN__STATS_OUT(rt, "kiln_cache_stats", kiln_cache_usage, out);
   if (st != KILN_OK)
     return st;
   kiln_cache_usage u;
