@@ -80,6 +80,23 @@ inline ksum kadd(ksum a, ACC v)
    : (want_max)   ? (v) > (e)                                                  \
                   : (v) < (e))
 
+/* Stage 1's share of the work-item for min, max, argmin and argmax, read as
+ * lo, lo + step, ... below hi: a contiguous chunk (chunk > 0) or a
+ * grid-stride share (chunk == 0). */
+typedef struct {
+  ulong lo, step, hi;
+} share;
+
+inline share share_of(ulong n, ulong chunk)
+{
+  size_t g = get_global_id(0);
+  share s;
+  s.lo = chunk ? g * chunk : g;
+  s.step = chunk ? 1 : get_global_size(0);
+  s.hi = chunk ? min(n, s.lo + chunk) : n;
+  return s;
+}
+
 #endif /* KILN_PASS == 1 */
 
 /* The pass's variant: V names the input's type ST; VT is the type min, max,
@@ -286,25 +303,51 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
 
 #endif /* SUMS */
 
+/* The scans that stage 1 and the axis kernels share: they read
+ * x[j * stride] for j = lo, lo + step, ... below hi, which must not be
+ * empty. Stage 1 walks its share with stride 1; an axis output walks its
+ * column with stride inner. */
+
+/* The minimum or the maximum. */
+inline VT NAME(ext_scan)(global const ST *x, ulong stride, ulong lo, ulong step,
+                         ulong hi, int want_max)
+{
+  VT e = LOAD(V, x, lo * stride);
+  for (ulong j = lo + step; j < hi; j += step)
+    e = PICK(e, (VT)LOAD(V, x, j * stride), want_max);
+  return e;
+}
+
+/* The index j of the minimum or the maximum; its value goes to *best. */
+inline long NAME(arg_scan)(global const ST *x, ulong stride, ulong lo, ulong step,
+                           ulong hi, int want_max, VT *best)
+{
+  VT e = LOAD(V, x, lo * stride);
+  long b = (long)lo;
+  for (ulong j = lo + step; j < hi; j += step) {
+    VT v = LOAD(V, x, j * stride);
+    if (BEATS(v, (long)j, e, b, want_max)) {
+      e = v;
+      b = (long)j;
+    }
+  }
+  *best = e;
+  return b;
+}
+
 /* ---- min and max ----------------------------------------------------------- */
 
-/* Stage 1 for both shapes: work-item g takes a contiguous chunk (chunk > 0)
- * or a grid-stride share (chunk == 0). */
+/* Stage 1 for both shapes: work-item g takes its share (share_of()). */
 kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
                                          ulong chunk, int want_max, global VT *partial,
                                          global int *some)
 {
   size_t g = get_global_id(0);
-  ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);
-  ulong hi = chunk ? min(n, lo + chunk) : n;
-  x += off;
-  some[g] = lo < hi;
-  if (lo >= hi)
+  share s = share_of(n, chunk);
+  some[g] = s.lo < s.hi;
+  if (s.lo >= s.hi)
     return;
-  VT e = LOAD(V, x, lo);
-  for (ulong i = lo + step; i < hi; i += step)
-    e = PICK(e, (VT)LOAD(V, x, i), want_max);
-  partial[g] = e;
+  partial[g] = NAME(ext_scan)(x + off, 1, s.lo, s.step, s.hi, want_max);
 }
 
 kernel void NAME(kiln_reduce_ext_final)(global const VT *partial, global const int *some,
@@ -329,9 +372,7 @@ kernel void NAME(kiln_reduce_ext_axis)(global const ST *x, ulong off, ulong len,
   if (i >= inner)
     return;
   global const ST *p = x + off + o * len * inner + i;
-  VT e = LOAD(V, p, 0);
-  for (ulong j = 1; j < len; j++)
-    e = PICK(e, (VT)LOAD(V, p, j * inner), want_max);
+  VT e = NAME(ext_scan)(p, inner, 0, 1, len, want_max);
   STORE(V, e, out, out_off + o * inner + i);
 }
 
@@ -342,21 +383,12 @@ kernel void NAME(kiln_reduce_arg_chunks)(global const ST *x, ulong off, ulong n,
                                          global long *pi)
 {
   size_t g = get_global_id(0);
-  ulong lo = chunk ? g * chunk : g, step = chunk ? 1 : get_global_size(0);
-  ulong hi = chunk ? min(n, lo + chunk) : n;
-  x += off;
+  share s = share_of(n, chunk);
   pi[g] = -1; /* no element */
-  if (lo >= hi)
+  if (s.lo >= s.hi)
     return;
-  VT e = LOAD(V, x, lo);
-  long b = (long)lo;
-  for (ulong i = lo + step; i < hi; i += step) {
-    VT v = LOAD(V, x, i);
-    if (BEATS(v, (long)i, e, b, want_max)) {
-      e = v;
-      b = (long)i;
-    }
-  }
+  VT e;
+  long b = NAME(arg_scan)(x + off, 1, s.lo, s.step, s.hi, want_max, &e);
   pv[g] = e;
   pi[g] = b;
 }
@@ -386,16 +418,8 @@ kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,
   if (i >= inner)
     return;
   global const ST *p = x + off + o * len * inner + i;
-  VT e = LOAD(V, p, 0);
-  long b = 0;
-  for (ulong j = 1; j < len; j++) {
-    VT v = LOAD(V, p, j * inner);
-    if (BEATS(v, (long)j, e, b, want_max)) {
-      e = v;
-      b = (long)j;
-    }
-  }
-  out[out_off + o * inner + i] = b;
+  VT e;
+  out[out_off + o * inner + i] = NAME(arg_scan)(p, inner, 0, 1, len, want_max, &e);
 }
 
 #undef V

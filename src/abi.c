@@ -96,6 +96,16 @@ kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *typ
   return check_size(rt, func, type, how, given_size(out), known);
 }
 
+kiln_status kiln__stats_out(kiln_runtime *rt, const char *func, const char *type,
+                            const char *how, size_t known, const void *out)
+{
+  if (!rt || !out)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is NULL; expected a runtime and a %s to fill", func,
+                      !rt ? "rt" : "out", type);
+  return kiln__struct_out(rt, func, type, how, known, out);
+}
+
 void kiln__struct_put(void *out, size_t given, const void *full, size_t known)
 {
   assert(given >= sizeof(size_t));

@@ -465,13 +465,7 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t co
 
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
 {
-  if (!rt || !out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_memory_stats: %s is NULL; expected a runtime and a "
-                      "kiln_memory_usage to fill",
-                      !rt ? "rt" : "out");
-  kiln_status st = KILN__STRUCT_OUT(rt, "kiln_memory_stats", kiln_memory_usage,
-                                    kiln_memory_usage_init(), out);
+  kiln_status st = KILN__STATS_OUT(rt, "kiln_memory_stats", kiln_memory_usage, out);
   if (st != KILN_OK)
     return st;
   const kiln__device *dev = kiln__runtime_device(rt);

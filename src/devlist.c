@@ -130,10 +130,22 @@ KILN_API size_t kiln_platform_property_count(void)
   return kiln__platform_row_count;
 }
 
-/* Checks the arguments of both property calls; zeroes *out first. */
-static kiln_status check_property_args(const char *fn, const void *record,
-                                       const char *record_name, size_t i, size_t count,
-                                       kiln_property *out)
+static void fill(kiln_property *out, const kiln__row *row, const kiln__prop *prop)
+{
+  out->name = row->name;
+  out->label = row->label;
+  out->param = row->param;
+  out->available = prop->raw != NULL;
+  out->raw = prop->raw ? prop->raw : "n/a";
+  out->human = prop->human ? prop->human : "n/a";
+  out->why = prop->why ? prop->why : "";
+}
+
+/* Both property calls: property i of `record`, whose props are NULL when
+ * it is, against the table `rows` of `count` rows. Zeroes *out first. */
+static kiln_status property(const char *fn, const void *record, const char *record_name,
+                            const kiln__prop *props, const kiln__row *rows, size_t count,
+                            size_t i, kiln_property *out)
 {
   if (out)
     memset(out, 0, sizeof *out);
@@ -147,40 +159,24 @@ static kiln_status check_property_args(const char *fn, const void *record,
                       "%s: property %zu is out of range; expected an index below "
                       "%zu",
                       fn, i, count);
+  fill(out, &rows[i], &props[i]);
   return KILN_OK;
-}
-
-static void fill(kiln_property *out, const kiln__row *row, const kiln__prop *prop)
-{
-  out->name = row->name;
-  out->label = row->label;
-  out->param = row->param;
-  out->available = prop->raw != NULL;
-  out->raw = prop->raw ? prop->raw : "n/a";
-  out->human = prop->human ? prop->human : "n/a";
-  out->why = prop->why ? prop->why : "";
 }
 
 KILN_API kiln_status kiln_device_property(const kiln_device_info *info, size_t i,
                                           kiln_property *out)
 {
-  kiln_status st = check_property_args("kiln_device_property", info, "info", i,
-                                       kiln__device_row_count, out);
-  if (st != KILN_OK)
-    return st;
-  fill(out, &kiln__device_rows[i], &device_of(info)->props[i]);
-  return KILN_OK;
+  return property("kiln_device_property", info, "info",
+                  info ? device_of(info)->props : NULL, kiln__device_rows,
+                  kiln__device_row_count, i, out);
 }
 
 KILN_API kiln_status kiln_platform_property(const kiln_platform_info *platform, size_t i,
                                             kiln_property *out)
 {
-  kiln_status st = check_property_args("kiln_platform_property", platform, "platform", i,
-                                       kiln__platform_row_count, out);
-  if (st != KILN_OK)
-    return st;
-  fill(out, &kiln__platform_rows[i], &platform_of(platform)->props[i]);
-  return KILN_OK;
+  return property("kiln_platform_property", platform, "platform",
+                  platform ? platform_of(platform)->props : NULL, kiln__platform_rows,
+                  kiln__platform_row_count, i, out);
 }
 
 KILN_API kiln_status kiln_device_list_select(const kiln_device_list *list,

@@ -106,6 +106,13 @@ kiln_status kiln__struct_out(kiln_runtime *rt, const char *func, const char *typ
 #define KILN__STRUCT_OUT(rt, func, type, init, out)                                      \
   kiln__struct_out((rt), (func), #type, #init, sizeof(type), (out))
 
+/* A stats call's entry: rt and the struct `out` to fill must not be NULL;
+ * then kiln__struct_out(). */
+kiln_status kiln__stats_out(kiln_runtime *rt, const char *func, const char *type,
+                            const char *how, size_t known, const void *out);
+#define KILN__STATS_OUT(rt, func, type, out)                                             \
+  kiln__stats_out((rt), (func), #type, #type "_init()", sizeof(type), (out))
+
 /* Writes kiln's version `full` (known bytes) into an output struct of
  * `given` bytes, a struct_size kiln__struct_out() checked: what fits of it,
  * zeros where the caller's struct is longer, and struct_size `given`. */

@@ -135,33 +135,24 @@ static kiln_status set_one(kiln_kernel *k, unsigned i, char c, va_list *ap)
     int64_t i64;
     uint64_t u64;
   } v;
+  size_t size;
   switch (c) {
   case 'b': return kiln_kernel_set_buffer(k, i, va_arg(*ap, const kiln_buffer *));
-  case 'f':
-    v.f = (float)va_arg(*ap, double);
-    return kiln_kernel_set_arg(k, i, sizeof v.f, &v.f);
-  case 'd': v.d = va_arg(*ap, double); return kiln_kernel_set_arg(k, i, sizeof v.d, &v.d);
-  case 'i':
-    v.i32 = va_arg(*ap, int32_t);
-    return kiln_kernel_set_arg(k, i, sizeof v.i32, &v.i32);
-  case 'u':
-    v.u32 = va_arg(*ap, uint32_t);
-    return kiln_kernel_set_arg(k, i, sizeof v.u32, &v.u32);
-  case 'l':
-    v.i64 = va_arg(*ap, int64_t);
-    return kiln_kernel_set_arg(k, i, sizeof v.i64, &v.i64);
-  case 'L':
-    v.u64 = va_arg(*ap, uint64_t);
-    return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
-  case 'z':
-    v.u64 = va_arg(*ap, size_t);
-    return kiln_kernel_set_arg(k, i, sizeof v.u64, &v.u64);
+  case 'f': v.f = (float)va_arg(*ap, double), size = sizeof v.f; break;
+  case 'd': v.d = va_arg(*ap, double), size = sizeof v.d; break;
+  case 'i': v.i32 = va_arg(*ap, int32_t), size = sizeof v.i32; break;
+  case 'u': v.u32 = va_arg(*ap, uint32_t), size = sizeof v.u32; break;
+  case 'l': v.i64 = va_arg(*ap, int64_t), size = sizeof v.i64; break;
+  case 'L': v.u64 = va_arg(*ap, uint64_t), size = sizeof v.u64; break;
+  case 'z': v.u64 = va_arg(*ap, size_t), size = sizeof v.u64; break;
   default:
     return kiln__fail(k->rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_kernel_set_args: argument %u of %s has format letter "
                       "'%c'; expected one of b f d i u l L z",
                       i, k->name, c);
   }
+  /* Every member of v starts at its first byte. */
+  return kiln_kernel_set_arg(k, i, size, &v);
 }
 
 KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *format, ...)

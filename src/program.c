@@ -148,8 +148,9 @@ static kiln_status program_new(kiln_runtime *rt, cl_program p, char *log,
   return KILN_OK;
 }
 
-static kiln_status check_out(kiln_runtime *rt, const char *fn, void *out,
-                             const char *what)
+/* The start of every kiln_program_create*(): rt and out must not be NULL;
+ * then *out is cleared, so that it is NULL on any later failure. */
+static kiln_status check_out(kiln_runtime *rt, const char *fn, kiln_program **out)
 {
   if (!rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
@@ -157,7 +158,10 @@ static kiln_status check_out(kiln_runtime *rt, const char *fn, void *out,
                       fn);
   if (!out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: out is NULL; expected the address of a %s pointer", fn, what);
+                      "%s: out is NULL; expected the address of a kiln_program "
+                      "pointer",
+                      fn);
+  *out = NULL;
   return KILN_OK;
 }
 
@@ -165,10 +169,9 @@ KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
                                          const char *options, kiln_program **out)
 {
   static const char fn[] = "kiln_program_create";
-  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  kiln_status st = check_out(rt, fn, out);
   if (st != KILN_OK)
     return st;
-  *out = NULL;
   if (!source || !*source)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: source is %s; expected OpenCL C source text", fn,
@@ -211,10 +214,9 @@ KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path
                                               const char *options, kiln_program **out)
 {
   static const char fn[] = "kiln_program_create_file";
-  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  kiln_status st = check_out(rt, fn, out);
   if (st != KILN_OK)
     return st;
-  *out = NULL;
   if (!path)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: path is NULL; expected the path of a .cl file", fn);
@@ -343,10 +345,9 @@ KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *n
                                                  kiln_program **out)
 {
   static const char fn[] = "kiln_program_create_builtin";
-  kiln_status st = check_out(rt, fn, out, "kiln_program");
+  kiln_status st = check_out(rt, fn, out);
   if (st != KILN_OK)
     return st;
-  *out = NULL;
   size_t i = builtin_index(name);
   if (i == SIZE_MAX) {
     kiln__str names = {0};
@@ -449,13 +450,7 @@ KILN_API const char *kiln_program_build_log(const kiln_program *program)
 
 KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
 {
-  if (!rt || !out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_cache_stats: %s is NULL; expected a runtime and a "
-                      "kiln_cache_usage to fill",
-                      !rt ? "rt" : "out");
-  kiln_status st = KILN__STRUCT_OUT(rt, "kiln_cache_stats", kiln_cache_usage,
-                                    kiln_cache_usage_init(), out);
+  kiln_status st = KILN__STATS_OUT(rt, "kiln_cache_stats", kiln_cache_usage, out);
   if (st != KILN_OK)
     return st;
   kiln_cache_usage u;

@@ -91,7 +91,7 @@ static int self_in_group(gid_t gid)
 
 /* "user 'nobody' (65534)" or "group 'daemon' (1)"; the number alone when
  * the account database has no name for it. */
-static void describe(int group, unsigned id, char *out, size_t size)
+static const char *describe(int group, unsigned id, char *out, size_t size)
 {
   struct passwd pw, *pf = NULL;
   struct group gr, *gf = NULL;
@@ -106,6 +106,7 @@ static void describe(int group, unsigned id, char *out, size_t size)
   else
     snprintf(out, size, "%s %u", group ? "group" : "user", id);
   free(buf);
+  return out;
 }
 
 /* ---- the rules ------------------------------------------------------------ */
@@ -130,12 +131,11 @@ static int check_above(const kiln__trust *t, const char *path, const struct stat
 {
   char who[128];
   if (!trusted_owner(t, st->st_uid)) {
-    describe(0, (unsigned)st->st_uid, who, sizeof who);
     kiln__str_appendf(why,
                       "%s, a folder above it, belongs to %s, who could replace "
                       "the cache folder with one of their own; fix: choose a "
                       "folder under your own home (KILN_CACHE_DIR)",
-                      path, who);
+                      path, describe(0, (unsigned)st->st_uid, who, sizeof who));
     return -1;
   }
   if (st->st_mode & S_ISVTX) /* others may write, but not rename ours */
@@ -149,12 +149,11 @@ static int check_above(const kiln__trust *t, const char *path, const struct stat
     return -1;
   }
   if ((st->st_mode & S_IWGRP) && !group_write_ok(t, st)) {
-    describe(1, (unsigned)st->st_gid, who, sizeof who);
     kiln__str_appendf(why,
                       "%s, a folder above it, is writable by %s without the "
                       "sticky bit, so its members could replace the cache "
                       "folder; fix: chmod g-w %s",
-                      path, who, path);
+                      path, describe(1, (unsigned)st->st_gid, who, sizeof who), path);
     return -1;
   }
   return 0;
@@ -173,12 +172,12 @@ static int check_folder(kiln__trust *t, const char *dir, const struct stat *st,
   t->group = st->st_gid;
   t->shared = team;
   if (!trusted_owner(t, st->st_uid)) {
-    describe(0, (unsigned)st->st_uid, who, sizeof who);
     kiln__str_appendf(why,
                       "%s belongs to %s, not to you%s; kiln runs the code it "
                       "caches, so it uses only a folder you own; fix: choose "
                       "a folder of your own (KILN_CACHE_DIR)",
-                      dir, who, team ? " nor to a member of its group" : "");
+                      dir, describe(0, (unsigned)st->st_uid, who, sizeof who),
+                      team ? " nor to a member of its group" : "");
     return -1;
   }
   if (st->st_mode & S_IWOTH) {
@@ -286,8 +285,8 @@ int kiln__trust_check_file(const kiln__trust *t, const char *name, const struct 
     return -1;
   }
   if (!trusted_owner(t, st->st_uid)) {
-    describe(0, (unsigned)st->st_uid, who, sizeof who);
-    kiln__str_appendf(why, "%s belongs to %s, not to you%s", name, who,
+    kiln__str_appendf(why, "%s belongs to %s, not to you%s", name,
+                      describe(0, (unsigned)st->st_uid, who, sizeof who),
                       t->shared ? " nor to a member of the cache's group" : "");
     return -1;
   }

@@ -104,6 +104,13 @@
 extern "C" {
 #endif
 
+/* The part every kiln_<struct>_init() shares: zeroes *p and sets its
+ * struct_size to the program's sizeof (see "A header that can grow").
+ * Yields 1, or 0 without touching anything when p is NULL. Internal to
+ * this header; p is evaluated more than once. */
+#define KILN__INIT(p)                                                                    \
+  ((p) != NULL && (memset((p), 0, sizeof *(p)), (p)->struct_size = sizeof *(p), 1))
+
 /*====================================================================
  * Version
  *====================================================================*/
@@ -322,10 +329,7 @@ typedef struct kiln_options {
  * Inline, as every kiln_*_init(): see "A header that can grow". */
 static inline void kiln_options_init(kiln_options *opts)
 {
-  if (!opts)
-    return;
-  memset(opts, 0, sizeof *opts);
-  opts->struct_size = sizeof *opts;
+  KILN__INIT(opts);
 }
 
 /*! kiln_runtime_create() :
@@ -891,10 +895,7 @@ typedef struct kiln_cache_usage {
  * NULL is ignored. Inline. */
 static inline void kiln_cache_usage_init(kiln_cache_usage *usage)
 {
-  if (!usage)
-    return;
-  memset(usage, 0, sizeof *usage);
-  usage->struct_size = sizeof *usage;
+  KILN__INIT(usage);
 }
 
 /*! kiln_cache_stats() : fills *out, which kiln_cache_usage_init() set up;
@@ -960,10 +961,8 @@ typedef struct kiln_gemm_desc {
 static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, size_t m,
                                        size_t n, size_t k)
 {
-  if (!desc)
+  if (!KILN__INIT(desc))
     return;
-  memset(desc, 0, sizeof *desc);
-  desc->struct_size = sizeof *desc;
   desc->dtype = dtype;
   desc->m = m;
   desc->n = n;
@@ -1041,10 +1040,8 @@ typedef struct kiln_reduce_desc {
 static inline void kiln_reduce_desc_init(kiln_reduce_desc *desc, kiln_reduce_op op,
                                          kiln_dtype dtype, size_t count)
 {
-  if (!desc)
+  if (!KILN__INIT(desc))
     return;
-  memset(desc, 0, sizeof *desc);
-  desc->struct_size = sizeof *desc;
   desc->op = op;
   desc->dtype = dtype;
   desc->ndim = 1;
@@ -1127,10 +1124,8 @@ static inline void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_dtype dtyp
                                          size_t n, size_t c, size_t h, size_t w, size_t k,
                                          size_t r, size_t s)
 {
-  if (!desc)
+  if (!KILN__INIT(desc))
     return;
-  memset(desc, 0, sizeof *desc);
-  desc->struct_size = sizeof *desc;
   desc->dtype = dtype;
   desc->n = n;
   desc->c = c;
@@ -1200,10 +1195,8 @@ typedef struct kiln_fft_desc {
  * and struct_size. NULL is ignored. Inline. */
 static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, size_t n)
 {
-  if (!desc)
+  if (!KILN__INIT(desc))
     return;
-  memset(desc, 0, sizeof *desc);
-  desc->struct_size = sizeof *desc;
   desc->kind = KILN_FFT_C2C;
   desc->dtype = dtype;
   desc->ndim = 1;
@@ -1299,10 +1292,7 @@ typedef struct kiln_profile_row {
  * NULL is ignored. Inline. */
 static inline void kiln_profile_row_init(kiln_profile_row *row)
 {
-  if (!row)
-    return;
-  memset(row, 0, sizeof *row);
-  row->struct_size = sizeof *row;
+  KILN__INIT(row);
 }
 
 /*! kiln_profile_enabled() :
@@ -1465,10 +1455,7 @@ typedef struct kiln_memory_usage {
  * NULL is ignored. Inline. */
 static inline void kiln_memory_usage_init(kiln_memory_usage *usage)
 {
-  if (!usage)
-    return;
-  memset(usage, 0, sizeof *usage);
-  usage->struct_size = sizeof *usage;
+  KILN__INIT(usage);
 }
 
 /*! kiln_memory_stats() :

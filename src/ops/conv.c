@@ -176,19 +176,10 @@ static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
     *out = &kiln__conv_clblast;
 #endif
   if (!*out)
-    return id == KILN_BACKEND_CLBLAST
-             ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                          "kiln_conv2d: backend clblast was "
-                          "asked for, but this kiln was built without CLBlast")
-             : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                          "kiln_conv2d: backend %d is not one kiln_conv2d() runs; "
-                          "expected AUTO, IM2COL, DIRECT or CLBLAST",
-                          (int)id);
-  const char *why = (*out)->cannot(rt, cv);
-  return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                          "kiln_conv2d: backend %s cannot run this convolution: %s",
-                          kiln_backend_name(id), why)
-             : KILN_OK;
+    return kiln__backend_unknown(rt, "kiln_conv2d", id,
+                                 "AUTO, IM2COL, DIRECT or CLBLAST");
+  return kiln__backend_refuses(rt, "kiln_conv2d", id, "convolution",
+                               (*out)->cannot(rt, cv));
 }
 
 kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
@@ -205,11 +196,11 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *bias, kiln_buffer *y)
 {
   kiln_conv2d_desc given;
-  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_conv2d", kiln_conv2d_desc, desc, &given);
+  kiln__profile_scope ps;
+  kiln_status st =
+    KILN__OP_BEGIN(rt, "kiln_conv2d", kiln_conv2d_desc, desc, &given, &ps, "conv2d");
   if (st != KILN_OK)
     return st;
-  kiln__profile_scope ps;
-  kiln__profile_begin(rt, &ps, "conv2d");
   kiln__conv cv;
   const kiln__conv_backend *be = NULL;
   st = kiln__conv_check(rt, &given, x, weights, bias, y, &cv, &be);

@@ -434,11 +434,11 @@ KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out)
 {
   kiln_fft_desc given;
-  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_fft", kiln_fft_desc, desc, &given);
+  kiln__profile_scope ps;
+  kiln_status st =
+    KILN__OP_BEGIN(rt, "kiln_fft", kiln_fft_desc, desc, &given, &ps, "fft");
   if (st != KILN_OK)
     return st;
-  kiln__profile_scope ps;
-  kiln__profile_begin(rt, &ps, "fft");
   st = kiln__fft_run(rt, &given, in, out, &ps);
   return kiln__profile_end(&ps, st);
 }

@@ -228,16 +228,10 @@ static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm
                       "built without CLBlast (meson option clblast; Debian "
                       "libclblast-dev)");
   if (!*out)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_gemm: backend %d is not one kiln_gemm() runs; expected "
-                      "KILN_BACKEND_AUTO, KILN_BACKEND_KILN or KILN_BACKEND_CLBLAST",
-                      (int)id);
-  const char *why = (*out)->cannot(rt, g);
-  if (why)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "kiln_gemm: backend %s cannot run this GEMM: %s",
-                      kiln_backend_name(id), why);
-  return KILN_OK;
+    return kiln__backend_unknown(
+      rt, "kiln_gemm", id,
+      "KILN_BACKEND_AUTO, KILN_BACKEND_KILN or KILN_BACKEND_CLBLAST");
+  return kiln__backend_refuses(rt, "kiln_gemm", id, "GEMM", (*out)->cannot(rt, g));
 }
 
 kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
@@ -253,12 +247,12 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                const kiln_buffer *a, const kiln_buffer *b, kiln_buffer *c)
 {
   kiln_gemm_desc given;
-  kiln_status st = KILN__OP_DESC_IN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given);
+  kiln__profile_scope ps;
+  kiln_status st =
+    KILN__OP_BEGIN(rt, "kiln_gemm", kiln_gemm_desc, desc, &given, &ps, "gemm");
   if (st != KILN_OK)
     return st;
   desc = &given;
-  kiln__profile_scope ps;
-  kiln__profile_begin(rt, &ps, "gemm");
   kiln__gemm g;
   const kiln__gemm_backend *be = NULL;
   st = kiln__gemm_check(rt, desc, a, b, c, &g, &be);

@@ -10,6 +10,31 @@
 #include "internal.h"
 #include "profile.h"
 
+/* ---- every operation's entry (src/ops/op.c) ----------------------------- */
+
+/* KILN__OP_DESC_IN(), then, when it succeeded, the call's profile record
+ * begins under `name` (static text); on a failure none has begun, so the
+ * caller returns the status as it is, and else ends with
+ * kiln__profile_end(). */
+kiln_status kiln__op_begin(kiln_runtime *rt, const char *func, const char *in_name,
+                           const char *type, const char *how, size_t known,
+                           const void *in, void *copy, kiln__profile_scope *ps,
+                           const char *name);
+#define KILN__OP_BEGIN(rt, func, type, in, copy, ps, name)                               \
+  kiln__op_begin((rt), (func), #in, #type, #type "_init()", sizeof(type), (in), (copy),  \
+                 (ps), (name))
+
+/* The failure of an operation `func` asked for backend `id`, which it has
+ * not: clblast in a kiln built without CLBlast, or one it does not run
+ * (`expected` lists those it does). */
+kiln_status kiln__backend_unknown(kiln_runtime *rt, const char *func, kiln_backend id,
+                                  const char *expected);
+
+/* KILN_OK when the chosen backend's cannot() gave `why` NULL; else the
+ * failure that backend `id` cannot run this `what` (a GEMM, ...). */
+kiln_status kiln__backend_refuses(kiln_runtime *rt, const char *func, kiln_backend id,
+                                  const char *what, const char *why);
+
 /* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
 
 /* A checked kiln_gemm() request with every default resolved: leading

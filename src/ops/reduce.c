@@ -160,19 +160,10 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
     *out = &kiln__reduce_clblast;
 #endif
   if (!*out)
-    return id == KILN_BACKEND_CLBLAST
-             ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                          "kiln_reduce: backend clblast was asked for, but this kiln "
-                          "was built without CLBlast")
-             : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                          "kiln_reduce: backend %d is not one kiln_reduce() runs; "
-                          "expected KILN_BACKEND_AUTO, _KILN or _CLBLAST",
-                          (int)id);
-  const char *why = (*out)->cannot(rt, r);
-  return why ? kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                          "kiln_reduce: backend %s cannot run this %s: %s",
-                          kiln_backend_name(id), kiln_reduce_op_name(r->op), why)
-             : KILN_OK;
+    return kiln__backend_unknown(rt, "kiln_reduce", id,
+                                 "KILN_BACKEND_AUTO, _KILN or _CLBLAST");
+  return kiln__backend_refuses(rt, "kiln_reduce", id, kiln_reduce_op_name(r->op),
+                               (*out)->cannot(rt, r));
 }
 
 kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,

@@ -133,6 +133,25 @@ static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d,
   return st;
 }
 
+/* What columns() and rows() set up alike: *cd, d's request on a piece, a
+ * 3-D view reduced along its middle axis of r->len, and the device buffers
+ * for the piece's n_in elements and its n_out results. */
+static kiln_status axis_piece(kiln_runtime *rt, const kiln_reduce_desc *d,
+                              const kiln__reduce *r, size_t n_in, size_t n_out,
+                              kiln_reduce_desc *cd, kiln_buffer **bin, kiln_buffer **bout)
+{
+  *cd = *d;
+  cd->ndim = 3;
+  cd->axis = 1;
+  cd->offset = 0;
+  cd->shape[1] = r->len;
+  *bin = *bout = NULL;
+  kiln_status st = kiln_buffer_create(rt, d->dtype, n_in, 0, bin);
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, r->out_type, n_out, 0, bout);
+  return st;
+}
+
 /* Along an axis whose rows do not fit: blocks of columns of one row at a
  * time, each len x w, moved with rectangular copies. */
 static kiln_status columns(kiln_runtime *rt, const kiln_reduce_desc *d,
@@ -148,16 +167,10 @@ static kiln_status columns(kiln_runtime *rt, const kiln_reduce_desc *d,
                       r->len, r->len * es, per);
   if (w > r->inner)
     w = r->inner;
-  kiln_reduce_desc cd = *d;
-  cd.ndim = 3;
-  cd.axis = 1;
-  cd.offset = 0;
+  kiln_reduce_desc cd;
+  kiln_buffer *bin, *bout;
+  kiln_status st = axis_piece(rt, d, r, r->len * w, w, &cd, &bin, &bout);
   cd.shape[0] = 1;
-  cd.shape[1] = r->len;
-  kiln_buffer *bin = NULL, *bout = NULL;
-  kiln_status st = kiln_buffer_create(rt, d->dtype, r->len * w, 0, &bin);
-  if (st == KILN_OK)
-    st = kiln_buffer_create(rt, r->out_type, w, 0, &bout);
   for (size_t o = 0; o < r->outer && st == KILN_OK; o++)
     for (size_t i0 = 0; i0 < r->inner && st == KILN_OK; i0 += w) {
       cd.shape[2] = r->inner - i0 < w ? r->inner - i0 : w;
@@ -184,16 +197,11 @@ static kiln_status rows(kiln_runtime *rt, const kiln_reduce_desc *d,
     return columns(rt, d, r, in, out, per);
   if (block > r->outer)
     block = r->outer;
-  kiln_reduce_desc cd = *d;
-  cd.ndim = 3;
-  cd.axis = 1;
-  cd.offset = 0;
-  cd.shape[1] = r->len;
+  kiln_reduce_desc cd;
+  kiln_buffer *bin, *bout;
+  kiln_status st =
+    axis_piece(rt, d, r, row ? block * row : 1, block * r->inner, &cd, &bin, &bout);
   cd.shape[2] = r->inner;
-  kiln_buffer *bin = NULL, *bout = NULL;
-  kiln_status st = kiln_buffer_create(rt, d->dtype, row ? block * row : 1, 0, &bin);
-  if (st == KILN_OK)
-    st = kiln_buffer_create(rt, r->out_type, block * r->inner, 0, &bout);
   for (size_t o = 0; o < r->outer && st == KILN_OK; o += block) {
     cd.shape[0] = r->outer - o < block ? r->outer - o : block;
     if (row)
