@@ -102,14 +102,29 @@ static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char 
   return rt;
 }
 
+/* Whether meson registered Oclgrind beside PoCL (KILN_TEST_PLATFORMS=2, the
+ * `device` tests' environment). */
+static inline int kiln_test_has_oclgrind(void)
+{
+  const char *platforms = getenv("KILN_TEST_PLATFORMS");
+  return platforms && atoi(platforms) == 2;
+}
+
+/* A runtime on Oclgrind, for a test that runs only there: skips the test
+ * where Oclgrind is not registered. */
+static inline kiln_runtime *kiln_test_oclgrind_runtime(void)
+{
+  if (!kiln_test_has_oclgrind())
+    skip();
+  return kiln_test_runtime_on("oclgrind", NULL, 0);
+}
+
 /* Runs fn on kiln's choice of device (PoCL), then on Oclgrind where meson
- * registered it beside PoCL (KILN_TEST_PLATFORMS=2, the `device` tests'
- * environment). */
+ * registered it. */
 static inline void kiln_test_each_platform(void (*fn)(const char *device))
 {
   fn(NULL);
-  const char *platforms = getenv("KILN_TEST_PLATFORMS");
-  if (platforms && atoi(platforms) == 2)
+  if (kiln_test_has_oclgrind())
     fn("oclgrind");
   else
     fprintf(stderr, "# Oclgrind is not registered: PoCL only\n");
