@@ -23,6 +23,19 @@
 /* The number of elements of an array. */
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* kiln's element types, with sizes and names written out here rather than
+ * asked of kiln (test-status.c checks kiln against them). */
+typedef struct kiln_test_dtype {
+  kiln_dtype dtype;
+  size_t size;
+  const char *name;
+} kiln_test_dtype;
+static const kiln_test_dtype kiln_test_dtypes[] = {
+  {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
+  {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
+  {KILN_I64, 8, "int64"},
+};
+
 /* The tests' one random-number generator (Knuth's MMIX LCG): the same
  * numbers on every run and machine, unlike rand(). Returns 53 random bits,
  * the state's high ones (an LCG's low bits are poor). */
