@@ -100,6 +100,14 @@ static inline int kiln_test__without_platforms(const char *name,
   return failed;
 }
 
+/* A runtime with the options opts, or fails the test. */
+static inline kiln_runtime *kiln_test_runtime_with(const kiln_options *opts)
+{
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(opts, &rt));
+  return rt;
+}
+
 /* A runtime on the first device the selector picks (NULL: kiln's choice),
  * with its cache in dir (NULL: the default), or none with no_cache. */
 static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char *dir,
@@ -110,9 +118,7 @@ static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char 
   opts.device = device;
   opts.cache_dir = dir;
   opts.no_cache = no_cache;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
-  return rt;
+  return kiln_test_runtime_with(&opts);
 }
 
 /* Whether meson registered Oclgrind beside PoCL (KILN_TEST_PLATFORMS=2, the
@@ -141,6 +147,19 @@ static inline void kiln_test_each_platform(void (*fn)(const char *device))
     fn("oclgrind");
   else
     fprintf(stderr, "# Oclgrind is not registered: PoCL only\n");
+}
+
+/* A cache test's folders: a new one, /tmp/kiln-test-<what>-XXXXXX, in root,
+ * and the path of its subfolder "cache" (not created) in dir. 0, or -1 when
+ * the folder could not be made. */
+static inline int kiln_test_cache_folders(const char *what, char *root, size_t root_size,
+                                          char *dir, size_t dir_size)
+{
+  snprintf(root, root_size, "/tmp/kiln-test-%s-XXXXXX", what);
+  if (!mkdtemp(root))
+    return -1;
+  snprintf(dir, dir_size, "%s/cache", root);
+  return 0;
 }
 
 /* cmocka group setup and teardown that keep one runtime in *state. */
