@@ -17,23 +17,18 @@ import subprocess
 import sys
 import tempfile
 
+from kilncheck import FAILURES, check
+
 GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "bandwidth", "compile"]
 FIELDS = ["group", "case", "size", "backend", "median", "unit", "repeats", "checked",
           "op", "dtype", "shape", "median_ms", "gflops", "gbps"]
 NO_GNUPLOT = "no plot: gnuplot is not installed"
-FAILURES = []
 
 
 def run(args, env=None, cwd=None):
     return subprocess.run([KILN, "bench"] + args, env=env or os.environ, cwd=cwd,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=600)
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
 
 
 def check_records(records, source):

@@ -13,19 +13,13 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
+from kilncheck import FAILURES, check
 
 
 def run(args, env=None):
     return subprocess.run([KILN, "info"] + args, env=env or os.environ,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=300)
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
 
 
 def check_ok(args, env=None):

@@ -8,10 +8,10 @@ convgemm where it applies, and its refusals where it does not; and the
 command's errors: one line on stderr, a non-zero exit, no output file.
 Files are written and read by npyfile.py (standard library only)."""
 import os
-import subprocess
 import sys
 import tempfile
 
+from kilncheck import run_op
 from npyfile import as_stored, count, load, save
 
 KILN = sys.argv[1]
@@ -125,11 +125,7 @@ CASES = [
 
 
 def run(*args, expect=0):
-    r = subprocess.run([KILN, "run", "conv2d", *args], capture_output=True, text=True)
-    if r.returncode != expect:
-        raise SystemExit("FAIL: kiln run conv2d %s: exit %d, expected %d\n%s%s" % (
-            " ".join(args), r.returncode, expect, r.stdout, r.stderr))
-    return r
+    return run_op(KILN, "conv2d", args, expect)
 
 
 def tolerance(descr):

@@ -3,10 +3,10 @@
 computed here in double precision, with the files written and read by
 npyfile.py (standard library only: the .npy format is small), and its errors."""
 import os
-import subprocess
 import sys
 import tempfile
 
+from kilncheck import run_op
 from npyfile import load, save
 
 KILN = sys.argv[1]
@@ -19,11 +19,7 @@ def matmul(a, b, m, n, k, ta, tb, ar, ac, br, bc):
 
 
 def run(*args, expect=0):
-    r = subprocess.run([KILN, "run", "gemm", *args], capture_output=True, text=True)
-    if r.returncode != expect:
-        raise SystemExit("FAIL: kiln run gemm %s: exit %d, expected %d\n%s%s" % (
-            " ".join(args), r.returncode, expect, r.stdout, r.stderr))
-    return r
+    return run_op(KILN, "gemm", args, expect)
 
 
 def main():

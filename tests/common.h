@@ -23,6 +23,19 @@
 /* The number of elements of an array. */
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* kiln's element types, with sizes and names written out here rather than
+ * asked of kiln (test-status.c checks kiln against them). */
+typedef struct kiln_test_dtype {
+  kiln_dtype dtype;
+  size_t size;
+  const char *name;
+} kiln_test_dtype;
+static const kiln_test_dtype kiln_test_dtypes[] = {
+  {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
+  {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
+  {KILN_I64, 8, "int64"},
+};
+
 /* The tests' one random-number generator (Knuth's MMIX LCG): the same
  * numbers on every run and machine, unlike rand(). Returns 53 random bits,
  * the state's high ones (an LCG's low bits are poor). */
@@ -87,6 +100,14 @@ static inline int kiln_test__without_platforms(const char *name,
   return failed;
 }
 
+/* A runtime with the options opts, or fails the test. */
+static inline kiln_runtime *kiln_test_runtime_with(const kiln_options *opts)
+{
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(opts, &rt));
+  return rt;
+}
+
 /* A runtime on the first device the selector picks (NULL: kiln's choice),
  * with its cache in dir (NULL: the default), or none with no_cache. */
 static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char *dir,
@@ -97,22 +118,48 @@ static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char 
   opts.device = device;
   opts.cache_dir = dir;
   opts.no_cache = no_cache;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
-  return rt;
+  return kiln_test_runtime_with(&opts);
+}
+
+/* Whether meson registered Oclgrind beside PoCL (KILN_TEST_PLATFORMS=2, the
+ * `device` tests' environment). */
+static inline int kiln_test_has_oclgrind(void)
+{
+  const char *platforms = getenv("KILN_TEST_PLATFORMS");
+  return platforms && atoi(platforms) == 2;
+}
+
+/* A runtime on Oclgrind, for a test that runs only there: skips the test
+ * where Oclgrind is not registered. */
+static inline kiln_runtime *kiln_test_oclgrind_runtime(void)
+{
+  if (!kiln_test_has_oclgrind())
+    skip();
+  return kiln_test_runtime_on("oclgrind", NULL, 0);
 }
 
 /* Runs fn on kiln's choice of device (PoCL), then on Oclgrind where meson
- * registered it beside PoCL (KILN_TEST_PLATFORMS=2, the `device` tests'
- * environment). */
+ * registered it. */
 static inline void kiln_test_each_platform(void (*fn)(const char *device))
 {
   fn(NULL);
-  const char *platforms = getenv("KILN_TEST_PLATFORMS");
-  if (platforms && atoi(platforms) == 2)
+  if (kiln_test_has_oclgrind())
     fn("oclgrind");
   else
     fprintf(stderr, "# Oclgrind is not registered: PoCL only\n");
+}
+
+/* A cache test's folders: a new one, /tmp/kiln-test-<what>-XXXXXX, in root,
+ * and the path of its subfolder "cache" (not created) in dir. 0, or -1 when
+ * the folder could not be made. */
+static inline int kiln_test_cache_folders(const char *what, char *root, size_t root_size,
+                                          char *dir, size_t dir_size)
+{
+  snprintf(root, root_size, "/tmp/kiln-test-%s-XXXXXX", what);
+  if (!mkdtemp(root))
+    return -1;
+  snprintf(dir, dir_size, "%s/cache", root);
+  return 0;
 }
 
 /* cmocka group setup and teardown that keep one runtime in *state. */

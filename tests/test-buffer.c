@@ -11,18 +11,8 @@
 
 #include "kiln/kiln_cl.h"
 
-/* Element types, with sizes and names written out here rather than asked of
- * kiln. */
-static const struct dt {
-  kiln_dtype dtype;
-  size_t size;
-  const char *name;
-} dtypes[] = {
-  {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
-  {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
-  {KILN_I64, 8, "int64"},
-};
-#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+/* Element types: common.h's. */
+#define NDTYPES COUNT(kiln_test_dtypes)
 
 static const size_t counts[] = {1, 3, 17, 1000003};
 
@@ -51,7 +41,7 @@ static void put(kiln_dtype dtype, void *dst, size_t i, unsigned seed)
   }
 }
 
-static void *pattern(const struct dt *t, size_t count, unsigned seed)
+static void *pattern(const kiln_test_dtype *t, size_t count, unsigned seed)
 {
   void *p = malloc(count * t->size);
   assert_non_null(p);
@@ -61,7 +51,7 @@ static void *pattern(const struct dt *t, size_t count, unsigned seed)
 }
 
 /* Host memory that no correct read leaves as it is. */
-static void *scratch(const struct dt *t, size_t count)
+static void *scratch(const kiln_test_dtype *t, size_t count)
 {
   void *p = malloc(count * t->size);
   assert_non_null(p);
@@ -69,12 +59,12 @@ static void *scratch(const struct dt *t, size_t count)
   return p;
 }
 
-static void *elem(const struct dt *t, void *base, size_t i)
+static void *elem(const kiln_test_dtype *t, void *base, size_t i)
 {
   return (unsigned char *)base + i * t->size;
 }
 
-static void assert_same(const struct dt *t, const void *want, const void *got,
+static void assert_same(const kiln_test_dtype *t, const void *want, const void *got,
                         size_t count, const char *what)
 {
   const unsigned char *a = want, *b = got;
@@ -86,7 +76,7 @@ static void assert_same(const struct dt *t, const void *want, const void *got,
 }
 
 /* Reads the whole buffer and compares it with want. */
-static void assert_contents(kiln_runtime *rt, const struct dt *t, kiln_buffer *b,
+static void assert_contents(kiln_runtime *rt, const kiln_test_dtype *t, kiln_buffer *b,
                             const void *want, size_t count, const char *what)
 {
   void *got = scratch(t, count);
@@ -111,7 +101,7 @@ static void assert_usable(kiln_runtime *rt, const kiln_memory_usage *before)
   kiln_memory_usage now = stats(rt);
   assert_int_equal(now.current_bytes, before->current_bytes);
   assert_int_equal(now.live_buffers, before->live_buffers);
-  const struct dt *t = &dtypes[1];
+  const kiln_test_dtype *t = &kiln_test_dtypes[1];
   float *src = pattern(t, 17, 3);
   kiln_buffer *b = NULL;
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 17, 0, &b));
@@ -162,7 +152,7 @@ static void test_buffer_round_trip_every_dtype(void **state)
   kiln_runtime *rt = *state;
   for (size_t d = 0; d < NDTYPES; d++)
     for (size_t c = 0; c < COUNT(counts); c++) {
-      const struct dt *t = &dtypes[d];
+      const kiln_test_dtype *t = &kiln_test_dtypes[d];
       size_t n = counts[c], k = n < 3 ? n : 3, size = 0;
       void *a = pattern(t, n, 1), *a2 = pattern(t, n, 4), *part = pattern(t, k, 5);
       void *got = scratch(t, n), *last = scratch(t, 1);
@@ -198,7 +188,7 @@ static void test_buffer_partial_transfers(void **state)
   kiln_runtime *rt = *state;
   const size_t n = 17;
   for (size_t d = 0; d < NDTYPES; d++) {
-    const struct dt *t = &dtypes[d];
+    const kiln_test_dtype *t = &kiln_test_dtypes[d];
     void *want = pattern(t, n, 1), *part = pattern(t, 6, 2), *got = scratch(t, n);
     kiln_buffer *b = NULL;
     assert_kiln_ok(rt, kiln_buffer_create(rt, t->dtype, n, 0, &b));
@@ -246,7 +236,7 @@ static void test_buffer_copy_within_and_between(void **state)
 {
   kiln_runtime *rt = *state;
   for (size_t d = 0; d < NDTYPES; d++) {
-    const struct dt *t = &dtypes[d];
+    const kiln_test_dtype *t = &kiln_test_dtypes[d];
     void *a = pattern(t, 100, 1), *bb = pattern(t, 50, 2);
     kiln_buffer *ba = NULL, *bufb = NULL;
     assert_kiln_ok(rt, kiln_buffer_create(rt, t->dtype, 100, 0, &ba));
@@ -279,7 +269,7 @@ static void test_buffer_zeroed_then_filled(void **state)
   kiln_runtime *rt = *state;
   for (size_t d = 0; d < NDTYPES; d++)
     for (size_t c = 0; c < COUNT(counts); c++) {
-      const struct dt *t = &dtypes[d];
+      const kiln_test_dtype *t = &kiln_test_dtypes[d];
       size_t n = counts[c], off = n / 4, len = n / 2;
       unsigned char value[16], *got = scratch(t, n);
       put(t->dtype, value, 0, 77); /* distinct from the pattern's elements */
@@ -305,7 +295,7 @@ static void test_buffer_wrap_host_memory(void **state)
   kiln_runtime *rt = *state;
   const size_t n = 1000;
   for (size_t d = 0; d < NDTYPES; d++) {
-    const struct dt *t = &dtypes[d];
+    const kiln_test_dtype *t = &kiln_test_dtypes[d];
     void *host = aligned_alloc(64, (n * t->size + 63) / 64 * 64);
     assert_non_null(host);
     void *a = pattern(t, n, 1), *bnew = pattern(t, n, 2);
@@ -533,8 +523,8 @@ typedef struct pair {
 
 static void pair_open(kiln_runtime *rt, pair *p)
 {
-  p->want = pattern(&dtypes[1], 17, 1);
-  p->other_want = pattern(&dtypes[1], 64, 2);
+  p->want = pattern(&kiln_test_dtypes[1], 17, 1);
+  p->other_want = pattern(&kiln_test_dtypes[1], 64, 2);
   memcpy(p->io, p->other_want, sizeof p->io);
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 17, 0, &p->b));
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 64, 0, &p->other));
@@ -547,8 +537,9 @@ static void pair_open(kiln_runtime *rt, pair *p)
 static void pair_close(kiln_runtime *rt, pair *p)
 {
   assert_kiln_ok(rt, kiln_finish(rt)); /* nothing was left pending */
-  assert_contents(rt, &dtypes[1], p->b, p->want, 17, "buf after refusals");
-  assert_contents(rt, &dtypes[1], p->other, p->other_want, 64, "other after refusals");
+  assert_contents(rt, &kiln_test_dtypes[1], p->b, p->want, 17, "buf after refusals");
+  assert_contents(rt, &kiln_test_dtypes[1], p->other, p->other_want, 64,
+                  "other after refusals");
   assert_kiln_ok(rt, kiln_buffer_destroy(p->b));
   assert_kiln_ok(rt, kiln_buffer_destroy(p->other));
   p->before.current_bytes -= (17 + 64) * 4;

@@ -147,14 +147,11 @@ static void open_at(kiln__cache *c, const char *dir, kiln__str *notes)
 static int setup(void **state)
 {
   fixture *fx = calloc(1, sizeof *fx);
-  if (!fx)
-    return -1;
-  snprintf(fx->root, sizeof fx->root, "/tmp/kiln-test-cache-XXXXXX");
-  if (!mkdtemp(fx->root)) {
+  if (!fx || kiln_test_cache_folders("cache", fx->root, sizeof fx->root, fx->dir,
+                                     sizeof fx->dir)) {
     free(fx);
     return -1;
   }
-  snprintf(fx->dir, sizeof fx->dir, "%s/cache", fx->root);
   fill_device(&fx->dev);
   fx->key = kiln__cache_key_of(source, sizeof source - 1, options, &fx->dev);
   open_at(&fx->cache, fx->dir, &fx->notes);

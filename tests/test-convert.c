@@ -233,13 +233,7 @@ static void test_convert_large(void **state)
 static void test_convert_on_oclgrind(void **state)
 {
   (void)state;
-  if (!getenv("KILN_TEST_PLATFORMS") || atoi(getenv("KILN_TEST_PLATFORMS")) != 2)
-    skip();
-  kiln_options opts;
-  kiln_options_init(&opts);
-  opts.device = "oclgrind";
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  kiln_runtime *rt = kiln_test_oclgrind_runtime();
   static const size_t sizes[] = {40}; /* covers every special value */
   check_all_pairs(rt, sizes, 1);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));

@@ -203,8 +203,8 @@ static void run_device(kiln_runtime *rt, problem *p)
 }
 
 /* The backends to test: kiln's, and CLBlast's when built in and able. */
-static kiln_backend backends[2];
-static size_t nbackends;
+static const kiln_backend backends[] = {KILN_BACKEND_KILN, KILN_BACKEND_CLBLAST};
+static size_t nbackends = HAVE_CLBLAST ? 2 : 1; /* 1 in test_gemm_gpu_shape */
 
 static void for_backends(kiln_runtime *rt, problem *p)
 {
@@ -323,10 +323,8 @@ static void test_gemm_gpu_shape(void **state)
     t.gemm[v] = (kiln__gemm_tuning){
       .gpu_shape = 1, .tm = 8, .vw = 16, .tsm = 32, .tsk = 16, .wpt = 4};
   kiln__runtime_set_tuning(rt, &t); /* the kernels are rebuilt with it */
-  kiln_backend saved[2] = {backends[0], backends[1]};
   size_t saved_n = nbackends;
-  backends[0] = KILN_BACKEND_KILN;
-  nbackends = 1;
+  nbackends = 1; /* kiln's only */
   for (size_t s = 1; s <= 70; s += 7)
     one(rt, desc(KILN_F32, s, s + 1, s + 2), s);
   kiln_gemm_desc d = desc(KILN_F16, 33, 65, 17);
@@ -339,8 +337,6 @@ static void test_gemm_gpu_shape(void **state)
     d.layout = KILN_COL_MAJOR;
     one(rt, d, 6);
   }
-  backends[0] = saved[0];
-  backends[1] = saved[1];
   nbackends = saved_n;
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
@@ -466,15 +462,6 @@ static void test_gemm_errors(void **state)
   assert_kiln_ok(rt, kiln_finish(rt));
 }
 
-static int setup(void **state)
-{
-  backends[nbackends++] = KILN_BACKEND_KILN;
-#if HAVE_CLBLAST
-  backends[nbackends++] = KILN_BACKEND_CLBLAST;
-#endif
-  return kiln_test_runtime_setup(state);
-}
-
 int main(void)
 {
   kiln_test_require_device();
@@ -488,5 +475,6 @@ int main(void)
     cmocka_unit_test(test_gemm_gpu_shape),
     cmocka_unit_test(test_gemm_host_panels),
   };
-  return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
+  return cmocka_run_group_tests(tests, kiln_test_runtime_setup,
+                                kiln_test_runtime_teardown);
 }

@@ -32,9 +32,7 @@ static kiln_runtime *runtime_with(int profile, const char *trace)
   kiln_options_init(&opts);
   opts.profile = profile;
   opts.trace = trace;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
-  return rt;
+  return kiln_test_runtime_with(&opts);
 }
 
 static void tmp_path(char *buf, size_t size, const char *name)

@@ -38,8 +38,8 @@ static const kiln_dtype in_types[] = {KILN_F32, KILN_F16, KILN_F64, KILN_I32};
 #define NTYPES (sizeof in_types / sizeof in_types[0])
 
 /* The backends to test: kiln's, and CLBlast's when built in. */
-static kiln_backend backends[2];
-static size_t nbackends;
+static const kiln_backend backends[] = {KILN_BACKEND_KILN, KILN_BACKEND_CLBLAST};
+static const size_t nbackends = HAVE_CLBLAST ? 2 : 1;
 /* Which (op, input type) CLBlast ran on a non-empty view. */
 static unsigned clblast_ran[NOPS + 1][8];
 
@@ -780,13 +780,7 @@ static void test_reduce_host_chunked(void **state)
 static void test_reduce_on_oclgrind(void **state)
 {
   (void)state;
-  if (!getenv("KILN_TEST_PLATFORMS") || atoi(getenv("KILN_TEST_PLATFORMS")) != 2)
-    skip();
-  kiln_options opts;
-  kiln_options_init(&opts);
-  opts.device = "oclgrind";
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  kiln_runtime *rt = kiln_test_oclgrind_runtime();
   static const double c0[] = {1, NAN, 3, NAN, -5, 5, 5};
   for (size_t t = 0; t < NTYPES; t++) {
     if (!has_type(rt, in_types[t]))
@@ -811,15 +805,6 @@ static void test_reduce_on_oclgrind(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
-static int setup(void **state)
-{
-  backends[nbackends++] = KILN_BACKEND_KILN;
-#if HAVE_CLBLAST
-  backends[nbackends++] = KILN_BACKEND_CLBLAST;
-#endif
-  return kiln_test_runtime_setup(state);
-}
-
 int main(void)
 {
   kiln_test_require_device();
@@ -834,5 +819,6 @@ int main(void)
     cmocka_unit_test(test_reduce_host_chunked),
     cmocka_unit_test(test_reduce_on_oclgrind),
   };
-  return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
+  return cmocka_run_group_tests(tests, kiln_test_runtime_setup,
+                                kiln_test_runtime_teardown);
 }

@@ -94,16 +94,8 @@ static void test_status_cl_error_names(void **state)
 static void test_status_dtypes(void **state)
 {
   (void)state;
-  static const struct {
-    kiln_dtype dtype;
-    size_t size;
-    const char *name;
-  } types[] = {
-    {KILN_F16, 2, "float16"},   {KILN_F32, 4, "float32"},     {KILN_F64, 8, "float64"},
-    {KILN_C32, 8, "complex64"}, {KILN_C64, 16, "complex128"}, {KILN_I32, 4, "int32"},
-    {KILN_I64, 8, "int64"},
-  };
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+  const kiln_test_dtype *types = kiln_test_dtypes;
+  for (size_t i = 0; i < COUNT(kiln_test_dtypes); i++) {
     assert_int_equal(kiln_dtype_size(types[i].dtype), types[i].size);
     assert_string_equal(kiln_dtype_name(types[i].dtype), types[i].name);
   }

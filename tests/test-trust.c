@@ -46,8 +46,7 @@ static kiln_cache_usage build_in(fixture *fx, const char *dir, int shared)
   kiln_options_init(&opts);
   opts.cache_dir = dir;
   opts.cache_shared = shared;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  kiln_runtime *rt = kiln_test_runtime_with(&opts);
   kiln_program *p = NULL;
   assert_kiln_ok(rt, kiln_program_create(rt, saxpy, "-DTRUST_TEST", &p));
   run_saxpy(rt, p, 257); /* right, whether from the cache or not */
@@ -152,14 +151,11 @@ static gid_t team_group(uid_t *member)
 static int setup(void **state)
 {
   fixture *fx = calloc(1, sizeof *fx);
-  if (!fx)
-    return -1;
-  snprintf(fx->root, sizeof fx->root, "/tmp/kiln-test-trust-XXXXXX");
-  if (!mkdtemp(fx->root)) {
+  if (!fx || kiln_test_cache_folders("trust", fx->root, sizeof fx->root, fx->dir,
+                                     sizeof fx->dir)) {
     free(fx);
     return -1;
   }
-  snprintf(fx->dir, sizeof fx->dir, "%s/cache", fx->root);
   *state = fx;
   return mkdir(fx->dir, 0700);
 }
@@ -287,11 +283,7 @@ static void test_trust_entry_is_a_link(void **state)
   assert_int_equal(symlink(elsewhere, fx->entry), 0);
   expect_untrusted(fx, 0, "is a symbolic link");
   /* `kiln cache`'s view: not counted as an entry, not cleared. */
-  kiln_options opts;
-  kiln_options_init(&opts);
-  opts.cache_dir = fx->dir;
-  kiln_runtime *rt = NULL;
-  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, fx->dir, 0);
   uint64_t entries = 9, bytes = 9, removed = 9;
   assert_kiln_ok(rt, kiln_cache_contents(rt, &entries, &bytes));
   assert_int_equal(entries, 0);

@@ -267,6 +267,25 @@ int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median
   return rc;
 }
 
+int bench_time_kiln(kiln_runtime *rt, double (*once)(void *ctx), void *ctx, int repeats,
+                    double *median)
+{
+  if (bench_time(once, ctx, repeats, median) == 0)
+    return 0;
+  fprintf(stderr, " FAILED (%s)\n", kiln_last_error(rt));
+  return -1;
+}
+
+int bench_each_size(kiln_runtime *rt, const bench_args *a, bench_records *out,
+                    int (*measure)(kiln_runtime *rt, const bench_args *a, size_t size,
+                                   bench_records *out))
+{
+  int rc = 0;
+  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
+    rc = measure(rt, a, a->sizes[s], out);
+  return rc;
+}
+
 void bench_add(bench_records *rs, const bench_record *r)
 {
   if (rs->n == BENCH_MAX_RECORDS)

@@ -132,6 +132,18 @@ double bench_median(double *ms, int n);
  * milliseconds it returns. 0, or -1 when a run returned a negative time. */
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median);
 
+/* bench_time() of a peer that runs through kiln: when a run fails, ends the
+ * peer's progress line on stderr with " FAILED (" kiln_last_error(rt) ")". */
+int bench_time_kiln(kiln_runtime *rt, double (*once)(void *ctx), void *ctx, int repeats,
+                    double *median);
+
+/* A group's run for groups measured one size at a time: measure(rt, a,
+ * size, out) for each size of a->sizes in order, until one fails. 0, or -1
+ * as soon as a measure() returned -1. */
+int bench_each_size(kiln_runtime *rt, const bench_args *a, bench_records *out,
+                    int (*measure)(kiln_runtime *rt, const bench_args *a, size_t size,
+                                   bench_records *out));
+
 /* A size as the table shows it: its label when the spec names rows; "256M"
  * for bytes that are a whole number of K, M or G (when the spec's sizes are
  * bytes); else the number. */

@@ -107,10 +107,8 @@ static int measure_peer(const bench_args *args, bw_run *g, bench_records *out)
   fprintf(stderr, "  bandwidth %-6s %-7s warm-up and check...", label, bw_peers[g->k]);
   if (bw_check(g) != 0)
     return -1;
-  if (bench_time(bw_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
+  if (bench_time_kiln(g->rt, bw_once, g, args->repeats, &med) != 0)
     return -1;
-  }
   bench_record r = {.op = bw_peers[g->k],
                     .backend = bw_peers[g->k],
                     .size = bytes,
@@ -160,10 +158,7 @@ static int run_bandwidth(kiln_runtime *rt, const bench_args *a, bench_records *o
           "kiln bench bandwidth on %s (GB/s: bytes moved / time; against one "
           "host thread's memcpy)\n",
           kiln_runtime_device(rt)->name);
-  int rc = 0;
-  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
-    rc = measure(rt, a, a->sizes[s], out);
-  return rc;
+  return bench_each_size(rt, a, out, measure);
 }
 
 const bench_group bench_bandwidth_group = {&bw_spec, run_bandwidth};

@@ -198,10 +198,8 @@ static int measure_peer(const bench_args *args, conv_run *g, const float *ref,
       fprintf(stderr, " FAILED (wrong result: %.2g of the largest |y| off)\n", err);
     return -1;
   }
-  if (bench_time(conv_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
+  if (bench_time_kiln(g->rt, conv_once, g, args->repeats, &med) != 0)
     return -1;
-  }
   const conv_layer *l = g->l;
   /* the CPU peer is the reference itself */
   bench_record r = {.op = "conv2d",

@@ -258,10 +258,7 @@ static int run_fft(kiln_runtime *rt, const bench_args *a, bench_records *out)
           "kiln bench fft on %s (complex64 forward; GFLOP/s at 5 N log2 N; "
           "FFTW_ESTIMATE with %d thread%s)\n",
           kiln_runtime_device(rt)->name, threads, threads == 1 ? "" : "s");
-  int rc = 0;
-  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
-    rc = measure(rt, a, a->sizes[s], out);
-  return rc;
+  return bench_each_size(rt, a, out, measure);
 }
 
 const bench_group bench_fft_group = {&fft_spec, run_fft};

@@ -112,10 +112,8 @@ static int measure_peer(const bench_args *args, gemm_run *g, const float *ref,
     fprintf(stderr, " FAILED (%s)\n", t < 0 ? kiln_last_error(g->rt) : "wrong result");
     return -1;
   }
-  if (bench_time(run_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
+  if (bench_time_kiln(g->rt, run_once, g, args->repeats, &med) != 0)
     return -1;
-  }
   /* with OpenBLAS, its check is against itself */
   bench_record r = {.op = "gemm",
                     .backend = gemm_peers[g->k],

@@ -97,10 +97,8 @@ static int measure_peer(const bench_args *args, reduce_run *g, double ref,
               g->sum, ref, err, reduce_tolerance[g->k]);
     return -1;
   }
-  if (bench_time(reduce_once, g, args->repeats, &med) != 0) {
-    fprintf(stderr, " FAILED (%s)\n", kiln_last_error(g->rt));
+  if (bench_time_kiln(g->rt, reduce_once, g, args->repeats, &med) != 0)
     return -1;
-  }
   bench_record r = {.op = "reduce",
                     .backend = reduce_peers[g->k],
                     .dtype = "float32",
@@ -153,10 +151,7 @@ static int run_reduce(kiln_runtime *rt, const bench_args *a, bench_records *out)
           "kiln bench reduce on %s (float32 sum; the C loop runs one thread "
           "per online core)\n",
           kiln_runtime_device(rt)->name);
-  int rc = 0;
-  for (size_t s = 0; s < a->nsizes && rc == 0; s++)
-    rc = measure(rt, a, a->sizes[s], out);
-  return rc;
+  return bench_each_size(rt, a, out, measure);
 }
 
 const bench_group bench_reduce_group = {&reduce_spec, run_reduce};

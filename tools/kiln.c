@@ -173,23 +173,19 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: kiln <command> [options]; kiln help lists the commands\n");
     return 2;
   }
+  /* The commands that take the arguments after their name. */
+  static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+  } commands[] = {
+    {"info", kiln_cmd_info},       {"devices", cmd_devices},  {"cache", kiln_cmd_cache},
+    {"kernels", kiln_cmd_kernels}, {"build", kiln_cmd_build}, {"check", kiln_cmd_check},
+    {"bench", kiln_cmd_bench},     {"run", kiln_cmd_run},
+  };
   const char *cmd = argv[1];
-  if (strcmp(cmd, "info") == 0)
-    return kiln_cmd_info(argc - 1, argv + 1);
-  if (strcmp(cmd, "devices") == 0)
-    return cmd_devices(argc - 1, argv + 1);
-  if (strcmp(cmd, "cache") == 0)
-    return kiln_cmd_cache(argc - 1, argv + 1);
-  if (strcmp(cmd, "kernels") == 0)
-    return kiln_cmd_kernels(argc - 1, argv + 1);
-  if (strcmp(cmd, "build") == 0)
-    return kiln_cmd_build(argc - 1, argv + 1);
-  if (strcmp(cmd, "check") == 0)
-    return kiln_cmd_check(argc - 1, argv + 1);
-  if (strcmp(cmd, "bench") == 0)
-    return kiln_cmd_bench(argc - 1, argv + 1);
-  if (strcmp(cmd, "run") == 0)
-    return kiln_cmd_run(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("kiln %s\n", kiln_version());
     return 0;

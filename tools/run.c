@@ -61,11 +61,12 @@ int run_usage(const char *usage)
   return -1;
 }
 
-int run_known_option(const char *o, const char *const *known, int n)
+int run_option_value(const char *o, const char *v, const char *const *known, int n)
 {
-  for (int i = 0; i < n; i++)
-    if (strcmp(o, known[i]) == 0)
-      return 1;
+  if (run_parse_enum(o, known, n) < 0)
+    return run_say("unknown option '%s'", o), -1;
+  if (!v)
+    return run_say("%s needs a value", o), -1;
   return 0;
 }
 

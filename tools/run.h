@@ -22,9 +22,10 @@ int run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The operation's usage on stderr, as one line; returns -1. */
 int run_usage(const char *usage);
 
-/* Whether o is one of the n options that take a value, so that one given
- * last can be told apart from an unknown option. */
-int run_known_option(const char *o, const char *const *known, int n);
+/* Checks an option that takes a value: 0 when o is one of the n known ones
+ * and has its value v (NULL: o came last); else -1 after saying "unknown
+ * option" or that o needs a value. */
+int run_option_value(const char *o, const char *v, const char *const *known, int n);
 
 /* ---- options -------------------------------------------------------------- */
 

@@ -76,10 +76,8 @@ static int option(void *ctx, const char *o, const char *v)
     c->d.relu = 1;
     return 1;
   }
-  if (run_parse_enum(o, known, sizeof known / sizeof known[0]) < 0)
-    return run_say("unknown option '%s'", o), -1;
-  if (!v)
-    return run_say("%s needs a value", o), -1;
+  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
+    return -1;
   return value(c, o, v) == 0 ? 2 : -1;
 }
 

@@ -56,10 +56,8 @@ static int value(fft_args *f, const char *o, const char *v)
                                        KILN_BACKEND_VKFFT, KILN_BACKEND_CLFFT};
   static const char *const known[] = {"-o", "--axes", "--n", "--backend"};
   size_t n;
-  if (!run_known_option(o, known, sizeof known / sizeof known[0]))
-    return run_say("unknown option '%s'", o), -1;
-  if (!v)
-    return run_say("%s needs a value", o), -1;
+  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
+    return -1;
   if (strcmp(o, "-o") == 0)
     f->out = v;
   else if (strcmp(o, "--axes") == 0)

@@ -39,10 +39,8 @@ static int option(void *ctx, const char *o, const char *v)
   }
   static const char *const known[] = {"-o",     "--c",     "--alpha",
                                       "--beta", "--dtype", "--backend"};
-  if (!run_known_option(o, known, sizeof known / sizeof known[0]))
-    return run_say("unknown option '%s'", o), -1;
-  if (!v)
-    return run_say("%s needs a value", o), -1;
+  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
+    return -1;
   if (strcmp(o, "-o") == 0)
     g->out = v;
   else if (strcmp(o, "--c") == 0)
