@@ -270,8 +270,8 @@ static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
   kiln_status st = KILN_OK;
   if (what == 0) {
     kiln_dtype t = gemm_dtype(variant);
-    size_t s = gemm_size(b);
     *b = (bench){gemm_names[variant], rt, {0}, variant, gemm_run, gemm_check};
+    size_t s = gemm_size(b);
     size_t n[6] = {CM * CK, CK * CN, CM * CN, s * s, s * s, s * s};
     for (int i = 0; st == KILN_OK && i < 6; i++)
       st = kiln_buffer_create(rt, t, n[i], 0, &b->buf[i]);
@@ -433,6 +433,23 @@ static void report(search *s, kiln_tune_step *step)
     s->stop = 1;
 }
 
+/* A step of the search for progress, as it stands. */
+static kiln_tune_step step_of(const search *s, const char *kernel, const char *candidate,
+                              double secs, const char *best, double best_s, double base_s)
+{
+  return (kiln_tune_step){
+    .struct_size = sizeof(kiln_tune_step),
+    .kernel = kernel,
+    .candidate = candidate,
+    .index = s->index,
+    .count = s->count,
+    .seconds = secs,
+    .best = best,
+    .best_seconds = best_s,
+    .baseline_seconds = base_s,
+  };
+}
+
 /* Measures candidate c: its median in *secs, or a reason in why. `cutoff`
  * stops after the first run when that is slower. */
 static void measure(search *s, bench *b, const cand *c, double cutoff, double *secs,
@@ -510,17 +527,27 @@ static void tune_kernel(search *s, int what, int variant, double budget)
   size_t first = n;
   double start = now(), best_s = 0, base_s = 0;
   size_t best = 0;
-  for (size_t i = 0; i < n && !s->stop; i++) {
+  for (size_t i = 0; !s->stop; i++) {
     if (i == first) { /* the shapes are measured: the grid of the better one */
       int shape =
         what == 0 ? list[best].t.gemm[variant].gpu_shape : list[best].t.reduce.gpu_shape;
       grid(what, variant, shape, &list[best].t, dev, list, &n);
       qsort(list + first, n - first, sizeof *list, by_dist);
+      size_t kept = first; /* less what was measured already */
+      for (size_t k = first; k < n; k++) {
+        cand_text(what, variant, &list[k]);
+        int seen = 0;
+        for (size_t e = 0; e < first; e++)
+          seen |= strcmp(list[k].text, list[e].text) == 0;
+        if (!seen)
+          list[kept++] = list[k];
+      }
+      n = kept;
       s->count += n - first;
     }
+    if (i >= n)
+      break;
     cand_text(what, variant, &list[i]);
-    if (i > 0 && strcmp(list[i].text, list[0].text) == 0)
-      continue; /* the grid holds the baseline again */
     kiln__str why = {0};
     double secs;
     measure(s, &b, &list[i], best_s, &secs, &why);
@@ -531,19 +558,10 @@ static void tune_kernel(search *s, int what, int variant, double budget)
     if (i == 0)
       base_s = secs;
     s->index++;
-    int last = now() - start > budget || i + 1 == n;
-    kiln_tune_step step = {
-      .struct_size = sizeof step,
-      .kernel = b.kernel,
-      .candidate = list[i].text,
-      .index = s->index,
-      .count = s->count,
-      .seconds = secs,
-      .skipped = secs > 0 ? NULL : kiln__str_get(&why),
-      .best = list[best].text,
-      .best_seconds = best_s,
-      .baseline_seconds = base_s,
-    };
+    int last = now() - start > budget;
+    kiln_tune_step step =
+      step_of(s, b.kernel, list[i].text, secs, list[best].text, best_s, base_s);
+    step.skipped = secs > 0 ? NULL : kiln__str_get(&why);
     report(s, &step);
     kiln__str_free(&why);
     if (last)
@@ -563,18 +581,10 @@ static void tune_kernel(search *s, int what, int variant, double budget)
     m->to_s = keep == 0 ? base_s : best_s;
     m->candidates = (unsigned)n;
   }
-  kiln_tune_step done = {
-    .struct_size = sizeof done,
-    .kernel = b.kernel,
-    .candidate = list[keep].text,
-    .index = s->index,
-    .count = s->count,
-    .seconds = keep == 0 ? base_s : best_s,
-    .best = list[keep].text,
-    .best_seconds = keep == 0 ? base_s : best_s,
-    .baseline_seconds = base_s,
-    .kernel_done = 1,
-  };
+  double kept_s = keep == 0 ? base_s : best_s;
+  kiln_tune_step done =
+    step_of(s, b.kernel, list[keep].text, kept_s, list[keep].text, kept_s, base_s);
+  done.kernel_done = 1;
   report(s, &done);
   free(list);
   bench_free(&b);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -160,6 +162,32 @@ static inline int kiln_test_cache_folders(const char *what, char *root, size_t r
     return -1;
   snprintf(dir, dir_size, "%s/cache", root);
   return 0;
+}
+
+/* rm -rf, after giving back the permissions a test took away. */
+static inline void kiln_test_remove_tree(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return;
+  if (!S_ISDIR(st.st_mode)) {
+    unlink(path);
+    return;
+  }
+  chmod(path, 0700);
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        continue;
+      char child[4096];
+      if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) < (int)sizeof child)
+        kiln_test_remove_tree(child);
+    }
+    closedir(d);
+  }
+  rmdir(path);
 }
 
 /* cmocka group setup and teardown that keep one runtime in *state. */

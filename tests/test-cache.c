@@ -89,32 +89,6 @@ static void write_whole(const char *path, const unsigned char *buf, size_t n)
   assert_int_equal(fclose(f), 0);
 }
 
-/* rm -rf, after giving back the permissions a test took away. */
-static void remove_tree(const char *path)
-{
-  struct stat st;
-  if (lstat(path, &st) != 0)
-    return;
-  if (!S_ISDIR(st.st_mode)) {
-    unlink(path);
-    return;
-  }
-  chmod(path, 0700);
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[512];
-      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      remove_tree(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
-
 /* How many names the folder holds, and how many of them end in ".bin". */
 static int count_files(const char *dir, int *entries)
 {
@@ -164,7 +138,7 @@ static int teardown(void **state)
   fixture *fx = *state;
   kiln__cache_close(&fx->cache);
   kiln__str_free(&fx->notes);
-  remove_tree(fx->root);
+  kiln_test_remove_tree(fx->root);
   free(fx);
   return 0;
 }

@@ -24,6 +24,14 @@ int kiln_cmd_build(int argc, char **argv);
  * group of it (bench.c and the bench_*.c beside it). */
 int kiln_cmd_bench(int argc, char **argv);
 
+/* `kiln tune [--device SEL | --all] [--only LIST] [--budget S]`, and
+ * --show, --clear, --export FILE, --import FILE (tune.c). */
+int kiln_cmd_tune(int argc, char **argv);
+
+/* One line on whether the runtime's device is tuned (tune.c): its record,
+ * or why none applies. */
+void kiln_cli_print_tuning(FILE *out, kiln_runtime *rt);
+
 /* `kiln check`: one of each operation, checked and timed (check.c). */
 int kiln_cmd_check(int argc, char **argv);
 
@@ -37,6 +45,10 @@ int kiln_cmd_run(int argc, char **argv);
  * "; ", or a space after a colon, and the indentation after them goes. So a
  * failure is always one line, whatever the library said. */
 void kiln_cli_say(const char *who, const char *msg);
+
+/* Says "kiln WHAT: <status> (<name>): <rt's last error>" as one line on
+ * stderr (kiln.c); returns 1, the exit status of a failed command. */
+int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt);
 
 /* One line on the runtime's kernel cache (kiln.c): its folder, and whether
  * it is a team folder; or, when it is off, why, as the runtime's

@@ -31,6 +31,9 @@ static int usage(FILE *out)
           "  bench      the benchmark suite, one table (--quick, --json F, --csv F,\n"
           "             --plot F.png), or one group: bench gemm|conv|reduce|fft|launch|\n"
           "             bandwidth|compile [--sizes] [--backend] (see kiln bench --help)\n"
+          "  tune       measure kiln's kernel parameters on a device and keep them\n"
+          "             as its tuning record (--budget S, --only, --show, --clear,\n"
+          "             --export F, --import F; see kiln tune --help)\n"
           "  cache      the kernel cache: folder, entries, size (--clear)\n"
           "  version    print kiln's version\n"
           "  help       print this help; help env: the environment variables\n");
@@ -53,7 +56,7 @@ void kiln_cli_say(const char *who, const char *msg)
   fputc('\n', stderr);
 }
 
-static int fail(const char *what, kiln_status st, const kiln_runtime *rt)
+int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt)
 {
   char who[128];
   snprintf(who, sizeof who, "kiln %s: %s (%s)", what, kiln_status_string(st),
@@ -130,7 +133,7 @@ static int cmd_devices(int argc, char **argv)
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
-    return fail("devices", st, NULL);
+    return kiln_cli_fail("devices", st, NULL);
   size_t n = kiln_runtime_device_count(rt);
   const kiln_device_info **order = calloc(n ? n : 1, sizeof *order);
   if (!order) {
@@ -162,6 +165,7 @@ static int cmd_devices(int argc, char **argv)
                     : "KILN_DEVICE and KILN_VISIBLE_DEVICES are not set: the best "
                       "ranked device is picked\n");
   kiln_cli_print_cache(stdout, rt);
+  kiln_cli_print_tuning(stdout, rt);
   free(order);
   kiln_cli_runtime_destroy(rt);
   return 0;
@@ -180,7 +184,7 @@ int main(int argc, char **argv)
   } commands[] = {
     {"info", kiln_cmd_info},       {"devices", cmd_devices},  {"cache", kiln_cmd_cache},
     {"kernels", kiln_cmd_kernels}, {"build", kiln_cmd_build}, {"check", kiln_cmd_check},
-    {"bench", kiln_cmd_bench},     {"run", kiln_cmd_run},
+    {"bench", kiln_cmd_bench},     {"run", kiln_cmd_run},     {"tune", kiln_cmd_tune},
   };
   const char *cmd = argv[1];
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

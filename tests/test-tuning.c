@@ -1,0 +1,524 @@
+/*
+ * test-tuning.c — tuning records and kiln_tune() (src/record.c, src/tune.c):
+ * a record round-trips into the next runtime, whose tuned kernels still
+ * match the CPU references; every kind of bad record is ignored with a
+ * note and the rules' parameters apply; kiln_tuning_set() refuses what a
+ * runtime would ignore; kiln_tune() keeps a record, stops when asked, and
+ * two processes tuning one device at once leave a record that loads. Each
+ * test gets a fresh cache folder under /tmp. Built only with json-c.
+ */
+#define KILN_EXPERIMENTAL /* the tuning API */
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#include <json-c/json.h>
+#include <xxhash.h>
+
+#include "internal.h"
+#include "tuning.h"
+
+typedef struct fixture {
+  char root[64], dir[128];
+} fixture;
+
+static int setup(void **state)
+{
+  fixture *fx = calloc(1, sizeof *fx);
+  if (!fx || kiln_test_cache_folders("tuning", fx->root, sizeof fx->root, fx->dir,
+                                     sizeof fx->dir) != 0)
+    return -1;
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *fx = *state;
+  kiln_test_remove_tree(fx->root);
+  free(fx);
+  return 0;
+}
+
+static kiln_runtime *runtime(const fixture *fx, int no_tuning)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.cache_dir = fx->dir;
+  o.no_tuning = no_tuning;
+  return kiln_test_runtime_with(&o);
+}
+
+static int tuned(kiln_runtime *rt)
+{
+  kiln_tuning_usage u;
+  kiln_tuning_usage_init(&u);
+  assert_kiln_ok(rt, kiln_tuning_stats(rt, &u));
+  return u.tuned;
+}
+
+static void assert_defaults(kiln_runtime *rt)
+{
+  kiln__tuning want;
+  kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &want);
+  assert_memory_equal(&rt->tuning->t, &want, sizeof want);
+}
+
+/* Parameters unlike the rules' on any device, and valid on PoCL. */
+static kiln__tuning unusual(kiln_runtime *rt)
+{
+  kiln__tuning t = rt->tuning->t;
+  t.gemm[KILN__GEMM_F32].tm = 5;
+  t.gemm[KILN__GEMM_F32].vw = 4;
+  t.gemm[KILN__GEMM_F16].tm = 3;
+  t.gemm[KILN__GEMM_F64].vw = 2;
+  t.reduce.chunks = 3;
+  t.fft.group = 32;
+  t.fft.wide_from = 64;
+  return t;
+}
+
+/* The record file's text, and its path in *path (malloc'd both). */
+static char *record_text(kiln_runtime *rt, char **path)
+{
+  kiln_tuning_usage u;
+  kiln_tuning_usage_init(&u);
+  assert_kiln_ok(rt, kiln_tuning_stats(rt, &u));
+  assert_non_null(u.path);
+  *path = strdup(u.path);
+  FILE *f = fopen(u.path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strdup(buf);
+}
+
+/* Saves unusual() as the device's record; returns its text and path. */
+static char *saved_record(const fixture *fx, char **path)
+{
+  kiln_runtime *rt = runtime(fx, 0);
+  kiln__tuning t = unusual(rt);
+  kiln__runtime_set_tuning(rt, &t);
+  assert_kiln_ok(rt, kiln__record_save(rt, "test", NULL, 0));
+  char *text = record_text(rt, path);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  return text;
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(text, 1, len, f), len);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* ---- CPU references for the tuned kernels --------------------------------- */
+
+/* C = A B for m x k and k x n row-major float matrices, against doubles. The
+ * bound: k products each rounded by at most 2^-24 relative, summed. */
+static void check_gemm(kiln_runtime *rt, size_t m, size_t n, size_t k)
+{
+  float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b),
+        *c = malloc(m * n * sizeof *c);
+  uint64_t s = 7;
+  for (size_t i = 0; i < m * k; i++)
+    a[i] = (float)(kiln_test_random(&s) % 2001) / 1000.0f - 1.0f;
+  for (size_t i = 0; i < k * n; i++)
+    b[i] = (float)(kiln_test_random(&s) % 2001) / 1000.0f - 1.0f;
+  kiln_buffer *ba, *bb, *bc;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, m * k, 0, &ba));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, k * n, 0, &bb));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, m * n, 0, &bc));
+  assert_kiln_ok(rt, kiln_buffer_write(ba, 0, m * k, a));
+  assert_kiln_ok(rt, kiln_buffer_write(bb, 0, k * n, b));
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, KILN_F32, m, n, k);
+  d.backend = KILN_BACKEND_KILN;
+  assert_kiln_ok(rt, kiln_gemm(rt, &d, ba, bb, bc));
+  assert_kiln_ok(rt, kiln_buffer_read(bc, 0, m * n, c));
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double want = 0, mag = 0;
+      for (size_t p = 0; p < k; p++) {
+        want += (double)a[i * k + p] * b[p * n + j];
+        mag += fabs((double)a[i * k + p] * b[p * n + j]);
+      }
+      double bound = (double)(k + 1) * 0x1p-24 * mag + 1e-30;
+      if (fabs(c[i * n + j] - want) > bound)
+        fail_msg("C[%zu,%zu] = %.9g, want %.9g (bound %.3g)", i, j, c[i * n + j], want,
+                 bound);
+    }
+  kiln_buffer_destroy(ba);
+  kiln_buffer_destroy(bb);
+  kiln_buffer_destroy(bc);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* The sum of 100003 floats i % 7 - 3, exact in float and double. */
+static void check_sum(kiln_runtime *rt)
+{
+  enum { N = 100003 };
+  float *x = malloc(N * sizeof *x), got = 0;
+  double want = 0;
+  for (size_t i = 0; i < N; i++)
+    want += x[i] = (float)((int)(i % 7) - 3);
+  kiln_buffer *in, *out;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &in));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &out));
+  assert_kiln_ok(rt, kiln_buffer_write(in, 0, N, x));
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_SUM, KILN_F32, N);
+  assert_kiln_ok(rt, kiln_reduce(rt, &d, in, out));
+  assert_kiln_ok(rt, kiln_buffer_read(out, 0, 1, &got));
+  assert_true(got == want);
+  kiln_buffer_destroy(in);
+  kiln_buffer_destroy(out);
+  free(x);
+}
+
+/* ---- records ----------------------------------------------------------- */
+
+static void test_no_record_defaults(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  assert_false(tuned(rt));
+  assert_defaults(rt);
+  assert_null(strstr(kiln_runtime_diagnostics(rt), "tuning record"));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+static void test_round_trip(void **state)
+{
+  fixture *fx = *state;
+  kiln_runtime *rt = runtime(fx, 0);
+  kiln__tuning t = unusual(rt);
+  kiln__runtime_set_tuning(rt, &t);
+  assert_kiln_ok(rt, kiln__record_save(rt, "test", NULL, 0));
+  char *json = NULL;
+  assert_kiln_ok(rt, kiln_tuning_get(rt, &json));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = runtime(fx, 0); /* the next process, as it were */
+  assert_true(tuned(rt));
+  assert_memory_equal(&rt->tuning->t, &t, sizeof t);
+  check_gemm(rt, 67, 45, 129); /* tm = 5, vw = 4: every tile padded */
+  check_sum(rt);               /* 3 chunks: ends inside the input */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = runtime(fx, 1); /* KILN_TUNING=0 */
+  assert_false(tuned(rt));
+  assert_defaults(rt);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  /* Exported, cleared, imported: the fleet's way. */
+  rt = runtime(fx, 0);
+  assert_kiln_ok(rt, kiln_tuning_clear(rt));
+  assert_false(tuned(rt));
+  assert_defaults(rt);
+  assert_kiln_ok(rt, kiln_tuning_set(rt, json));
+  assert_true(tuned(rt));
+  assert_memory_equal(&rt->tuning->t, &t, sizeof t);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  rt = runtime(fx, 0);
+  assert_true(tuned(rt));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  free(json);
+}
+
+/* Sets o.checksum as record.c computes it: XXH3-64 of the object without
+ * it, printed plain. */
+static void reseal(json_object *o)
+{
+  json_object_object_del(o, "checksum");
+  const char *plain = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+  char sum[32];
+  snprintf(sum, sizeof sum, "xxh3-64:%016llx",
+           (unsigned long long)XXH3_64bits(plain, strlen(plain)));
+  json_object_object_add(o, "checksum", json_object_new_string(sum));
+}
+
+enum damage {
+  TRUNCATED,
+  GARBAGE,
+  EDITED,       /* a value changed, the checksum not */
+  OTHER_DRIVER, /* resealed */
+  OTHER_KILN,
+  IMPOSSIBLE, /* a group larger than any device's, resealed */
+  NOT_WHOLE,  /* a parameter that is not a whole number, resealed */
+  MISSING,    /* a parameter left out, resealed */
+  DAMAGES
+};
+
+static const char *const damage_note[DAMAGES] = {
+  "not a JSON object",
+  "not a JSON object",
+  "checksum does not match",
+  "made for driver_version",
+  "made for kiln_version",
+  "reduce.wg = 1048576",
+  "gemm.f32.tm is missing or not a whole number",
+  "fft.group is missing"};
+
+/* The record text with damage d. */
+static char *damaged(const char *good, enum damage d)
+{
+  if (d == TRUNCATED) {
+    char *t = strdup(good);
+    t[strlen(t) / 2] = '\0';
+    return t;
+  }
+  if (d == GARBAGE)
+    return strdup("\x7f"
+                  "ELF\x01\x02 not a record at all");
+  json_object *o = json_tokener_parse(good), *x;
+  assert_non_null(o);
+  if (d == EDITED || d == IMPOSSIBLE) {
+    json_object_object_get_ex(o, "reduce", &x);
+    json_object_object_add(x, "wg", json_object_new_int(d == EDITED ? 64 : 1 << 20));
+  } else if (d == OTHER_DRIVER || d == OTHER_KILN) {
+    json_object_object_add(o, d == OTHER_DRIVER ? "driver_version" : "kiln_version",
+                           json_object_new_string("0.0-other"));
+  } else if (d == NOT_WHOLE) {
+    json_object_object_get_ex(o, "gemm", &x);
+    json_object_object_get_ex(x, "f32", &x);
+    json_object_object_add(x, "tm", json_object_new_double(7.5));
+  } else {
+    json_object_object_get_ex(o, "fft", &x);
+    json_object_object_del(x, "group");
+  }
+  if (d != EDITED)
+    reseal(o);
+  char *t = strdup(json_object_to_json_string(o));
+  json_object_put(o);
+  return t;
+}
+
+static void test_bad_records(void **state)
+{
+  fixture *fx = *state;
+  char *path, *good = saved_record(fx, &path);
+  kiln_runtime *rt;
+  for (int d = 0; d < DAMAGES; d++) {
+    char *bad = damaged(good, (enum damage)d);
+    write_file(path, bad, strlen(bad));
+    rt = runtime(fx, 0);
+    const char *diag = kiln_runtime_diagnostics(rt);
+    if (!strstr(diag, "tuning record") || !strstr(diag, damage_note[d]))
+      fail_msg("damage %d: diagnostics say:\n%s", d, diag);
+    assert_false(tuned(rt));
+    assert_defaults(rt);
+    check_sum(rt); /* the runtime works, with the rules */
+    assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, damage_note[d],
+                      kiln_tuning_set(rt, bad));
+    assert_defaults(rt); /* nothing changed */
+    assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+    free(bad);
+  }
+  /* An empty file, and one far larger than any record. */
+  write_file(path, "", 0);
+  rt = runtime(fx, 0);
+  assert_false(tuned(rt));
+  assert_non_null(strstr(kiln_runtime_diagnostics(rt), "not a JSON object"));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  size_t big = (2u << 20) + 1;
+  char *huge = malloc(big);
+  memset(huge, ' ', big);
+  write_file(path, huge, big);
+  free(huge);
+  rt = runtime(fx, 0);
+  assert_false(tuned(rt));
+  assert_non_null(strstr(kiln_runtime_diagnostics(rt), "more than a record's"));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  free(good);
+  free(path);
+}
+
+/* A record another user could have written is not read (trust.c). */
+static void test_untrusted_record(void **state)
+{
+  fixture *fx = *state;
+  char *path, *good = saved_record(fx, &path);
+  kiln_runtime *rt;
+  assert_int_equal(chmod(path, 0666), 0);
+  rt = runtime(fx, 0);
+  assert_false(tuned(rt));
+  assert_non_null(strstr(kiln_runtime_diagnostics(rt), "writable"));
+  assert_defaults(rt);
+  /* ... nor replaced or deleted. */
+  assert_kiln_fails(rt, KILN_ERR_IO, "writable", kiln_tuning_clear(rt));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  free(good);
+  free(path);
+}
+
+/* ---- kiln_tune() ------------------------------------------------------------ */
+
+typedef struct seen {
+  size_t steps, done;
+  int stop_after; /* steps; 0: never */
+} seen;
+
+static int count_steps(const kiln_tune_step *s, void *user)
+{
+  seen *n = user;
+  assert_int_equal(s->struct_size, sizeof *s);
+  assert_non_null(s->kernel);
+  assert_non_null(s->candidate);
+  assert_true(s->index >= 1 && s->index <= s->count);
+  if (s->kernel_done)
+    n->done++;
+  else
+    n->steps++;
+  return n->stop_after && n->steps >= (size_t)n->stop_after;
+}
+
+static void tune_reduce(const fixture *fx, double budget, seen *n)
+{
+  kiln_runtime *rt = runtime(fx, 0);
+  kiln_tune_options o;
+  kiln_tune_options_init(&o);
+  o.what = KILN_TUNE_REDUCE;
+  o.budget = budget;
+  o.progress = count_steps;
+  o.user = n;
+  assert_kiln_ok(rt, kiln_tune(rt, &o));
+  assert_true(tuned(rt));
+  check_sum(rt);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+static void test_tune_keeps_a_record(void **state)
+{
+  fixture *fx = *state;
+  seen n = {0};
+  tune_reduce(fx, 20, &n);
+  assert_true(n.steps >= 2); /* both shapes at least */
+  assert_int_equal(n.done, 1);
+  kiln_runtime *rt = runtime(fx, 0);
+  assert_true(tuned(rt));
+  check_sum(rt);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+/* Ctrl-C: progress says stop after the first candidate; the kernel is
+ * finished with what was measured and the record kept. */
+static void test_tune_stops_when_asked(void **state)
+{
+  seen n = {.stop_after = 1};
+  tune_reduce(*state, 60, &n);
+  assert_int_equal(n.steps, 1);
+  assert_int_equal(n.done, 1);
+}
+
+static void test_tune_bad_options(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln_tune_options o;
+  kiln_tune_options_init(&o);
+  o.budget = -1;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "budget", kiln_tune(rt, &o));
+  o.budget = 0;
+  o.what = 64;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "KILN_TUNE_", kiln_tune(rt, &o));
+  assert_false(tuned(rt));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+/* A child process of test_two_processes_tune: tunes the reductions into
+ * the cache folder dir. Exit status 0 on success. */
+static int tune_child(const char *dir)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.cache_dir = dir;
+  kiln_tune_options t;
+  kiln_tune_options_init(&t);
+  t.what = KILN_TUNE_REDUCE;
+  t.budget = 10;
+  kiln_runtime *r = NULL;
+  int ok = kiln_runtime_create(&o, &r) == KILN_OK && kiln_tune(r, &t) == KILN_OK;
+  if (!ok)
+    fprintf(stderr, "tune child: %s\n", kiln_last_error(r));
+  return r && kiln_runtime_destroy(r) == KILN_OK && ok ? 0 : 1;
+}
+
+/* Two processes tune the same device into one folder at once: both
+ * succeed, and the record left is whole and applies. They are new
+ * processes (this program, run again), not forks: a driver's threads do
+ * not survive fork(). */
+static void test_two_processes_tune(void **state)
+{
+  fixture *fx = *state;
+  kiln_runtime *rt = runtime(fx, 0); /* creates the folder before the race */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  pid_t kids[2];
+  for (int i = 0; i < 2; i++) {
+    char *argv[] = {"test-tuning", "--tune-child", fx->dir, NULL};
+    kids[i] = fork();
+    assert_true(kids[i] >= 0);
+    if (kids[i] == 0) {
+      execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    int status = 0;
+    assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  rt = runtime(fx, 0);
+  assert_true(tuned(rt));
+  check_sum(rt);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+/* The corners of the GPU shape's space, run on this device: the smallest
+ * tiles (16 x 16, one output a work-item) and the largest (128 x 128,
+ * 32 deep, 8 x 8 outputs), each against the reference. */
+static void test_gpu_shape_extremes(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}, {32, 8, 2}};
+  for (size_t i = 0; i < COUNT(corners); i++) {
+    kiln__tuning t = rt->tuning->t;
+    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
+                                                 .tm = 8,
+                                                 .vw = 4,
+                                                 .tsm = corners[i][0],
+                                                 .tsk = corners[i][1],
+                                                 .wpt = corners[i][2]};
+    kiln__str why = {0};
+    if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &t, &why) != 0) {
+      fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
+      kiln__str_free(&why);
+      continue; /* the device cannot run it: kiln_tune() skips it too */
+    }
+    kiln__runtime_set_tuning(rt, &t);
+    check_gemm(rt, 131, 67, 45);
+  }
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+int main(int argc, char **argv)
+{
+  if (argc == 3 && strcmp(argv[1], "--tune-child") == 0)
+    return tune_child(argv[2]);
+  kiln_test_require_device();
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+  const struct CMUnitTest tests[] = {
+    T(test_no_record_defaults),  T(test_round_trip),
+    T(test_bad_records),         T(test_untrusted_record),
+    T(test_tune_keeps_a_record), T(test_tune_stops_when_asked),
+    T(test_tune_bad_options),    T(test_two_processes_tune),
+    T(test_gpu_shape_extremes),
+  };
+#undef T
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
