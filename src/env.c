@@ -168,6 +168,9 @@ KILN__READ_FLAG(read_cache_shared, cache_shared, 0,
                 "the default (off)")
 KILN__READ_FLAG(read_tuning, no_tuning, 1,
                 "0 to ignore the device's tuning record, or 1 for the default (on)")
+KILN__READ_FLAG(read_benchmark, benchmark, 0,
+                "1 to time the backends of each new shape and keep the fastest, or 0 "
+                "for the default (off)")
 KILN__READ_FLAG(read_profile, profile, 0,
                 "1 to record every operation's times, or 0 for the default (off)")
 #undef KILN__READ_FLAG
@@ -267,6 +270,7 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->no_cache = opts->no_cache;
   cfg->cache_shared = opts->cache_shared != 0;
   cfg->no_tuning = opts->no_tuning != 0;
+  cfg->benchmark = opts->benchmark != 0;
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";

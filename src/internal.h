@@ -135,6 +135,7 @@ typedef struct kiln__config {
   int no_cache;
   int cache_shared;          /* a team folder is acceptable */
   int no_tuning;             /* the rules' parameters, whatever the record */
+  int benchmark;             /* benchmark mode (choice.c) */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */

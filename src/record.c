@@ -66,12 +66,37 @@ static void record_name(const kiln_runtime *rt, char *out, size_t size)
   strncat(out, ".json", size - strlen(out) - 1);
 }
 
+static void free_choices(kiln__choice *c, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(c[i].key);
+  free(c);
+}
+
+/* Replaces rt's choices and measurements with those read from a record
+ * (taken). */
+static void keep_choices(kiln_runtime *rt, kiln__choice *c, size_t nc, kiln__measured *m,
+                         size_t nm)
+{
+  pthread_mutex_lock(&rt->lock);
+  kiln__tuning_state *s = rt->tuning;
+  free_choices(s->choices, s->nchoices);
+  free(s->measured);
+  s->choices = c;
+  s->nchoices = nc;
+  s->measured = m;
+  s->nmeasured = nm;
+  pthread_mutex_unlock(&rt->lock);
+}
+
 void kiln__tuning_free(kiln_runtime *rt)
 {
   if (!rt->tuning)
     return;
   free(rt->tuning->record);
   free(rt->tuning->path);
+  free_choices(rt->tuning->choices, rt->tuning->nchoices);
+  free(rt->tuning->measured);
   free(rt->tuning);
   rt->tuning = NULL;
 }
@@ -104,9 +129,8 @@ static void checksum_of(json_object *o, char out[32])
            (unsigned long long)XXH3_64bits(plain, strlen(plain)));
 }
 
-/* The record of t for rt's device, with the measurements m[0..n). */
-static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const char *by,
-                               const kiln__measured *m, size_t n)
+/* The record of t for rt's device, with rt's choices and measurements. */
+static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const char *by)
 {
   const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
   json_object *o = json_object_new_object();
@@ -145,8 +169,10 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   put_uint(f, "wide_from", t->fft.wide_from);
   put_uint(f, "group", t->fft.group);
   json_object_object_add(o, "fft", f);
+  pthread_mutex_lock(&rt->lock);
+  const kiln__measured *m = rt->tuning->measured;
   json_object *ms = json_object_new_array();
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < rt->tuning->nmeasured; i++) {
     json_object *x = json_object_new_object();
     put_str(x, "kernel", m[i].kernel);
     put_str(x, "from", m[i].from);
@@ -158,6 +184,11 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
     json_object_array_add(ms, x);
   }
   json_object_object_add(o, "measured", ms);
+  json_object *cs = json_object_new_object();
+  for (size_t i = 0; i < rt->tuning->nchoices; i++)
+    put_str(cs, rt->tuning->choices[i].key, kiln_backend_name(rt->tuning->choices[i].id));
+  json_object_object_add(o, "choices", cs);
+  pthread_mutex_unlock(&rt->lock);
   char sum[32];
   checksum_of(o, sum);
   put_str(o, "checksum", sum);
@@ -165,10 +196,9 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
 }
 
 /* The record's text, pretty-printed (malloc'd), or NULL. */
-static char *record_text(kiln_runtime *rt, const kiln__tuning *t, const char *by,
-                         const kiln__measured *m, size_t n)
+static char *record_text(kiln_runtime *rt, const kiln__tuning *t, const char *by)
 {
-  json_object *o = record_new(rt, t, by, m, n);
+  json_object *o = record_new(rt, t, by);
   char *text = strdup(
     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
   json_object_put(o);
@@ -197,7 +227,18 @@ static kiln_status save_text(kiln_runtime *rt, const char *fn, const char *text)
 kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__measured *m,
                               size_t n)
 {
-  char *text = record_text(rt, &rt->tuning->t, "kiln_tune", m, n);
+  if (m) {
+    kiln__measured *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!copy)
+      return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    memcpy(copy, m, n * sizeof *copy);
+    pthread_mutex_lock(&rt->lock);
+    free(rt->tuning->measured);
+    rt->tuning->measured = copy;
+    rt->tuning->nmeasured = n;
+    pthread_mutex_unlock(&rt->lock);
+  }
+  char *text = record_text(rt, &rt->tuning->t, fn);
   if (!text)
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
   keep_record(rt, text);
@@ -284,11 +325,91 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
   return 0;
 }
 
+/* The backend named name, or KILN_BACKEND_AUTO. */
+static kiln_backend backend_named(const char *name)
+{
+  for (int id = KILN_BACKEND_KILN; id <= KILN_BACKEND_VKFFT; id++)
+    if (name && strcmp(name, kiln_backend_name((kiln_backend)id)) == 0)
+      return (kiln_backend)id;
+  return KILN_BACKEND_AUTO;
+}
+
+/* The per-shape choices of record o (an object of key: backend name), in
+ * *out (malloc'd): 0, or -1 with why. A record without them has none. */
+static int read_choices(json_object *o, kiln__choice **out, size_t *n, kiln__str *why)
+{
+  json_object *cs;
+  *out = NULL;
+  *n = 0;
+  if (!json_object_object_get_ex(o, "choices", &cs))
+    return 0;
+  if (!json_object_is_type(cs, json_type_object)) {
+    kiln__str_appendf(why, "\"choices\" is not an object");
+    return -1;
+  }
+  size_t len = (size_t)json_object_object_length(cs);
+  kiln__choice *c = calloc(len ? len : 1, sizeof *c);
+  if (!c) {
+    kiln__str_appendf(why, "out of host memory");
+    return -1;
+  }
+  json_object_object_foreach(cs, key, val)
+  {
+    kiln_backend id = json_object_is_type(val, json_type_string)
+                        ? backend_named(json_object_get_string(val))
+                        : KILN_BACKEND_AUTO;
+    if (id == KILN_BACKEND_AUTO || !(c[*n].key = strdup(key))) {
+      kiln__str_appendf(why, "choices[\"%s\"] is not a backend's name", key);
+      free_choices(c, *n);
+      *n = 0;
+      return -1;
+    }
+    c[(*n)++].id = id;
+  }
+  *out = c;
+  return 0;
+}
+
+/* What kiln_tune() measured, as far as record o says it (it is only
+ * reported, so what does not read is left out). */
+static void read_measured(json_object *o, kiln__measured **out, size_t *n)
+{
+  json_object *ms;
+  *out = NULL;
+  *n = 0;
+  if (!json_object_object_get_ex(o, "measured", &ms) ||
+      !json_object_is_type(ms, json_type_array))
+    return;
+  size_t len = json_object_array_length(ms);
+  kiln__measured *m = calloc(len ? len : 1, sizeof *m);
+  for (size_t i = 0; m && i < len; i++) {
+    json_object *x = json_object_array_get_idx(ms, i), *v;
+    if (!json_object_is_type(x, json_type_object))
+      continue;
+    kiln__measured *e = &m[(*n)++];
+    snprintf(e->kernel, sizeof e->kernel, "%s",
+             get_str(x, "kernel") ? get_str(x, "kernel") : "");
+    snprintf(e->from, sizeof e->from, "%s", get_str(x, "from") ? get_str(x, "from") : "");
+    snprintf(e->to, sizeof e->to, "%s", get_str(x, "to") ? get_str(x, "to") : "");
+    if (json_object_object_get_ex(x, "from_ns", &v))
+      e->from_s = (double)json_object_get_int64(v) * 1e-9;
+    if (json_object_object_get_ex(x, "to_ns", &v))
+      e->to_s = (double)json_object_get_int64(v) * 1e-9;
+    if (json_object_object_get_ex(x, "candidates", &v))
+      e->candidates = (unsigned)json_object_get_int64(v);
+  }
+  *out = m;
+}
+
 /* Checks record text for rt's device and reads its parameters into t: 0,
- * or -1 with what is wrong in why. */
+ * or -1 with what is wrong in why. On success rt adopts the record's
+ * choices and measurements. */
 static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tuning *t,
                         kiln__str *why)
 {
+  kiln__choice *c = NULL;
+  kiln__measured *m = NULL;
+  size_t nc = 0, nm = 0;
   json_tokener *tok = json_tokener_new();
   json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
   int complete = tok && json_tokener_get_error(tok) == json_tokener_success &&
@@ -324,12 +445,17 @@ static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tu
       kiln__str_appendf(why, "it was made for %s \"%s\", and this is \"%s\"", ids[i],
                         get_str(o, ids[i]) ? get_str(o, ids[i]) : "(none)",
                         mine[i] ? mine[i] : "");
-    else if (read_params(o, t, why) == 0 && kiln__tuning_check(dev, t, why) == 0)
+    else if (read_params(o, t, why) == 0 && kiln__tuning_check(dev, t, why) == 0 &&
+             read_choices(o, &c, &nc, why) == 0)
       rc = 0;
+    if (rc == 0)
+      read_measured(o, &m, &nm);
     free(given);
   }
   if (o)
     json_object_put(o);
+  if (rc == 0)
+    keep_choices(rt, c, nc, m, nm);
   return rc;
 }
 
@@ -343,7 +469,7 @@ KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json)
   pthread_mutex_lock(&rt->build_lock);
   *json = rt->tuning->tuned && rt->tuning->record
             ? strdup(rt->tuning->record)
-            : record_text(rt, &rt->tuning->t, "defaults", NULL, 0);
+            : record_text(rt, &rt->tuning->t, "defaults");
   pthread_mutex_unlock(&rt->build_lock);
   return *json ? KILN_OK
                : kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
@@ -460,6 +586,7 @@ KILN_API kiln_status kiln_tuning_clear(kiln_runtime *rt)
   kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &t);
   kiln__runtime_set_tuning(rt, &t);
   keep_record(rt, NULL);
+  keep_choices(rt, NULL, 0, NULL, 0);
   rt->tuning->tuned = 0;
   return st;
 }
@@ -480,6 +607,9 @@ KILN_API kiln_status kiln_tuning_stats(kiln_runtime *rt, kiln_tuning_usage *out)
   pthread_mutex_lock(&rt->build_lock);
   u.tuned = rt->tuning->tuned;
   u.path = rt->tuning->path;
+  pthread_mutex_lock(&rt->lock);
+  u.choices = rt->tuning->nchoices;
+  pthread_mutex_unlock(&rt->lock);
   pthread_mutex_unlock(&rt->build_lock);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);
   return KILN_OK;

@@ -183,6 +183,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &rt->tuning->t);
+  rt->tuning->benchmark = cfg.benchmark;
   if (!cfg.no_tuning)
     kiln__record_load(rt);
   st = kiln__profile_init(rt, &cfg);

@@ -46,12 +46,34 @@ typedef struct kiln__tuning {
   kiln__fft_tuning fft;
 } kiln__tuning;
 
-/* A runtime's parameters and where they came from. */
+/* What kiln_tune() found for one kernel: the parameters it started from and
+ * those it kept, each as text, with their median times. */
+typedef struct kiln__measured {
+  char kernel[16];
+  char from[96], to[96];
+  double from_s, to_s;
+  unsigned candidates;
+} kiln__measured;
+
+/* A per-shape choice: the backend that benchmark mode measured fastest for
+ * an operation's key (choice.c). */
+typedef struct kiln__choice {
+  char *key;
+  kiln_backend id;
+} kiln__choice;
+
+/* A runtime's parameters and where they came from. The choices and the
+ * measurements are guarded by the runtime's lock. */
 typedef struct kiln__tuning_state {
   kiln__tuning t; /* in use: the record's, else the rules' */
   int tuned;      /* a record applies */
+  int benchmark;  /* benchmark mode: time the backends per new key */
   char *record;   /* the record's JSON text as read or written, or NULL */
   char *path;     /* the record's file, or NULL when the cache is off */
+  kiln__choice *choices;
+  size_t nchoices;
+  kiln__measured *measured; /* what kiln_tune() found, kept in the record */
+  size_t nmeasured;
 } kiln__tuning_state;
 
 /* The rules' values for a device: what applies without a record. */
@@ -92,19 +114,37 @@ void kiln__record_load(kiln_runtime *rt);
 /* Frees what the records hold in rt->tuning, and rt->tuning. */
 void kiln__tuning_free(kiln_runtime *rt);
 
-/* What kiln_tune() found for one kernel: the parameters it started from and
- * those it kept, each as text, with their median times. */
-typedef struct kiln__measured {
-  char kernel[16];
-  char from[96], to[96];
-  double from_s, to_s;
-  unsigned candidates;
-} kiln__measured;
-
-/* Writes rt's parameters as the device's record, with the measurements
- * m[0..n) kept beside them, and marks rt tuned. KILN_ERR_IO when the record
- * cannot be kept (the parameters still apply to rt). */
+/* Writes rt's parameters and choices as the device's record, with the
+ * measurements m[0..n) (or, for NULL, those kept before) beside them, and
+ * marks rt tuned. KILN_ERR_IO when the record cannot be kept (the
+ * parameters still apply to rt). */
 kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__measured *m,
                               size_t n);
+
+/* ---- per-shape choices (choice.c) ---------------------------------------- */
+
+/* The backend recorded for key, or KILN_BACKEND_AUTO for none. */
+kiln_backend kiln__choice_find(kiln_runtime *rt, const char *key);
+
+/* Keeps id as key's choice, in rt and in the device's record. */
+void kiln__choice_keep(kiln_runtime *rt, const char *key, kiln_backend id);
+
+/* Runs a request with backend id, its output in out (a copy of the
+ * caller's), for kiln__choice_measure(). */
+typedef kiln_status (*kiln__trial)(kiln_runtime *rt, const void *req, kiln_backend id,
+                                   kiln_buffer *out);
+
+/* Benchmark mode's first call of a key: runs the request with each backend
+ * ids[0..n) (ids[0] the rules' pick, the reference) on a scratch copy of
+ * the output, drops any that fails or disagrees with ids[0], times the rest
+ * (median of three after a warm-up), keeps the fastest as key's choice and
+ * returns it. KILN_BACKEND_AUTO when nothing could be measured (no memory
+ * for the scratch output: as cudnn, the rules decide). */
+kiln_backend kiln__choice_measure(kiln_runtime *rt, const char *key,
+                                  const kiln_backend *ids, size_t n, kiln_buffer *out,
+                                  kiln__trial trial, const void *req);
+
+/* Test seam: when set, called before each timed run of a candidate. */
+extern void (*kiln__choice_seam)(kiln_backend id);
 
 #endif /* KILN_TUNING_H */

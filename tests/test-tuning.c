@@ -4,12 +4,15 @@
  * match the CPU references; every kind of bad record is ignored with a
  * note and the rules' parameters apply; kiln_tuning_set() refuses what a
  * runtime would ignore; kiln_tune() keeps a record, stops when asked, and
- * two processes tuning one device at once leave a record that loads. Each
+ * two processes tuning one device at once leave a record that loads;
+ * benchmark mode runs the faster backend of a shape and the next process
+ * uses its choice. Each
  * test gets a fresh cache folder under /tmp. Built only with json-c.
  */
 #define KILN_EXPERIMENTAL /* the tuning API */
 #include <math.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -17,6 +20,7 @@
 #include <json-c/json.h>
 #include <xxhash.h>
 
+#include "conv-case.h"
 #include "internal.h"
 #include "tuning.h"
 
@@ -479,6 +483,141 @@ static void test_two_processes_tune(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* ---- benchmark mode --------------------------------------------------------- */
+
+static kiln_backend slow_one; /* the seam makes this backend 30 ms slower */
+static int seam_calls;
+
+static void slow_seam(kiln_backend id)
+{
+  seam_calls++;
+  if (id == slow_one)
+    nanosleep(&(struct timespec){.tv_nsec = 30000000}, NULL);
+}
+
+/* A small NCHW float convolution (c = 3: the rules pick direct), run with
+ * AUTO and checked against conv-case.h's reference; returns the backend
+ * the profile says ran it. */
+static const char *conv_auto(kiln_runtime *rt, size_t k)
+{
+  conv_case cc = {.n = 2,
+                  .c = 3,
+                  .h = 11,
+                  .w = 9,
+                  .k = k,
+                  .r = 3,
+                  .s = 3,
+                  .pt = 1,
+                  .pb = 1,
+                  .pl = 1,
+                  .pr = 1};
+  kiln_conv2d_desc d = conv_case_desc(&cc, KILN_F32, KILN_NCHW);
+  size_t p, q, nx = cc.n * cc.c * cc.h * cc.w, nw = cc.k * cc.c * cc.r * cc.s;
+  conv_case_output(&d, &p, &q);
+  size_t ny = cc.n * cc.k * p * q;
+  float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *y = malloc(ny * 4);
+  double *xd = malloc(nx * 8), *wd = malloc(nw * 8), *sum = malloc(ny * 8),
+         *mag = malloc(ny * 8);
+  uint64_t st = 3;
+  for (size_t i = 0; i < nx; i++)
+    xd[i] = x[i] = (float)(kiln_test_random(&st) % 201) / 100.0f - 1.0f;
+  for (size_t i = 0; i < nw; i++)
+    wd[i] = w[i] = (float)(kiln_test_random(&st) % 201) / 100.0f - 1.0f;
+  kiln_buffer *bx, *bw, *by;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, nx, 0, &bx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, nw, 0, &bw));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, ny, 0, &by));
+  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, nx, x));
+  assert_kiln_ok(rt, kiln_buffer_write(bw, 0, nw, w));
+  assert_kiln_ok(rt, kiln_profile_reset(rt));
+  assert_kiln_ok(rt, kiln_conv2d(rt, &d, bx, bw, NULL, by));
+  assert_kiln_ok(rt, kiln_buffer_read(by, 0, ny, y));
+  conv_case_reference(&d, xd, wd, NULL, sum, mag);
+  /* 27 terms, each rounded at float's epsilon, and their sum. */
+  for (size_t i = 0; i < ny; i++)
+    if (fabs(y[i] - sum[i]) > 28 * 0x1p-24 * mag[i] + 1e-30)
+      fail_msg("y[%zu] = %.9g, want %.9g", i, y[i], sum[i]);
+  static kiln_profile_row rows[16];
+  size_t n = 0;
+  for (size_t i = 0; i < COUNT(rows); i++)
+    kiln_profile_row_init(&rows[i]);
+  assert_kiln_ok(rt, kiln_profile_rows(rt, rows, COUNT(rows), &n));
+  const char *ran = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(rows[i].op, "conv2d") == 0)
+      ran = rows[i].backend;
+  assert_non_null(ran);
+  kiln_buffer_destroy(bx);
+  kiln_buffer_destroy(bw);
+  kiln_buffer_destroy(by);
+  free(x), free(w), free(y), free(xd), free(wd), free(sum), free(mag);
+  return ran;
+}
+
+static kiln_runtime *profiled(const fixture *fx, int benchmark)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.cache_dir = fx->dir;
+  o.profile = 1;
+  o.benchmark = benchmark;
+  return kiln_test_runtime_with(&o);
+}
+
+/* Benchmark mode runs the faster candidate when one is made slow, remembers
+ * the choice, and the next process uses it without timing again. */
+static void test_benchmark_mode(void **state)
+{
+  fixture *fx = *state;
+  kiln__choice_seam = slow_seam;
+  kiln_runtime *rt = profiled(fx, 1);
+  slow_one = KILN_BACKEND_DIRECT; /* the rules' pick, made slow */
+  assert_string_equal(conv_auto(rt, 5), "im2col");
+  assert_true(seam_calls > 0);
+  slow_one = KILN_BACKEND_IM2COL; /* another shape: now direct is faster */
+  assert_string_equal(conv_auto(rt, 7), "direct");
+  seam_calls = 0;
+  assert_string_equal(conv_auto(rt, 5), "im2col"); /* known: not timed again */
+  assert_int_equal(seam_calls, 0);
+  kiln_tuning_usage u;
+  kiln_tuning_usage_init(&u);
+  assert_kiln_ok(rt, kiln_tuning_stats(rt, &u));
+  assert_true(u.choices >= 2); /* im2col's own GEMM shapes may add more */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = profiled(fx, 0); /* the next process, without benchmark mode */
+  assert_string_equal(conv_auto(rt, 5), "im2col");
+  assert_string_equal(conv_auto(rt, 7), "direct");
+  assert_int_equal(seam_calls, 0);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = profiled(fx, 0); /* a record's choices go with --clear */
+  assert_kiln_ok(rt, kiln_tuning_clear(rt));
+  assert_string_equal(conv_auto(rt, 5), "direct");
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  kiln__choice_seam = NULL;
+}
+
+/* A choice naming no backend makes the record bad like any other damage. */
+static void test_bad_choice(void **state)
+{
+  fixture *fx = *state;
+  char *path, *good = saved_record(fx, &path);
+  json_object *o = json_tokener_parse(good), *cs = json_object_new_object();
+  json_object_object_add(cs, "conv2d f32 anything", json_object_new_string("fastest"));
+  json_object_object_add(o, "choices", cs);
+  reseal(o);
+  const char *bad = json_object_to_json_string(o);
+  write_file(path, bad, strlen(bad));
+  kiln_runtime *rt = runtime(fx, 0);
+  assert_false(tuned(rt));
+  assert_non_null(strstr(kiln_runtime_diagnostics(rt), "is not a backend's name"));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  json_object_put(o);
+  free(good);
+  free(path);
+}
+
 /* The corners of the GPU shape's space, run on this device: the smallest
  * tiles (16 x 16, one output a work-item) and the largest (128 x 128,
  * 32 deep, 8 x 8 outputs), each against the reference. */
@@ -517,7 +656,8 @@ int main(int argc, char **argv)
     T(test_bad_records),         T(test_untrusted_record),
     T(test_tune_keeps_a_record), T(test_tune_stops_when_asked),
     T(test_tune_bad_options),    T(test_two_processes_tune),
-    T(test_gpu_shape_extremes),
+    T(test_gpu_shape_extremes),  T(test_benchmark_mode),
+    T(test_bad_choice),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -322,6 +322,14 @@ typedef struct kiln_options {
    * parameters apply, as on a device never tuned. Env: KILN_TUNING=0 (or 1
    * for the default, on). */
   int no_tuning;
+  /* Non-zero: benchmark mode, kiln's cudnn.benchmark. The first AUTO call
+   * of kiln_gemm() or kiln_conv2d() with a new shape (type, sizes, layout,
+   * transposes, strides, groups) runs each backend that can do it, checks
+   * that they agree, and keeps the fastest for that shape, in the runtime
+   * and in the device's tuning record; later calls, and later processes
+   * even without benchmark mode, use it. The first call takes as long as
+   * all the candidates. Env: KILN_BENCHMARK=1 (or 0 for the default, off). */
+  int benchmark;
 } kiln_options;
 
 /*! kiln_options_init() :
@@ -1518,6 +1526,7 @@ typedef struct kiln_tuning_usage {
   int tuned;        /* the device's record applies */
   const char *path; /* the device's record file (it may not exist yet), or
                        NULL when the kernel cache, its folder, is off */
+  size_t choices;   /* per-shape choices known (benchmark mode) */
 } kiln_tuning_usage;
 
 /*! kiln_tuning_usage_init() :

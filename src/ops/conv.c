@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "ops.h"
+#include "tuning.h"
 
 /* Fills the defaults (1 for strides, dilations, groups). */
 static kiln_conv2d_desc resolved(const kiln_conv2d_desc *d)
@@ -164,22 +165,82 @@ static kiln_backend auto_choice(const kiln__conv *cv)
   return depth < 64 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
 }
 
+/* The backend of id, or NULL for none (or one not built in). */
+static const kiln__conv_backend *backend_table(kiln_backend id)
+{
+#if HAVE_CLBLAST
+  if (id == KILN_BACKEND_CLBLAST)
+    return &kiln__conv_clblast;
+#endif
+  return id == KILN_BACKEND_DIRECT   ? &kiln__conv_direct
+         : id == KILN_BACKEND_IM2COL ? &kiln__conv_im2col
+                                     : NULL;
+}
+
+/* The key of cv's per-shape choice: all that can change which backend is
+ * fastest. */
+static void conv_key(const kiln__conv *cv, char *key, size_t size)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  snprintf(key, size,
+           "conv2d %s %s %zux%zux%zux%zu k%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
+           "dilation %zu,%zu groups %zu%s%s",
+           kiln_dtype_name(d->dtype), d->layout == KILN_NHWC ? "nhwc" : "nchw", d->n,
+           d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top,
+           d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
+           d->groups, cv->bias ? " bias" : "", d->relu ? " relu" : "");
+}
+
+/* The backend for cv: the one asked for, else the choice recorded for its
+ * shape, else AUTO's rules. */
 static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
                           const kiln__conv_backend **out)
 {
-  kiln_backend id = cv->d.backend == KILN_BACKEND_AUTO ? auto_choice(cv) : cv->d.backend;
-  *out = id == KILN_BACKEND_DIRECT   ? &kiln__conv_direct
-         : id == KILN_BACKEND_IM2COL ? &kiln__conv_im2col
-                                     : NULL;
-#if HAVE_CLBLAST
-  if (id == KILN_BACKEND_CLBLAST)
-    *out = &kiln__conv_clblast;
-#endif
+  kiln_backend id = cv->d.backend;
+  if (id == KILN_BACKEND_AUTO) {
+    char key[256];
+    conv_key(cv, key, sizeof key);
+    const kiln__conv_backend *chosen = backend_table(kiln__choice_find(rt, key));
+    id = chosen && !chosen->cannot(rt, cv) ? chosen->id : auto_choice(cv);
+  }
+  *out = backend_table(id);
   if (!*out)
     return kiln__backend_unknown(rt, "kiln_conv2d", id,
                                  "AUTO, IM2COL, DIRECT or CLBLAST");
   return kiln__backend_refuses(rt, "kiln_conv2d", id, "convolution",
                                (*out)->cannot(rt, cv));
+}
+
+static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
+                         kiln_buffer *out)
+{
+  kiln__conv cv = *(const kiln__conv *)req;
+  cv.y = kiln_buffer_cl_mem(out);
+  cv.ybuf = out;
+  return backend_table(id)->run(rt, &cv);
+}
+
+/* Benchmark mode: the first AUTO call of a shape with no recorded choice
+ * times every backend that can run it (the rules' pick first) and runs the
+ * fastest; *be is the rules' pick on entry. */
+static void benchmark(kiln_runtime *rt, const kiln__conv *cv,
+                      const kiln__conv_backend **be)
+{
+  char key[256];
+  conv_key(cv, key, sizeof key);
+  if (kiln__choice_find(rt, key) != KILN_BACKEND_AUTO)
+    return;
+  static const kiln_backend all[] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
+                                     KILN_BACKEND_CLBLAST};
+  kiln_backend ids[KILN__COUNT(all) + 1] = {(*be)->id};
+  size_t n = 1;
+  for (size_t i = 0; i < KILN__COUNT(all); i++)
+    if (all[i] != ids[0] && backend_table(all[i]) &&
+        !backend_table(all[i])->cannot(rt, cv))
+      ids[n++] = all[i];
+  kiln_backend w = kiln__choice_measure(rt, key, ids, n, cv->ybuf, trial, cv);
+  if (w != KILN_BACKEND_AUTO)
+    *be = backend_table(w);
 }
 
 kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
@@ -204,6 +265,8 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
   kiln__conv cv;
   const kiln__conv_backend *be = NULL;
   st = kiln__conv_check(rt, &given, x, weights, bias, y, &cv, &be);
+  if (st == KILN_OK && rt->tuning->benchmark && given.backend == KILN_BACKEND_AUTO)
+    benchmark(rt, &cv, &be);
   if (st == KILN_OK) {
     const kiln_conv2d_desc *d = &cv.d;
     uint64_t outputs = (uint64_t)d->n * d->k * cv.p * cv.q;

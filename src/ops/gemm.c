@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "ops.h"
+#include "tuning.h"
 
 KILN_API const char *kiln_backend_name(kiln_backend backend)
 {
@@ -214,13 +215,28 @@ static kiln_backend auto_choice(kiln_runtime *rt, const kiln__gemm *g)
   return KILN_BACKEND_CLBLAST;
 }
 
-/* The backend for g: the one asked for, else the runtime's, else AUTO's. */
+/* The key of g's per-shape choice: all that can change which backend is
+ * fastest. */
+static void gemm_key(const kiln__gemm *g, char *key, size_t size)
+{
+  snprintf(key, size, "gemm %s %c%c %zux%zux%zu batch %zu ld %zu,%zu,%zu%s",
+           kiln_dtype_name(g->dtype), g->trans_a ? 't' : 'n', g->trans_b ? 't' : 'n',
+           g->m, g->n, g->k, g->batch, g->lda, g->ldb, g->ldc,
+           g->beta != 0 ? " beta" : "");
+}
+
+/* The backend for g: the one asked for, else the runtime's, else the
+ * choice recorded for its shape, else AUTO's rules. */
 static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm *g,
                           const kiln__gemm_backend **out)
 {
   kiln_backend id = asked != KILN_BACKEND_AUTO ? asked : rt->gemm_backend;
-  if (id == KILN_BACKEND_AUTO)
-    id = auto_choice(rt, g);
+  if (id == KILN_BACKEND_AUTO) {
+    char key[160];
+    gemm_key(g, key, sizeof key);
+    const kiln__gemm_backend *chosen = backend_table(kiln__choice_find(rt, key));
+    id = chosen && !chosen->cannot(rt, g) ? chosen->id : auto_choice(rt, g);
+  }
   *out = backend_table(id);
   if (!*out && id == KILN_BACKEND_CLBLAST)
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
@@ -232,6 +248,34 @@ static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm
       rt, "kiln_gemm", id,
       "KILN_BACKEND_AUTO, KILN_BACKEND_KILN or KILN_BACKEND_CLBLAST");
   return kiln__backend_refuses(rt, "kiln_gemm", id, "GEMM", (*out)->cannot(rt, g));
+}
+
+static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
+                         kiln_buffer *out)
+{
+  kiln__gemm g = *(const kiln__gemm *)req;
+  g.c = kiln_buffer_cl_mem(out);
+  return backend_table(id)->run(rt, &g);
+}
+
+/* Benchmark mode: the first AUTO call of a shape with no recorded choice
+ * times every backend that can run it (the rules' pick first) and runs the
+ * fastest; *be is the rules' pick on entry. */
+static void benchmark(kiln_runtime *rt, const kiln__gemm *g, kiln_buffer *c,
+                      const kiln__gemm_backend **be)
+{
+  char key[160];
+  gemm_key(g, key, sizeof key);
+  if (kiln__choice_find(rt, key) != KILN_BACKEND_AUTO)
+    return;
+  kiln_backend ids[2] = {(*be)->id};
+  size_t n = 1;
+  for (kiln_backend id = KILN_BACKEND_KILN; id <= KILN_BACKEND_CLBLAST; id++)
+    if (id != ids[0] && backend_table(id) && !backend_table(id)->cannot(rt, g))
+      ids[n++] = id;
+  kiln_backend w = kiln__choice_measure(rt, key, ids, n, c, trial, g);
+  if (w != KILN_BACKEND_AUTO)
+    *be = backend_table(w);
 }
 
 kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
@@ -256,6 +300,9 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
   kiln__gemm g;
   const kiln__gemm_backend *be = NULL;
   st = kiln__gemm_check(rt, desc, a, b, c, &g, &be);
+  if (st == KILN_OK && rt->tuning->benchmark && desc->backend == KILN_BACKEND_AUTO &&
+      rt->gemm_backend == KILN_BACKEND_AUTO)
+    benchmark(rt, &g, c, &be);
   if (st == KILN_OK) {
     /* A and B read, C written (and read when beta is not 0); the batch
      * shown only above 1 (%.0zu prints nothing for 0). */
