@@ -35,7 +35,7 @@
 
 #include "conv-case.h"
 #include "internal.h" /* kiln__program_cl(), the real-FFT path */
-#include "tuning.h"   /* kiln__runtime_set_tuning() */
+#include "tuning.h"   /* kiln__runtime_set_tuning(), kiln__tuning_check() */
 #include "profile.h"
 #include "ops/ops.h"
 #include "tuning.h"
@@ -528,7 +528,7 @@ static void gemm_one(kiln_runtime *rt, kiln_dtype t, const gemm_case *g)
   kiln_buffer_destroy(ab), kiln_buffer_destroy(bb), kiln_buffer_destroy(cb);
 }
 
-static void gemm_cases(kiln_runtime *rt)
+static void gemm_cases_of(kiln_runtime *rt, kiln_dtype type)
 {
   static const gemm_case cases[] = {
     {KILN_ROW_MAJOR, 0, 0, 5, 7, 3, 1, 1, 0},
@@ -536,16 +536,51 @@ static void gemm_cases(kiln_runtime *rt)
     {KILN_COL_MAJOR, 0, 1, 7, 5, 6, 1, 2, 0.25},
     {KILN_COL_MAJOR, 1, 1, 66, 35, 19, 1, 1, 1}, /* past one 64 x 64 tile */
   };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    gemm_one(rt, type, &cases[i]);
+}
+
+static void gemm_cases(kiln_runtime *rt)
+{
   static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64};
   for (size_t t = 0; t < 3; t++)
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-      gemm_one(rt, types[t], &cases[i]);
+    gemm_cases_of(rt, types[t]);
 }
 
 static void test_oclgrind_gemm_gpu_shape(void **state)
 {
   (void)state;
   gemm_cases(gpu_rt);
+}
+
+/* The corners of the GPU shape's space that kiln_tune() may pick, for
+ * float: the smallest tiles (16 x 16, 8 deep, one output a work-item) and
+ * the largest (128 x 128, 32 deep, 8 x 8 outputs), where Oclgrind can run
+ * them. */
+static void test_oclgrind_gemm_gpu_corners(void **state)
+{
+  (void)state;
+  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}};
+  const kiln__tuning saved = gpu_rt->tuning->t;
+  for (size_t i = 0; i < sizeof corners / sizeof *corners; i++) {
+    kiln__tuning t = saved;
+    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
+                                                 .tm = 8,
+                                                 .vw = 4,
+                                                 .tsm = corners[i][0],
+                                                 .tsk = corners[i][1],
+                                                 .wpt = corners[i][2]};
+    kiln__str why = {0};
+    if (kiln__tuning_check(kiln_runtime_device(gpu_rt), &t, &why) != 0) {
+      fprintf(stderr, "# corner %zu cannot run on Oclgrind: %s\n", i,
+              kiln__str_get(&why));
+      kiln__str_free(&why);
+      continue;
+    }
+    kiln__runtime_set_tuning(gpu_rt, &t);
+    gemm_cases_of(gpu_rt, KILN_F32);
+  }
+  kiln__runtime_set_tuning(gpu_rt, &saved);
 }
 
 static void test_oclgrind_gemm_cpu_shape(void **state)
@@ -1149,6 +1184,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_uninit_check_is_on), /* --uninit only */
     T(test_oclgrind_convert),
     T(test_oclgrind_gemm_gpu_shape),
+    T(test_oclgrind_gemm_gpu_corners),
     T(test_oclgrind_gemm_cpu_shape),
     T(test_oclgrind_reduce_gpu_shape),
     T(test_oclgrind_reduce_cpu_shape),
