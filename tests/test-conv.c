@@ -54,6 +54,7 @@ static double *values(size_t n, kiln_dtype t, uint64_t *seed)
 static const conv_case cases[] = {
   /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  r */
   {1, 4, 7, 9, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 1x1 */
+  {3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 2, 1, 1},   /* 1x1 product, g2 */
   {3, 8, 5, 5, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2, 1, 0},   /* 1x1 s2 g2 */
   {1, 6, 13, 11, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1, 1}, /* 1x1 pad dw */
   {1, 3, 7, 9, 4, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1},   /* bias-only rim */

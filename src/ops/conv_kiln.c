@@ -1,7 +1,9 @@
 /*
  * conv_kiln.c — kiln's two convolution backends: the direct kernel, and
  * im2col followed by kiln_gemm() (src/ops/gemm.c), one image at a time so
- * the im2col matrix is the only workspace and the batch is the chunking.
+ * the im2col matrix is the only workspace and the batch is the chunking. A
+ * 1 x 1 convolution with stride 1 and no padding skips im2col: it is a
+ * matrix product already, run as one (NHWC: as tall as the whole batch).
  */
 #include "internal.h"
 #include "ops.h"
@@ -120,12 +122,55 @@ static size_t images_per_pass(kiln_runtime *rt, const kiln__conv *cv)
   return fit < 1 ? 1 : fit > cv->d.n ? cv->d.n : (size_t)fit;
 }
 
+/* Whether the convolution is a matrix product as it stands: a 1 x 1
+ * filter, stride 1, no padding (dilation then changes nothing). */
+static int is_product(const kiln__conv *cv)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  return d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 &&
+         d->pad_top == 0 && d->pad_bottom == 0 && d->pad_left == 0 && d->pad_right == 0;
+}
+
+/* Group gi of such a convolution, with no im2col matrix: NHWC y (nhw x k)
+ * = x (nhw x c) W' over every image at once, one GEMM as tall as the batch;
+ * NCHW y_n (k x hw) = W x_n (c x hw), a batch of products sharing W
+ * (stride 0). Weights are [k][c/groups] in both layouts. */
+static kiln_status product(kiln_runtime *rt, const kiln__conv *cv, size_t gi)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  size_t cg = d->c / d->groups, kg = d->k / d->groups, hw = d->h * d->w;
+  kiln__gemm g = {.dtype = d->dtype,
+                  .layout = KILN_ROW_MAJOR,
+                  .k = cg,
+                  .batch = 1,
+                  .alpha = 1,
+                  .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
+                  .c = cv->y};
+  if (d->layout == KILN_NCHW) {
+    g.m = kg, g.n = hw, g.batch = d->n;
+    g.a = cv->w, g.lda = cg, g.offset_a = gi * kg * cg;
+    g.b = cv->x, g.ldb = hw, g.offset_b = gi * cg * hw, g.stride_b = d->c * hw;
+    g.ldc = hw, g.offset_c = gi * kg * hw, g.stride_c = d->k * hw;
+  } else {
+    g.m = d->n * hw, g.n = kg;
+    g.a = cv->x, g.lda = d->c, g.offset_a = gi * cg;
+    g.b = cv->w, g.trans_b = KILN_TRANS, g.ldb = cg, g.offset_b = gi * kg * cg;
+    g.ldc = d->k, g.offset_c = gi * kg;
+  }
+  return kiln__gemm_kiln_run_packed(rt, &g, NULL, NULL);
+}
+
 static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
+  kiln_status st = cv->bias ? epilogue(rt, cv, 1) : KILN_OK;
+  if (is_product(cv)) {
+    for (size_t gi = 0; gi < d->groups && st == KILN_OK; gi++)
+      st = product(rt, cv, gi);
+    return st == KILN_OK && d->relu ? epilogue(rt, cv, 0) : st;
+  }
   size_t pass = images_per_pass(rt, cv);
   kiln_buffer *col = NULL, *last = NULL; /* the last pass may be shorter */
-  kiln_status st = cv->bias ? epilogue(rt, cv, 1) : KILN_OK;
   for (size_t n0 = 0; n0 < d->n && st == KILN_OK; n0 += pass) {
     size_t count = d->n - n0 < pass ? d->n - n0 : pass;
     kiln_buffer **use = count == pass ? &col : &last;
