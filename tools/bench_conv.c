@@ -1,6 +1,6 @@
 /*
  * bench_conv.c — `kiln bench conv`: GFLOP/s of each convolution backend on
- * ResNet-like float32 NCHW layers, next to im2col + OpenBLAS on the host
+ * ResNet-like float32 NCHW layers (and one NHWC), next to im2col + OpenBLAS on the host
  * (the CPU peer "openblas", when kiln is built with OpenBLAS), as medians of
  * one kiln_conv2d() and kiln_finish() on buffers already on the device,
  * after a warm-up that also compiles the kernels. The ratio column is the
@@ -13,6 +13,8 @@
  *   3  7x7/2  C=3, 224x224, K=64, stride 2       (ResNet's first layer)
  *   4  dw3x3  C=K=128, 56x56, groups 128         (a depthwise layer)
  *   5  small  N=1, C=16, 32x32, K=16, 3x3        (--quick's; not by default)
+ *   6  1x1nhwc N=256, C=784, 1x1, K=512, NHWC    (a fully connected layer as a
+ *                                                 convolution: a matrix product)
  * GFLOP/s counts 2 * n * k * p * q * (c / groups) * r * s.
  *
  * Each result is checked against im2col + OpenBLAS (a naive loop without
@@ -41,16 +43,24 @@
 typedef struct conv_layer {
   const char *label;
   size_t n, c, h, w, k, r, s, stride, groups;
+  int nhwc; /* only for 1 x 1 layers of stride 1, whose im2col is x itself */
 } conv_layer;
 
+/* clang-format off */
 static const conv_layer layers[] = {
-  {"3x3", 8, 64, 56, 56, 64, 3, 3, 1, 1},    {"1x1", 8, 256, 56, 56, 64, 1, 1, 1, 1},
-  {"7x7/2", 8, 3, 224, 224, 64, 7, 7, 2, 1}, {"dw3x3", 8, 128, 56, 56, 128, 3, 3, 1, 128},
-  {"small", 1, 16, 32, 32, 16, 3, 3, 1, 1},
+  /* label      n    c    h    w    k  r  s  stride groups nhwc */
+  {"3x3",       8,  64,  56,  56,  64, 3, 3, 1,     1,     0},
+  {"1x1",       8, 256,  56,  56,  64, 1, 1, 1,     1,     0},
+  {"7x7/2",     8,   3, 224, 224,  64, 7, 7, 2,     1,     0},
+  {"dw3x3",     8, 128,  56,  56, 128, 3, 3, 1,     128,   0},
+  {"small",     1,  16,  32,  32,  16, 3, 3, 1,     1,     0},
+  {"1x1nhwc", 256, 784,   1,   1, 512, 1, 1, 1,     1,     1},
 };
+/* clang-format on */
 #define NLAYERS (sizeof layers / sizeof layers[0])
 
-static const char *const conv_labels[] = {"3x3", "1x1", "7x7/2", "dw3x3", "small"};
+static const char *const conv_labels[] = {"3x3",   "1x1",   "7x7/2",
+                                          "dw3x3", "small", "1x1nhwc"};
 static const char *const conv_peers[] = {"im2col", "direct", "clblast", "openblas"};
 static const kiln_backend conv_backends[] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
                                              KILN_BACKEND_CLBLAST};
@@ -58,7 +68,7 @@ static const int conv_built[] = {1, 1, HAVE_CLBLAST, HAVE_OPENBLAS};
 static const char *const conv_not_built[] = {
   NULL, NULL, "this kiln was built without CLBlast",
   "this kiln was built without OpenBLAS (Debian libopenblas-dev)"};
-static const size_t conv_defaults[] = {1, 2, 3, 4};
+static const size_t conv_defaults[] = {1, 2, 3, 4, 6};
 static const size_t conv_quick[] = {5};
 static const char *const conv_ratios[][2] = {{"best", "openblas"}};
 /* A spec, its related fields on one line: */
@@ -71,7 +81,7 @@ static const bench_spec conv_spec = {
   .selectable = 4,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
-                "4: depthwise 3x3, 5: a small 3x3)",
+                "4: depthwise 3x3, 5: a small 3x3, 6: 1x1 NHWC, 784 -> 512 channels)",
   .repeats = 5,
   .figure = BENCH_GFLOPS,
   .labels = conv_labels,
@@ -114,10 +124,27 @@ static void im2col(const conv_run *g, size_t b, size_t grp)
 }
 
 /* y = im2col(x) by the weights into y (NCHW): OpenBLAS, else a naive loop
- * accumulating in double. */
+ * accumulating in double. An NHWC layer (1 x 1, stride 1) is one product,
+ * y (nhw x k) = x (nhw x c) W', as a framework runs it. */
 static void host_conv(const conv_run *g, float *y)
 {
   const conv_layer *l = g->l;
+  if (l->nhwc) {
+    size_t rows = l->n * l->h * l->w;
+#if HAVE_OPENBLAS
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)l->k, (int)l->c,
+                1.0f, g->x, (int)l->c, g->w, (int)l->c, 0.0f, y, (int)l->k);
+#else
+    for (size_t i = 0; i < rows; i++)
+      for (size_t j = 0; j < l->k; j++) {
+        double sum = 0;
+        for (size_t t = 0; t < l->c; t++)
+          sum += (double)g->x[i * l->c + t] * g->w[j * l->c + t];
+        y[i * l->k + j] = (float)sum;
+      }
+#endif
+    return;
+  }
   size_t cg = l->c / l->groups, kg = l->k / l->groups, depth = cg * l->r * l->s;
   size_t pq = g->p * g->q;
   for (size_t b = 0; b < l->n; b++)
@@ -218,6 +245,8 @@ static int measure_peer(const bench_args *args, conv_run *g, const float *ref,
   if (l->groups > 1)
     snprintf(r.shape + strlen(r.shape), sizeof r.shape - strlen(r.shape), "g%zu",
              l->groups);
+  if (l->nhwc)
+    snprintf(r.shape + strlen(r.shape), sizeof r.shape - strlen(r.shape), "nhwc");
   bench_add(out, &r);
   fprintf(stderr, " %.1f GFLOP/s (%.2g relative error)\n", r.gflops, err);
   return 0;
@@ -233,6 +262,7 @@ static int conv_setup(kiln_runtime *rt, conv_run *g)
   g->d.stride_h = g->d.stride_w = l->stride;
   g->d.pad_top = g->d.pad_bottom = g->d.pad_left = g->d.pad_right = pad;
   g->d.groups = l->groups;
+  g->d.layout = l->nhwc ? KILN_NHWC : KILN_NCHW;
   if (kiln_conv2d_output(&g->d, &g->p, &g->q) != KILN_OK)
     return fprintf(stderr, "kiln bench conv: %s\n", kiln_last_error(NULL)), -1;
   size_t ny = l->n * l->k * g->p * g->q;
@@ -281,7 +311,7 @@ static int measure(kiln_runtime *rt, const bench_args *args, unsigned which, siz
 static int run_conv(kiln_runtime *rt, const bench_args *a, bench_records *out)
 {
   fprintf(stderr,
-          "kiln bench conv on %s (float32 NCHW, \"same\" padding; checked "
+          "kiln bench conv on %s (float32 NCHW but 1x1nhwc, \"same\" padding; checked "
           "against im2col + %s)\n",
           kiln_runtime_device(rt)->name, HAVE_OPENBLAS ? "OpenBLAS" : "a naive loop");
   int rc = 0;
