@@ -1617,8 +1617,9 @@ static inline void kiln_tune_options_init(kiln_tune_options *opts)
  * from its parameters in use and tries candidates around them; candidates
  * the device cannot run are skipped before compiling, and each one's result
  * is checked against a CPU reference before it is timed (the median of
- * several runs after a warm-up). A candidate replaces the parameters in
- * use only when it is faster beyond noise (3%). The search stops at the
+ * several runs after a warm-up). The best replaces the parameters in use
+ * only when it is faster beyond noise (3%) when the two are timed again in
+ * turn. The search stops at the
  * budget or when progress says so, keeping what it measured.
  * @return : KILN_OK; KILN_ERR_IO when the record cannot be kept (the
  *           parameters still apply to rt); KILN_ERR_UNSUPPORTED without
