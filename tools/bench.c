@@ -8,6 +8,7 @@
  * Every figure is a median over repeats after a warm-up, and every result
  * is checked (against a CPU reference or the peer) before it is timed.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,7 @@ static void fill_defaults(const bench_spec *s, bench_args *a, int sizes_given,
   }
   if (!repeats_given)
     a->repeats = a->quick && s->repeats > QUICK_REPEATS ? QUICK_REPEATS : s->repeats;
+  assert(s->npeers <= BENCH_MAX_PEERS); /* bench_args.use holds them */
   for (int k = 0; k < s->npeers && !backends_given; k++)
     a->use[k] = s->built[k];
 }

@@ -39,6 +39,7 @@ static const kiln_backend fft_backends[] = {KILN_BACKEND_KILN, KILN_BACKEND_VKFF
                                             KILN_BACKEND_CLFFT};
 #define FFTW_PEER 3
 #define MEASURE_PEER 4
+_Static_assert(MEASURE_PEER < BENCH_MAX_PEERS, "bench.h: BENCH_MAX_PEERS is too small");
 static const int fft_built[] = {1, 1, 1, HAVE_FFTW, HAVE_FFTW};
 static const char *const fft_not_built[] = {
   NULL, NULL, NULL, "this kiln was built without FFTW (Debian libfftw3-dev)",
