@@ -88,7 +88,7 @@ check "bench reduce refuses openblas" 2 "--backend takes kiln or clblast" bench 
 check "bench reduce refuses unknown options" 2 "usage: kiln bench reduce" bench reduce --dtype float64
 check "bench conv refuses bad backends" 2 "--backend takes im2col, direct, clblast or openblas" \
   bench conv --backend winograd --json
-check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 6
+check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 7
 check "bench conv json (the depthwise layer)" 0 '"shape": ?"n8c128h56w56k128r3s3g128"' \
   bench conv --sizes 4 --backend direct --repeat 1 --json
 check "bench names its groups" 0 "kiln bench conv" bench --help
