@@ -75,7 +75,7 @@ static uint64_t get_le(const unsigned char *p, unsigned bytes)
   return v;
 }
 
-static void key_hex(const kiln__cache_key *key, char out[33])
+void kiln__cache_key_hex(const kiln__cache_key *key, char out[33])
 {
   static const char digits[] = "0123456789abcdef";
   for (size_t i = 0; i < sizeof key->bytes; i++) {
@@ -99,7 +99,7 @@ static void entry_name(const kiln__cache_key *key, const char *suffix, char *out
                        size_t size)
 {
   char hex[33];
-  key_hex(key, hex);
+  kiln__cache_key_hex(key, hex);
   snprintf(out, size, "%s%s", hex, suffix);
 }
 

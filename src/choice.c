@@ -67,13 +67,6 @@ void kiln__choice_keep(kiln_runtime *rt, const char *key, kiln_backend id)
     kiln__record_save(rt, "benchmark mode", NULL, 0);
 }
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Element i of a float output as a double. */
 static double value(kiln_dtype t, const unsigned char *p, size_t i)
 {
@@ -123,21 +116,15 @@ static kiln_status once(kiln_runtime *rt, kiln__trial trial, const void *req,
     st = kiln_finish(rt);
   if (st != KILN_OK)
     return st;
-  double t0 = now();
+  double t0 = (kiln__now_ns() * 1e-9);
   if (secs && kiln__choice_seam) /* inside the timing: a slower candidate */
     kiln__choice_seam(id);
   st = trial(rt, req, id, scratch);
   if (st == KILN_OK)
     st = kiln_finish(rt);
   if (secs)
-    *secs = now() - t0;
+    *secs = (kiln__now_ns() * 1e-9) - t0;
   return st;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 kiln_backend kiln__choice_measure(kiln_runtime *rt, const char *key,
@@ -168,9 +155,9 @@ kiln_backend kiln__choice_measure(kiln_runtime *rt, const char *key,
         ok = once(rt, trial, req, ids[i], out, scratch, &runs[r]) == KILN_OK;
       if (!ok)
         continue;
-      qsort(runs, 3, sizeof runs[0], cmp_double);
-      if (runs[1] < best) {
-        best = runs[1];
+      double med = kiln__median(runs, 3);
+      if (med < best) {
+        best = med;
         winner = ids[i];
       }
     }

@@ -58,6 +58,12 @@ int kiln__add_overflow(size_t a, size_t b, size_t *out);
 /* The value of an IEEE half (util.c). */
 double kiln__half_to_double(uint16_t h);
 
+/* CLOCK_MONOTONIC in nanoseconds (util.c). */
+uint64_t kiln__now_ns(void);
+
+/* The median of v[0..n), n >= 1, which it sorts (util.c). */
+double kiln__median(double *v, size_t n);
+
 /* "1.5 GiB"-style rendering of a byte count into buf (at least 32 bytes). */
 const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
 
@@ -277,6 +283,9 @@ int kiln__cache_load(kiln__cache *c, const kiln__cache_key *key, unsigned char *
  * usable). */
 int kiln__cache_store(kiln__cache *c, const kiln__cache_key *key,
                       const unsigned char *data, size_t size);
+
+/* The key as 32 lower-case hex digits, as entries are named. */
+void kiln__cache_key_hex(const kiln__cache_key *key, char out[33]);
 
 /* Deletes the entry, e.g. one the driver refused to build. */
 void kiln__cache_remove(kiln__cache *c, const kiln__cache_key *key);

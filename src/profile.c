@@ -31,13 +31,6 @@ static _Thread_local kiln__profile_scope *current;
 static _Thread_local unsigned thread_number;
 static atomic_uint threads_seen;
 
-static uint64_t now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void release_cmds(kiln__prof_cmd *cmds, size_t n)
 {
   for (size_t i = 0; i < n; i++)
@@ -54,8 +47,8 @@ void kiln__profile_open(kiln_runtime *rt, kiln__profile_scope *ps, const char *n
   }
   if (!thread_number)
     thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
-  *ps =
-    (kiln__profile_scope){.rt = rt, .name = name, .backend = "", .host_start = now_ns()};
+  *ps = (kiln__profile_scope){
+    .rt = rt, .name = name, .backend = "", .host_start = kiln__now_ns()};
   current = ps;
 }
 
@@ -127,7 +120,7 @@ static int grow_records(kiln__profiler *p)
 kiln_status kiln__profile_close(kiln__profile_scope *ps, kiln_status st)
 {
   kiln_runtime *rt = ps->rt;
-  uint64_t host_end = now_ns();
+  uint64_t host_end = kiln__now_ns();
   current = NULL;
   if (st != KILN_OK || ps->lost || ps->ncmds == 0) {
     release_cmds(ps->cmds, ps->ncmds);
@@ -238,9 +231,9 @@ void kiln__profile_resolve(kiln_runtime *rt, int all)
 static cl_int align_clocks(kiln_runtime *rt, int64_t *offset)
 {
   cl_event ev = NULL;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = kiln__now_ns();
   cl_int err = clEnqueueMarkerWithWaitList(rt->queue, 0, NULL, &ev);
-  uint64_t t1 = now_ns();
+  uint64_t t1 = kiln__now_ns();
   cl_ulong queued = 0;
   if (err == CL_SUCCESS) {
     err = clWaitForEvents(1, &ev);
@@ -287,7 +280,7 @@ kiln_status kiln__profile_init(kiln_runtime *rt, const kiln__config *cfg)
   if (!rt->prof)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: out of host memory");
-  rt->prof->origin = now_ns();
+  rt->prof->origin = kiln__now_ns();
   cl_int err = align_clocks(rt, &rt->prof->offset);
   if (err != CL_SUCCESS)
     kiln__str_appendf(&rt->devices.notes,

@@ -60,10 +60,9 @@ static void record_name(const kiln_runtime *rt, char *out, size_t size)
   static const char tag[] = "kiln tuning record key, format 1";
   kiln__cache_key key =
     kiln__cache_key_of(tag, sizeof tag - 1, "", &kiln__runtime_device(rt)->info);
-  snprintf(out, size, "tuning-");
-  for (size_t i = 0; i < sizeof key.bytes; i++)
-    snprintf(out + 7 + 2 * i, size - 7 - 2 * i, "%02x", key.bytes[i]);
-  strncat(out, ".json", size - strlen(out) - 1);
+  char hex[33];
+  kiln__cache_key_hex(&key, hex);
+  snprintf(out, size, "tuning-%s.json", hex);
 }
 
 static void free_choices(kiln__choice *c, size_t n)

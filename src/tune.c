@@ -56,19 +56,6 @@ typedef struct search {
   size_t nm;
 } search;
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* ---- the cases ------------------------------------------------------------- */
 
 /* A small whole number at (i, j): exact in half, float and double, and so
@@ -428,7 +415,7 @@ static int by_dist(const void *a, const void *b)
 /* Reports a step; sets s->stop when progress asks to. */
 static void report(search *s, kiln_tune_step *step)
 {
-  step->elapsed = now() - s->t0;
+  step->elapsed = (kiln__now_ns() * 1e-9) - s->t0;
   step->left = s->budget - step->elapsed;
   if (s->o->progress && s->o->progress(step, s->o->user))
     s->stop = 1;
@@ -476,11 +463,11 @@ static void measure(search *s, bench *b, const cand *c, double cutoff, double *s
   double t[TIMED_RUNS + 1];
   int runs = 0;
   for (int r = 0; r <= TIMED_RUNS && st == KILN_OK; r++) {
-    double t0 = now();
+    double t0 = (kiln__now_ns() * 1e-9);
     st = b->run(b);
     if (st == KILN_OK)
       st = kiln_finish(s->rt);
-    t[runs++] = now() - t0;
+    t[runs++] = (kiln__now_ns() * 1e-9) - t0;
     if (r == 1 && cutoff > 0 && t[1] > 3 * cutoff)
       break; /* r == 0 was the warm-up */
   }
@@ -488,8 +475,7 @@ static void measure(search *s, bench *b, const cand *c, double cutoff, double *s
     kiln__str_appendf(why, "%s: %s", kiln_status_name(st), kiln_last_error(s->rt));
     return;
   }
-  qsort(t + 1, (size_t)runs - 1, sizeof t[0], cmp_double);
-  *secs = t[1 + (runs - 1) / 2];
+  *secs = kiln__median(t + 1, (size_t)runs - 1);
 }
 
 /* The best candidate against the baseline once more, three rounds of each
@@ -508,10 +494,8 @@ static void rematch(search *s, bench *b, const cand *base, const cand *best,
       if (t[k][r] == 0)
         return; /* it failed this time: keep the search's figures */
     }
-  qsort(t[0], 3, sizeof t[0][0], cmp_double);
-  qsort(t[1], 3, sizeof t[1][0], cmp_double);
-  *base_s = t[0][1];
-  *best_s = t[1][1];
+  *base_s = kiln__median(t[0], 3);
+  *best_s = kiln__median(t[1], 3);
 }
 
 /* Searches kernel `what` within `budget` seconds; updates rt's parameters
@@ -548,7 +532,7 @@ static void tune_kernel(search *s, int what, int variant, double budget)
     add(list, &n, &other, 0);
   }
   size_t first = n;
-  double start = now(), best_s = 0, base_s = 0;
+  double start = (kiln__now_ns() * 1e-9), best_s = 0, base_s = 0;
   size_t best = 0;
   for (size_t i = 0; !s->stop; i++) {
     if (i == first) { /* the shapes are measured: the grid of the better one */
@@ -581,7 +565,7 @@ static void tune_kernel(search *s, int what, int variant, double budget)
     if (i == 0)
       base_s = secs;
     s->index++;
-    int last = now() - start > budget;
+    int last = (kiln__now_ns() * 1e-9) - start > budget;
     kiln_tune_step step =
       step_of(s, b.kernel, list[i].text, secs, list[best].text, best_s, base_s);
     step.skipped = secs > 0 ? NULL : kiln__str_get(&why);
@@ -647,12 +631,12 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
     kernels[nk].what = 2, kernels[nk++].variant = 0;
   search s = {.rt = rt,
               .o = &o,
-              .t0 = now(),
+              .t0 = (kiln__now_ns() * 1e-9),
               .budget = o.budget > 0 ? o.budget : 240,
               .count = 2 * nk};
   st = KILN_OK;
   for (size_t k = 0; k < nk && !s.stop; k++) {
-    double left = s.budget - (now() - s.t0);
+    double left = s.budget - ((kiln__now_ns() * 1e-9) - s.t0);
     if (left <= 0)
       break;
     tune_kernel(&s, kernels[k].what, kernels[k].variant, left / (double)(nk - k));

@@ -94,37 +94,39 @@ static int is_pow2(unsigned x)
   return x && !(x & (x - 1));
 }
 
-/* One bad value: its name, what it is and what the device allows. */
-static int bad(kiln__str *why, const char *what, unsigned v, const char *allowed)
+/* One bad value: its name (where.field), what it is and what the device
+ * allows. */
+static int bad(kiln__str *why, const char *where, const char *field, unsigned v,
+               const char *allowed)
 {
-  kiln__str_appendf(why, "%s%s = %u, but %s", why->len ? "; " : "", what, v, allowed);
+  kiln__str_appendf(why, "%s%s.%s = %u, but %s", why->len ? "; " : "", where, field, v,
+                    allowed);
   return -1;
 }
 
 static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
                       const char *tag, kiln__str *why)
 {
-  char what[32];
+  char at[16];
   int rc = 0;
   size_t real = strcmp(tag, "f64") == 0 ? 8 : 4;
-#define NAMED(field) (snprintf(what, sizeof what, "gemm.%s.%s", tag, field), what)
+  snprintf(at, sizeof at, "gemm.%s", tag);
   if (g->tm < 1 || g->tm > 32)
-    rc = bad(why, NAMED("tm"), g->tm, "the CPU shape takes 1 to 32 rows");
+    rc = bad(why, at, "tm", g->tm, "the CPU shape takes 1 to 32 rows");
   if (g->vw != 1 && g->vw != 2 && g->vw != 4 && g->vw != 8 && g->vw != 16)
-    rc = bad(why, NAMED("vw"), g->vw, "OpenCL vectors have 1, 2, 4, 8 or 16 lanes");
+    rc = bad(why, at, "vw", g->vw, "OpenCL vectors have 1, 2, 4, 8 or 16 lanes");
   if (g->tsk < 1 || g->tsk > 64)
-    rc = bad(why, NAMED("tsk"), g->tsk, "the slice depth is 1 to 64");
+    rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
   if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)
-    rc = bad(why, NAMED("wpt"), g->wpt, "it must divide tsm and be at most 16");
+    rc = bad(why, at, "wpt", g->wpt, "it must divide tsm and be at most 16");
   else if ((size_t)(g->tsm / g->wpt) * (g->tsm / g->wpt) > dev->max_work_group_size)
-    rc = bad(why, NAMED("tsm"), g->tsm,
-             "(tsm / wpt)^2 work-items exceed the device's group");
+    rc =
+      bad(why, at, "tsm", g->tsm, "(tsm / wpt)^2 work-items exceed the device's group");
   if (g->tsm < 1 || g->tsm > 256)
-    rc = bad(why, NAMED("tsm"), g->tsm, "the tile side is 1 to 256");
+    rc = bad(why, at, "tsm", g->tsm, "the tile side is 1 to 256");
   else if (g->tsk <= 64 && 2 * (size_t)g->tsk * g->tsm * real > dev->local_mem_bytes)
-    rc = bad(why, NAMED("tsk"), g->tsk,
+    rc = bad(why, at, "tsk", g->tsk,
              "two tsk x tsm slices exceed the device's local memory");
-#undef NAMED
   return rc;
 }
 
@@ -136,18 +138,19 @@ int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln_
       rc = -1;
   const kiln__reduce_tuning *r = &t->reduce;
   if (r->chunks < 1 || r->chunks > 65536)
-    rc = bad(why, "reduce.chunks", r->chunks, "it is 1 to 65536");
+    rc = bad(why, "reduce", "chunks", r->chunks, "it is 1 to 65536");
   if (!is_pow2(r->wg) || r->wg > dev->max_work_group_size)
-    rc =
-      bad(why, "reduce.wg", r->wg, "it must be a power of two within the device's group");
+    rc = bad(why, "reduce", "wg", r->wg,
+             "it must be a power of two within the device's group");
   if (r->groups < 1 || r->groups > 65536)
-    rc = bad(why, "reduce.groups", r->groups, "it is 1 to 65536");
+    rc = bad(why, "reduce", "groups", r->groups, "it is 1 to 65536");
   const kiln__fft_tuning *f = &t->fft;
   if (!is_pow2(f->group) || f->group > dev->max_work_group_size)
-    rc = bad(why, "fft.group", f->group,
+    rc = bad(why, "fft", "group", f->group,
              "it must be a power of two within the device's group");
   if (!is_pow2(f->wide_from) || f->wide_from < 16)
-    rc = bad(why, "fft.wide_from", f->wide_from, "it must be a power of two, 16 or more");
+    rc =
+      bad(why, "fft", "wide_from", f->wide_from, "it must be a power of two, 16 or more");
   return rc;
 }
 

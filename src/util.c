@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -93,4 +94,23 @@ double kiln__half_to_double(uint16_t h)
              : e == 31 ? (m ? NAN : INFINITY)
                        : ldexp(1024 + m, e - 25);
   return (h & 0x8000) ? -v : v;
+}
+
+uint64_t kiln__now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double kiln__median(double *v, size_t n)
+{
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[(n - 1) / 2];
 }
