@@ -63,9 +63,13 @@ static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
                         size_t sr, size_t sp, size_t sb, size_t rows, size_t k,
                         size_t rows_padded, size_t ph, size_t batch, kiln_buffer *dst)
 {
-  size_t global[3] = {rows_padded, p->kp, batch};
+  /* Runs of a whole panel's width along k on a CPU, of one row along the
+   * rows on a GPU (gemm.cl). */
+  int cpu = !p->t.gpu_shape;
+  unsigned w = cpu ? (unsigned)ph : 1;
+  size_t global[3] = {cpu ? p->kp : rows_padded, cpu ? rows_padded / w : p->kp, batch};
   return kiln__launch_gemm_pack(rt, what, p->tag, 3, global, NULL, src, off, sr, sp, sb,
-                                rows, k, p->kp, ph, kiln_buffer_cl_mem(dst),
+                                rows, k, p->kp, ph, w, cpu, kiln_buffer_cl_mem(dst),
                                 rows_padded * p->kp);
 }
 
