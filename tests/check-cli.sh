@@ -75,6 +75,8 @@ check "bench gemm json" 0 '"shape": ?"33x33x33"' bench gemm --sizes 33 --repeat 
 check "bench gemm json fields" 0 '"gbps": ?null' bench gemm --sizes 8 --repeat 1 --backend kiln --json
 check "bench refuses bad sizes" 2 "--sizes takes" bench gemm --sizes 0
 check "bench refuses bad backends" 2 "--backend takes" bench gemm --backend gpu
+check "bench --untuned compares tuned with untuned" 0 "tuned/untuned" \
+  bench gemm --sizes 33 --repeat 1 --backend kiln --untuned
 for field in '"op": ?"reduce"' '"backend": ?"kiln"' '"backend": ?"c-loop"' \
              '"dtype": ?"float32"' '"shape": ?"262144"' '"median_ms": ?[0-9]' \
              '"gflops": ?null' '"gbps": ?[0-9]'; do

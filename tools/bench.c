@@ -34,7 +34,7 @@ static const bench_group *const groups[] = {
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
 static const char common_usage[] =
-  "[--quick] [--repeat R] [--json [FILE]] [--csv FILE] [--plot FILE.png]";
+  "[--quick] [--repeat R] [--untuned] [--json [FILE]] [--csv FILE] [--plot FILE.png]";
 
 double bench_now_ms(void)
 {
@@ -117,7 +117,10 @@ static void print_usage(FILE *out)
   for (size_t g = 0; g < NGROUPS; g++)
     fprintf(out, "       %s %s\n", groups[g]->spec->usage, common_usage);
   fprintf(out, "Without a group: the whole suite, one table. --quick: small sizes "
-               "(a check that everything runs, not figures to quote).\n");
+               "(a check that everything runs, not figures to quote).\n"
+               "--untuned: every case again on a runtime without the device's "
+               "tuning record (KILN_TUNING=0), and a table of tuned against "
+               "untuned.\n");
 }
 
 /* A group's sizes, repeats and peers where the options leave them out. */
@@ -147,6 +150,8 @@ static int parse_common(const char *who, bench_args *a, int argc, char **argv, i
     return fprintf(stderr, "%s: %s needs a value\n", who, o), -1;
   } else if (strcmp(o, "--quick") == 0) {
     a->quick = 1;
+  } else if (strcmp(o, "--untuned") == 0) {
+    a->untuned = 1;
   } else if (strcmp(o, "--json") == 0) {
     if (!HAVE_JSON_C)
       return fprintf(stderr, "%s: --json needs kiln built with json-c (libjson-c-dev)\n",
@@ -494,25 +499,54 @@ static void sort_records(bench_records *rs)
   }
 }
 
-static kiln_runtime *open_runtime(void)
+/* A runtime on the device kiln picks; without the device's tuning record
+ * (its parameters and per-shape choices) when untuned. */
+static kiln_runtime *open_runtime(int untuned)
 {
+  kiln_options o;
+  kiln_options_init(&o);
+  o.no_tuning = untuned;
   kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(NULL, &rt) != KILN_OK)
+  if (kiln_runtime_create(&o, &rt) != KILN_OK)
     kiln_cli_say("kiln bench", kiln_last_error(NULL));
   return rt;
 }
 
+/* --untuned: every figure of the tuned run beside the same case's without
+ * the record, faster first when tuning helped. */
+static void print_untuned(const bench_records *tuned, const bench_records *untuned)
+{
+  printf("\ntuned against untuned (KILN_TUNING=0), same run:\n");
+  printf("%-9s %-12s %-13s %10s %10s %14s\n", "group", "case", "backend", "tuned",
+         "untuned", "tuned/untuned");
+  for (size_t i = 0; i < tuned->n; i++) {
+    const bench_record *t = &tuned->r[i];
+    const bench_record *u = find(untuned, t->spec, t->size, t->backend);
+    char label[32];
+    if (!u)
+      continue;
+    bench_size_label(t->spec, t->size, label, sizeof label);
+    printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx\n", t->spec->op, label, t->backend,
+           bench_digits(t->spec), bench_value(t), bench_digits(t->spec), bench_value(u),
+           speed(t) / speed(u));
+  }
+}
+
 /* Measures `count` groups with the options o into one set of records and
- * prints it (s: the one group's table, NULL: the suite's). */
+ * prints it (s: the one group's table, NULL: the suite's). With --untuned,
+ * each group runs again on a second runtime without the tuning record. */
 static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
                const bench_args *o)
 {
-  kiln_runtime *rt = open_runtime();
+  kiln_runtime *rt = open_runtime(0), *plain = o->untuned && rt ? open_runtime(1) : NULL;
   bench_records *rs = calloc(1, sizeof *rs);
-  if (!rt || !rs) {
-    if (rt)
+  bench_records *us = o->untuned ? calloc(1, sizeof *us) : NULL;
+  if (!rt || !rs || (o->untuned && (!plain || !us))) {
+    if (rt && (!o->untuned || plain))
       fprintf(stderr, "kiln bench: out of host memory\n");
     free(rs);
+    free(us);
+    kiln_cli_runtime_destroy(plain);
     kiln_cli_runtime_destroy(rt);
     return 1;
   }
@@ -526,16 +560,24 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     bench_args a = *o;
     if (!s) /* the suite: each group's own sizes and peers */
       fill_defaults(gs[g]->spec, &a, 0, o->repeats > 0, 0);
-    rs->spec = gs[g]->spec;
-    rs->repeats = a.repeats;
-    failed |= gs[g]->run(rt, &a, rs) != 0;
+    for (bench_records *r = rs; r; r = r == rs ? us : NULL) {
+      if (r == us)
+        fprintf(stderr, "kiln bench %s: again, untuned\n", gs[g]->spec->op);
+      r->spec = gs[g]->spec;
+      r->repeats = a.repeats;
+      failed |= gs[g]->run(r == us ? plain : rt, &a, r) != 0;
+    }
   }
   if (!s)
     fprintf(stderr, "kiln bench: %zu results in %.1f s%s\n", rs->n,
             (bench_now_ms() - t0) / 1e3, failed ? "; a group FAILED (above)" : "");
   sort_records(rs);
   int rc = rs->n ? bench_print(s, o, rs, device) : 0;
+  if (us && !o->json)
+    print_untuned(rs, us);
   free(rs);
+  free(us);
+  kiln_cli_runtime_destroy(plain);
   kiln_cli_runtime_destroy(rt);
   return failed || rc ? 1 : 0;
 }

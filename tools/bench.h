@@ -104,8 +104,9 @@ typedef struct bench_args {
   size_t sizes[BENCH_MAX_SIZES], nsizes;
   int use[BENCH_MAX_PEERS]; /* per peer */
   int repeats;
-  int quick; /* --quick: the specs' quick sizes, few repeats */
-  int json;  /* --json without a file: JSON on stdout */
+  int quick;   /* --quick: the specs' quick sizes, few repeats */
+  int untuned; /* --untuned: again without the tuning record, and compared */
+  int json;    /* --json without a file: JSON on stdout */
   const char *json_path, *csv_path, *plot_path;
 } bench_args;
 
