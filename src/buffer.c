@@ -14,7 +14,11 @@
  * buffer counts as held (current, live, peak, all in one step under the
  * lock) only once it exists. Counting it as held from the reservation on
  * showed other threads more bytes held than the peak, and a creation that
- * then failed must not raise the peak.
+ * then failed must not raise the peak. A buffer holds its block, its bytes
+ * rounded up to a size class, and a destroyed one's block stays with the
+ * runtime's pool (pool.c) for the next creation of that class; the budget
+ * counts the pool's blocks too, and a creation that does not fit trims the
+ * pool and tries again before it fails (PyTorch's order).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +55,8 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                       (long long)device_free,
                       kiln__format_bytes((uint64_t)device_free, have, sizeof have));
   pthread_mutex_lock(&rt->lock);
-  uint64_t left = rt->mem_limit - rt->mem_current - rt->mem_reserving;
+  uint64_t used = rt->mem_current + rt->mem_reserving + rt->pool.cached;
+  uint64_t left = used < rt->mem_limit ? rt->mem_limit - used : 0;
   if (bytes <= left) {
     rt->mem_reserving += bytes;
     pthread_mutex_unlock(&rt->lock);
@@ -174,40 +179,106 @@ static kiln_status check_create(kiln_runtime *rt, const char *fn, kiln_dtype dty
   return KILN_OK;
 }
 
-/* Creates a checked request: bytes is count * element size. */
+/* Reserves the budget for a block of *block bytes for a request of bytes:
+ * its class, then, when that does not fit, the class again after trimming
+ * the pool, then bytes alone (*block becomes bytes). */
+static kiln_status reserve_block(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
+                                 size_t count, size_t bytes, size_t *block)
+{
+  kiln_status st = reserve(rt, fn, dtype, count, *block);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt))
+    st = reserve(rt, fn, dtype, count, *block);
+  if (st == KILN_ERR_OUT_OF_MEMORY && *block != bytes) {
+    *block = bytes;
+    st = reserve(rt, fn, dtype, count, bytes);
+  }
+  return st;
+}
+
+/* Asks the driver for b's block and makes it resident. */
+static kiln_status allocate(kiln_buffer *b, const char *fn, unsigned flags, void *host)
+{
+  kiln_runtime *rt = b->rt;
+  cl_int err;
+  b->mem =
+    clCreateBuffer(rt->context, CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0),
+                   b->block, host, &err);
+  if (!b->mem) {
+    char need[32];
+    return kiln__fail_cl(rt, err, "clCreateBuffer", "%s: allocating %zu %s elements (%s)",
+                         fn, b->count, kiln_dtype_name(b->dtype),
+                         kiln__format_bytes(b->block, need, sizeof need));
+  }
+  kiln_status st = make_resident(b, fn, flags, host != NULL);
+  if (st != KILN_OK) {
+    clReleaseMemObject(b->mem);
+    b->mem = NULL;
+  }
+  return st;
+}
+
+/* A block from the pool for a new buffer: zeroed on the runtime's queue
+ * when asked, after every command of its last owner. */
+static kiln_status reuse(kiln_buffer *b, const char *fn, kiln_dtype dtype, size_t count,
+                         size_t bytes, unsigned flags, kiln_buffer **out)
+{
+  kiln_runtime *rt = b->rt;
+  b->dtype = dtype;
+  b->count = count;
+  b->bytes = bytes;
+  if (flags & KILN_BUFFER_ZERO) {
+    static const unsigned char zero[16] = {0};
+    cl_event ev = NULL;
+    cl_int err = clEnqueueFillBuffer(rt->queue, b->mem, zero, kiln_dtype_size(dtype), 0,
+                                     bytes, 0, NULL, &ev);
+    kiln_status st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
+                                                       "%s: zeroing %zu %s elements", fn,
+                                                       count, kiln_dtype_name(dtype))
+                                       : kiln__runtime_track(rt, ev, fn);
+    if (st != KILN_OK) {
+      kiln__pool_give(b);
+      return st;
+    }
+  }
+  *out = b;
+  return KILN_OK;
+}
+
+/* Creates a checked request: bytes is count * element size. Pooled memory
+ * when the pool has a block of the request's class; else a new block, after
+ * the pool is trimmed if the budget or the driver has no room. */
 static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                               size_t count, size_t bytes, unsigned flags, void *host,
                               kiln_buffer **out)
 {
-  kiln_status st = reserve(rt, fn, dtype, count, bytes);
+  kiln_buffer *b = host ? NULL : kiln__pool_take(rt, bytes);
+  if (b)
+    return reuse(b, fn, dtype, count, bytes, flags, out);
+  size_t block = host ? bytes : kiln__pool_block_bytes(rt, bytes);
+  kiln_status st = reserve_block(rt, fn, dtype, count, bytes, &block);
   if (st != KILN_OK)
     return st;
-  kiln_buffer *b = calloc(1, sizeof *b);
+  b = calloc(1, sizeof *b);
   if (!b) {
-    settle(rt, bytes, 0);
+    settle(rt, block, 0);
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: allocating the buffer's record failed", fn);
   }
-  *b = (kiln_buffer){.rt = rt, .dtype = dtype, .count = count, .bytes = bytes};
-  cl_int err;
-  b->mem = clCreateBuffer(
-    rt->context, CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0), bytes, host, &err);
-  if (!b->mem) {
-    char need[32];
-    st = kiln__fail_cl(rt, err, "clCreateBuffer", "%s: allocating %zu %s elements (%s)",
-                       fn, count, kiln_dtype_name(dtype),
-                       kiln__format_bytes(bytes, need, sizeof need));
-  } else {
-    st = make_resident(b, fn, flags, host != NULL);
-  }
+  *b = (kiln_buffer){.rt = rt,
+                     .dtype = dtype,
+                     .count = count,
+                     .bytes = bytes,
+                     .block = block,
+                     .wrapped = host != NULL};
+  st = allocate(b, fn, flags, host);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt)) /* the driver's refusal */
+    st = allocate(b, fn, flags, host);
   if (st != KILN_OK) {
-    if (b->mem)
-      clReleaseMemObject(b->mem);
     free(b);
-    settle(rt, bytes, 0);
+    settle(rt, block, 0);
     return st;
   }
-  settle(rt, bytes, 1);
+  settle(rt, block, 1);
   *out = b;
   return KILN_OK;
 }
@@ -249,11 +320,11 @@ KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t
 
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf)
 {
-  if (!buf)
+  if (!buf || kiln__pool_give(buf))
     return KILN_OK;
   if (buf->mem)
     clReleaseMemObject(buf->mem); /* freed once enqueued commands are done */
-  unreserve(buf->rt, buf->bytes);
+  unreserve(buf->rt, buf->block);
   free(buf);
   return KILN_OK;
 }
@@ -463,6 +534,16 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t co
   return kiln__profile_end(&ps, st);
 }
 
+KILN_API kiln_status kiln_memory_trim(kiln_runtime *rt)
+{
+  if (!rt)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_memory_trim: rt is NULL; expected a runtime from "
+                      "kiln_runtime_create()");
+  kiln__pool_trim(rt);
+  return KILN_OK;
+}
+
 KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
 {
   kiln_status st = KILN__STATS_OUT(rt, "kiln_memory_stats", kiln_memory_usage, out);
@@ -477,6 +558,12 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
   u.live_buffers = rt->live_buffers;
   u.limit_bytes = rt->mem_limit;
   u.max_alloc_bytes = dev->info.max_alloc_bytes;
+  u.cached_bytes = rt->pool.cached;
+  u.peak_cached_bytes = rt->pool.peak_cached;
+  u.pool_hits = rt->pool.hits;
+  u.pool_misses = rt->pool.misses;
+  u.trims = rt->pool.trims;
+  u.largest_free_block = kiln__pool_largest_free(rt);
   pthread_mutex_unlock(&rt->lock);
   u.device_free_bytes = kiln__device_free_memory(dev);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);

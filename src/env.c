@@ -171,6 +171,9 @@ KILN__READ_FLAG(read_tuning, no_tuning, 1,
 KILN__READ_FLAG(read_benchmark, benchmark, 0,
                 "1 to time the backends of each new shape and keep the fastest, or 0 "
                 "for the default (off)")
+KILN__READ_FLAG(read_memory_pool, no_memory_pool, 1,
+                "0 to give each buffer's memory back to the driver at once, or 1 for "
+                "the default (a caching pool)")
 KILN__READ_FLAG(read_profile, profile, 0,
                 "1 to record every operation's times, or 0 for the default (off)")
 #undef KILN__READ_FLAG
@@ -271,6 +274,7 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->cache_shared = opts->cache_shared != 0;
   cfg->no_tuning = opts->no_tuning != 0;
   cfg->benchmark = opts->benchmark != 0;
+  cfg->no_memory_pool = opts->no_memory_pool != 0;
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";

@@ -142,6 +142,7 @@ typedef struct kiln__config {
   int cache_shared;          /* a team folder is acceptable */
   int no_tuning;             /* the rules' parameters, whatever the record */
   int benchmark;             /* benchmark mode (choice.c) */
+  int no_memory_pool;        /* buffers' memory straight back to the driver */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */
@@ -337,6 +338,40 @@ cl_program kiln__program_cl(const kiln_program *program);
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
 
+/* ---- the memory pool (pool.c) ------------------------------------------- */
+
+/* Four size classes per power of two from 4 KiB up (pool.c says why). */
+#define KILN__POOL_CLASSES 208
+
+/* Destroyed buffers whose memory is kept for the next creation of their
+ * size class: their records, linked through next_free, one list a class.
+ * Guarded by the runtime's lock. */
+typedef struct kiln__pool {
+  int on; /* KILN_MEMORY_POOL=0 or kiln_options.no_memory_pool: off */
+  struct kiln_buffer *free[KILN__POOL_CLASSES];
+  uint64_t cached, peak_cached; /* bytes of the blocks kept */
+  uint64_t hits, misses, trims;
+} kiln__pool;
+
+/* The bytes a creation of `bytes` asks the driver for: its size class, or
+ * bytes itself when the pool is off or the class exceeds the device's
+ * largest allocation. */
+size_t kiln__pool_block_bytes(const kiln_runtime *rt, size_t bytes);
+
+/* A kept buffer record whose block holds bytes, now counted as live (its
+ * dtype and count for the caller to set), or NULL: a miss, or the pool off. */
+struct kiln_buffer *kiln__pool_take(kiln_runtime *rt, size_t bytes);
+
+/* Keeps b's block and record for a later creation: 1, or 0 when b is not
+ * the pool's to keep (the pool off, or b wraps host memory). */
+int kiln__pool_give(struct kiln_buffer *b);
+
+/* Gives every kept block back to the driver; the bytes given back. */
+uint64_t kiln__pool_trim(kiln_runtime *rt);
+
+/* The largest kept block's bytes, 0 for none; under the runtime's lock. */
+uint64_t kiln__pool_largest_free(const kiln_runtime *rt);
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
@@ -362,6 +397,7 @@ struct kiln_runtime {
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
   const char *mem_limit_source;
+  kiln__pool pool; /* blocks kept by destroyed buffers (pool.c) */
   /* commands enqueued without waiting, checked by kiln_finish() */
   struct kiln__pending {
     cl_event ev;
@@ -383,6 +419,10 @@ struct kiln_buffer {
   cl_mem mem;
   kiln_dtype dtype;
   size_t count, bytes;
+  size_t block;                  /* the bytes mem holds: bytes rounded up to
+                                    its size class when pooled (pool.c) */
+  int wrapped;                   /* mem is the caller's host memory: never pooled */
+  struct kiln_buffer *next_free; /* in the pool's list of its class */
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);

@@ -106,6 +106,7 @@ static kiln_status open_device(kiln_runtime *rt)
 /* Releases what a runtime holds; safe on a partly created one. */
 static void runtime_free(kiln_runtime *rt)
 {
+  kiln__pool_trim(rt);
   kiln__fft_release_plans(rt); /* before the queue and context they use */
 #if HAVE_CLBLAST
   kiln__clblast_release(rt);
@@ -156,6 +157,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
                       "kiln_runtime_create: allocating the runtime failed");
   }
   rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
+  rt->pool.on = !cfg.no_memory_pool;
   rt->builtins =
     calloc(kiln__builtin_count ? kiln__builtin_count : 1, sizeof *rt->builtins);
   rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;

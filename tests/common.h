@@ -120,6 +120,9 @@ static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char 
   opts.device = device;
   opts.cache_dir = dir;
   opts.no_cache = no_cache;
+  /* On Oclgrind, buffers of exactly the bytes asked for, so that it sees
+   * every overrun (a pooled block is rounded up to its size class). */
+  opts.no_memory_pool = device && strstr(device, "oclgrind") != NULL;
   return kiln_test_runtime_with(&opts);
 }
 

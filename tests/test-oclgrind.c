@@ -244,6 +244,7 @@ static kiln_runtime *oclgrind_runtime(void)
   /* --uninit builds without optimisation (main() says why), which kiln's
    * cache key cannot see: build every program anew. */
   opts.no_cache = uninit;
+  opts.no_memory_pool = 1; /* exact-size buffers: Oclgrind sees every overrun */
   kiln_runtime *rt = NULL;
   if (kiln_runtime_create(&opts, &rt) != KILN_OK)
     return NULL;

@@ -330,6 +330,12 @@ typedef struct kiln_options {
    * even without benchmark mode, use it. The first call takes as long as
    * all the candidates. Env: KILN_BENCHMARK=1 (or 0 for the default, off). */
   int benchmark;
+  /* Non-zero: no caching pool: each buffer's memory goes back to the driver
+   * when it is destroyed, and each buffer holds exactly its bytes, so that
+   * valgrind and Oclgrind see every allocation and every overrun (see
+   * "Memory accounting"). Env: KILN_MEMORY_POOL=0 (or 1 for the default,
+   * on). */
+  int no_memory_pool;
 } kiln_options;
 
 /*! kiln_options_init() :
@@ -1456,6 +1462,13 @@ typedef struct kiln_memory_usage {
   int64_t device_free_bytes; /* free memory by the vendor's query
                                 (cl_amd_device_attribute_query), -1 when the
                                 device offers none */
+  /* The caching pool (see "Memory accounting"); all 0 with the pool off. */
+  uint64_t cached_bytes;       /* held by the pool for later buffers */
+  uint64_t peak_cached_bytes;  /* the most the pool ever held */
+  uint64_t pool_hits;          /* creations served from the pool */
+  uint64_t pool_misses;        /* creations that asked the driver */
+  uint64_t trims;              /* times the pool gave its memory back */
+  uint64_t largest_free_block; /* the pool's largest block, in bytes */
 } kiln_memory_usage;
 
 /*! kiln_memory_usage_init() :
@@ -1465,6 +1478,14 @@ static inline void kiln_memory_usage_init(kiln_memory_usage *usage)
 {
   KILN__INIT(usage);
 }
+
+/*! kiln_memory_trim() :
+ * Gives every block the pool holds back to the driver, as PyTorch's
+ * torch.cuda.empty_cache(): for a service that shares its device, after a
+ * burst. Buffers alive are not touched. kiln trims by itself before a
+ * creation fails for want of memory.
+ * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for a NULL rt. */
+KILN_API kiln_status kiln_memory_trim(kiln_runtime *rt);
 
 /*! kiln_memory_stats() :
  * Fills *out, which kiln_memory_usage_init() set up.
