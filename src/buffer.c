@@ -217,6 +217,32 @@ static kiln_status allocate(kiln_buffer *b, const char *fn, unsigned flags, void
   return st;
 }
 
+/* KILN_OOM_WAIT: retries an allocation the driver refused, waiting 1, 2,
+ * 4, ... ms between tries (the last wait cut to the time left) until one
+ * succeeds or rt->oom_wait_ms have passed; then the last refusal, with the
+ * wait added to its message. */
+static kiln_status allocate_waiting(kiln_buffer *b, const char *fn, unsigned flags,
+                                    void *host)
+{
+  kiln_runtime *rt = b->rt;
+  uint64_t waited = 0, wait = 1, limit = rt->oom_wait_ms;
+  kiln_status st = KILN_ERR_OUT_OF_MEMORY;
+  for (unsigned tries = 0; st == KILN_ERR_OUT_OF_MEMORY && waited < limit; tries++) {
+    uint64_t ms = wait < limit - waited ? wait : limit - waited;
+    kiln__sleep_ms(ms);
+    waited += ms;
+    wait *= 2;
+    st = allocate(b, fn, flags, host);
+  }
+  if (st == KILN_ERR_OUT_OF_MEMORY) {
+    char *why = strdup(kiln_last_error(rt));
+    st = kiln__fail(rt, st, "%s (still refused after waiting %llu ms: KILN_OOM_WAIT)",
+                    why ? why : fn, (unsigned long long)waited);
+    free(why);
+  }
+  return st;
+}
+
 /* A block from the pool for a new buffer: zeroed on the runtime's queue
  * when asked, after every command of its last owner. */
 static kiln_status reuse(kiln_buffer *b, const char *fn, kiln_dtype dtype, size_t count,
@@ -273,6 +299,8 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
   st = allocate(b, fn, flags, host);
   if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt)) /* the driver's refusal */
     st = allocate(b, fn, flags, host);
+  if (st == KILN_ERR_OUT_OF_MEMORY && rt->oom_wait_ms)
+    st = allocate_waiting(b, fn, flags, host);
   if (st != KILN_OK) {
     free(b);
     settle(rt, block, 0);

@@ -212,6 +212,30 @@ static kiln_status read_memory_limit(const char *name, const char *value,
   return KILN_OK;
 }
 
+/* KILN_OOM_WAIT: how long an allocation the driver refuses may wait and
+ * retry, in milliseconds ("500", "500ms") or seconds ("2s", "0.5s"). */
+static kiln_status read_oom_wait(const char *name, const char *value, kiln__config *cfg)
+{
+  double v;
+  uint64_t exact;
+  int has_fraction;
+  const char *end =
+    cfg->oom_wait_ms ? NULL : parse_number(value, &v, &exact, &has_fraction);
+  if (cfg->oom_wait_ms)
+    return KILN_OK; /* the option's */
+  double ms = !end                          ? -1
+              : strcmp(end, "s") == 0       ? v * 1000
+              : !*end || !strcmp(end, "ms") ? v
+                                            : -1;
+  if (!(ms >= 0 && ms <= 3600e3))
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                      "%s='%s' is not a wait; expected milliseconds (500 or 500ms) or "
+                      "seconds (2s), at most an hour, or 0 for the default (no wait)",
+                      name, value);
+  cfg->oom_wait_ms = (unsigned)(ms + 0.5);
+  return KILN_OK;
+}
+
 /* env.def, as env.c reads it. */
 static const struct {
   const char *name;
@@ -275,6 +299,12 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->no_tuning = opts->no_tuning != 0;
   cfg->benchmark = opts->benchmark != 0;
   cfg->no_memory_pool = opts->no_memory_pool != 0;
+  if (opts->oom_wait_ms > 3600000u)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_runtime_create: options.oom_wait_ms is %u; expected at "
+                      "most 3600000 (an hour), or 0 for no wait",
+                      opts->oom_wait_ms);
+  cfg->oom_wait_ms = opts->oom_wait_ms;
   cfg->profile = opts->profile != 0;
   cfg->trace = opts->trace && *opts->trace ? opts->trace : NULL;
   cfg->trace_source = "kiln_options.trace";

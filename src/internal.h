@@ -61,6 +61,9 @@ double kiln__half_to_double(uint16_t h);
 /* CLOCK_MONOTONIC in nanoseconds (util.c). */
 uint64_t kiln__now_ns(void);
 
+/* Sleeps ms milliseconds, interruptions included. */
+void kiln__sleep_ms(uint64_t ms);
+
 /* The median of v[0..n), n >= 1, which it sorts (util.c). */
 double kiln__median(double *v, size_t n);
 
@@ -143,6 +146,7 @@ typedef struct kiln__config {
   int no_tuning;             /* the rules' parameters, whatever the record */
   int benchmark;             /* benchmark mode (choice.c) */
   int no_memory_pool;        /* buffers' memory straight back to the driver */
+  unsigned oom_wait_ms;      /* a refused allocation retries for this long */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */
@@ -397,7 +401,8 @@ struct kiln_runtime {
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
   const char *mem_limit_source;
-  kiln__pool pool; /* blocks kept by destroyed buffers (pool.c) */
+  kiln__pool pool;      /* blocks kept by destroyed buffers (pool.c) */
+  unsigned oom_wait_ms; /* a refused allocation retries for this long */
   /* commands enqueued without waiting, checked by kiln_finish() */
   struct kiln__pending {
     cl_event ev;

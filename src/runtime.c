@@ -158,6 +158,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   }
   rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
   rt->pool.on = !cfg.no_memory_pool;
+  rt->oom_wait_ms = cfg.oom_wait_ms;
   rt->builtins =
     calloc(kiln__builtin_count ? kiln__builtin_count : 1, sizeof *rt->builtins);
   rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;

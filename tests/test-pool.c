@@ -2,10 +2,11 @@
  * test-pool.c — the runtime's caching pool of device memory (src/pool.c):
  * reuse within a size class, the classes themselves, reuse that waits for
  * the last owner's commands, zeroing on reuse, trimming, the budget that
- * counts the pool, retry after a trim (the budget's and the driver's), the
- * pool turned off, steady operations that stop allocating, and 8 threads.
+ * counts the pool, retry after a trim (the budget's and the driver's),
+ * waiting out a refusal (KILN_OOM_WAIT), the pool turned off, steady operations that stop allocating, and 8 threads.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "clfault.h"
 #include "common.h"
@@ -270,6 +271,94 @@ static void test_pool_driver_refusal_trims_and_retries(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+static kiln_runtime *waiting_runtime(unsigned wait_ms)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.ignore_env = 1;
+  o.oom_wait_ms = wait_ms;
+  return kiln_test_runtime_with(&o);
+}
+
+/* KILN_OOM_WAIT: a refusal that clears after three tries is survived by
+ * waiting 1 + 2 + 4 ms; one that does not clear fails once the wait is
+ * spent, saying how long it waited. */
+static void test_pool_oom_wait_backs_off(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = waiting_runtime(1000);
+  clfault_arm("clCreateBuffer", 1, 3, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  kiln_buffer *b = make(rt, KILN_F32, 1000, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_int_equal(clfault_hits(), 3);
+  clfault_disarm();
+  double ms =
+    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  if (ms < 7)
+    fail_msg("three refusals were retried after %.2f ms; expected waits of 1 + 2 + 4 ms",
+             ms);
+  kiln_buffer_destroy(b);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = waiting_runtime(5);
+  clfault_arm("clCreateBuffer", 1, 100, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  kiln_buffer *c = NULL;
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, "after waiting 5 ms",
+                    kiln_buffer_create(rt, KILN_F32, 1000, 0, &c));
+  assert_int_equal(clfault_hits(), 4); /* waits of 1, 2 and the 2 left */
+  clfault_disarm();
+  assert_null(c);
+  kiln_memory_usage u = stats(rt);
+  assert_int_equal(u.live_buffers, 0);
+  assert_int_equal(u.current_bytes, 0);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  /* Without the option, the first refusal is final. */
+  rt = waiting_runtime(0);
+  clfault_arm("clCreateBuffer", 1, 1, CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+                    kiln_buffer_create(rt, KILN_F32, 1000, 0, &c));
+  clfault_disarm();
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+static void test_pool_oom_wait_settings(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *value;
+    kiln_status want;
+  } cases[] = {{"250", KILN_OK},
+               {"250ms", KILN_OK},
+               {"1.5s", KILN_OK},
+               {"0", KILN_OK},
+               {"soon", KILN_ERR_INVALID_ENV},
+               {"-1", KILN_ERR_INVALID_ENV},
+               {"2h", KILN_ERR_INVALID_ENV},
+               {"7200s", KILN_ERR_INVALID_ENV}};
+  for (size_t i = 0; i < COUNT(cases); i++) {
+    kiln_runtime *rt = NULL;
+    setenv("KILN_OOM_WAIT", cases[i].value, 1);
+    kiln_status st = kiln_runtime_create(NULL, &rt);
+    if (st != cases[i].want)
+      fail_msg("KILN_OOM_WAIT=%s: %s (%s); expected %s", cases[i].value,
+               kiln_status_name(st), kiln_last_error(NULL),
+               kiln_status_name(cases[i].want));
+    if (st != KILN_OK)
+      assert_non_null(strstr(kiln_last_error(NULL), "KILN_OOM_WAIT"));
+    kiln_runtime_destroy(rt);
+  }
+  unsetenv("KILN_OOM_WAIT");
+  kiln_options o;
+  kiln_options_init(&o);
+  o.oom_wait_ms = 3600001;
+  kiln_runtime *rt = NULL;
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "oom_wait_ms",
+                    kiln_runtime_create(&o, &rt));
+}
+
 static void check_pool_off(kiln_runtime *rt)
 {
   kiln_buffer *a = make(rt, KILN_F32, 1000, 0);
@@ -410,6 +499,8 @@ int main(void)
     cmocka_unit_test(test_pool_trim_gives_memory_back),
     cmocka_unit_test(test_pool_budget_counts_the_pool_and_trims),
     cmocka_unit_test(test_pool_driver_refusal_trims_and_retries),
+    cmocka_unit_test(test_pool_oom_wait_backs_off),
+    cmocka_unit_test(test_pool_oom_wait_settings),
     cmocka_unit_test(test_pool_off),
     cmocka_unit_test(test_pool_steady_gemm_allocates_nothing),
     cmocka_unit_test(test_pool_threads),

@@ -336,6 +336,12 @@ typedef struct kiln_options {
    * "Memory accounting"). Env: KILN_MEMORY_POOL=0 (or 1 for the default,
    * on). */
   int no_memory_pool;
+  /* Milliseconds that a buffer creation the driver refuses for want of
+   * memory may spend waiting and retrying, the waits doubling from 1 ms,
+   * after kiln has trimmed its pool: for a device shared with other
+   * processes, whose memory may come free. 0, the default: fail at once.
+   * At most 3600000. Env: KILN_OOM_WAIT (500, 500ms or 2s). */
+  unsigned oom_wait_ms;
 } kiln_options;
 
 /*! kiln_options_init() :
