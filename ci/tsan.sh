@@ -5,8 +5,10 @@
 # runtime each, with runtimes created and destroyed at once; each thread's
 # kiln_last_error(); the locale under VkFFT's code generator) and the
 # profile tests (threads recording into one runtime), plus the runtime and
-# buffer and pool tests, which are cheap. Any report fails the test it happens in
-# (halt_on_error: the process exits 66 at the first).
+# buffer and pool tests, which are cheap, and benchmark mode from 8 threads
+# on one runtime (tuning-threads: test-tuning's threaded test alone). Any
+# report fails the test it happens in (halt_on_error: the process exits 66
+# at the first).
 #
 # Suppressions: tests/tsan.supp, reports that lie wholly inside a library
 # kiln calls (PoCL, LLVM, the ICD loader, clFFT, CLBlast: none of them
@@ -41,4 +43,5 @@ if grep -q "unexpected memory mapping" <<<"$probe"; then
 fi
 
 "${run[@]}" meson test -C "$builddir" --no-rebuild --print-errorlogs \
-  --timeout-multiplier 3 threads profile-core profile runtime buffer pool
+  --timeout-multiplier 3 threads profile-core profile runtime buffer pool \
+  tuning-threads

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -539,6 +540,17 @@ int kiln__cache_delete_file(kiln__cache *c, const char *name, kiln__str *why)
     return -1;
   }
   return 0;
+}
+
+void kiln__cache_lock_folder(kiln__cache *c, int lock)
+{
+  if (!c || !c->dir || c->dirfd < 0)
+    return;
+  /* EINTR aside, flock on an open folder fails only for want of kernel
+   * memory; the writer then goes unserialised, as without this lock: one
+   * process's new choices may be lost, and measured again later. */
+  while (flock(c->dirfd, lock ? LOCK_EX : LOCK_UN) != 0 && errno == EINTR)
+    ;
 }
 
 /* Deletes an entry that was loaded (so trusted) but that the driver

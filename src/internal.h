@@ -306,6 +306,11 @@ int kiln__cache_get_file(kiln__cache *c, const char *name, size_t max, char **te
                          size_t *len, kiln__str *why);
 int kiln__cache_delete_file(kiln__cache *c, const char *name, kiln__str *why);
 
+/* Takes (lock 1) or releases (0) the folder's lock, an flock() on its
+ * descriptor, which serialises a read-modify-write of its files (a tuning
+ * record's choices) between processes. Nothing when the cache is off. */
+void kiln__cache_lock_folder(kiln__cache *c, int lock);
+
 /* ---- kernels (program.c, generated builtin_sources.c) ------------------- */
 
 /* One of kiln's cl/ files, embedded by tools/embed-cl.py: bytes is the text

@@ -103,6 +103,22 @@ void kiln__profile_marker(kiln_runtime *rt)
   clReleaseEvent(ev);
 }
 
+kiln__profile_scope *kiln__profile_aside(kiln_runtime *rt, kiln__profile_scope *ps,
+                                         const char *name)
+{
+  kiln__profile_scope *outer = current;
+  current = NULL;
+  kiln__profile_begin(rt, ps, name);
+  return outer;
+}
+
+void kiln__profile_back(kiln__profile_scope *outer, uint64_t ns)
+{
+  current = outer;
+  if (outer) /* the call's host time is its own, as its device time is */
+    outer->host_start += ns;
+}
+
 /* Makes room for one more record; 0 on success. Lock held. */
 static int grow_records(kiln__profiler *p)
 {

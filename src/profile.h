@@ -93,6 +93,16 @@ void kiln__profile_marker(kiln_runtime *rt);
  * library's work does. */
 #define kiln__profile_mark(rt_) ((rt_)->profile ? kiln__profile_marker(rt_) : (void)0)
 
+/* Work done for a call that is not the call's, recorded apart (benchmark
+ * mode's timing of every candidate, choice.c): aside() sets the calling
+ * thread's recorded call (if any) aside and begins ps as a call named
+ * `name` (which lives until ps ends) when rt is profiling, or records
+ * nothing; ps ends with kiln__profile_end() as any call. back() then
+ * restores the call set aside, its host time less the ns spent apart. */
+kiln__profile_scope *kiln__profile_aside(kiln_runtime *rt, kiln__profile_scope *ps,
+                                         const char *name);
+void kiln__profile_back(kiln__profile_scope *outer, uint64_t ns);
+
 /* Adds ev (retained) to the calling thread's recorded call on rt, if any;
  * kiln__runtime_track() calls it. */
 void kiln__profile_attach(kiln_runtime *rt, cl_event ev, const char *label);

@@ -400,11 +400,34 @@ static void read_measured(json_object *o, kiln__measured **out, size_t *n)
   *out = m;
 }
 
+/* Adds the choices c[0..nc) (taken) whose keys rt has not; frees m. */
+static void add_choices(kiln_runtime *rt, kiln__choice *c, size_t nc, kiln__measured *m)
+{
+  free(m);
+  pthread_mutex_lock(&rt->lock);
+  kiln__tuning_state *s = rt->tuning;
+  kiln__choice *grown = realloc(s->choices, (s->nchoices + nc + 1) * sizeof *grown);
+  if (grown)
+    s->choices = grown;
+  size_t have = s->nchoices;
+  for (size_t i = 0; i < nc; i++) {
+    size_t j = 0;
+    while (j < have && strcmp(s->choices[j].key, c[i].key) != 0)
+      j++;
+    if (grown && j == have) { /* new to rt: taken */
+      s->choices[s->nchoices++] = c[i];
+      c[i].key = NULL;
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  free_choices(c, nc);
+}
+
 /* Checks record text for rt's device and reads its parameters into t: 0,
  * or -1 with what is wrong in why. On success rt adopts the record's
- * choices and measurements. */
+ * choices and measurements; with merge, only the choices it lacks. */
 static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tuning *t,
-                        kiln__str *why)
+                        kiln__str *why, int merge)
 {
   kiln__choice *c = NULL;
   kiln__measured *m = NULL;
@@ -453,7 +476,9 @@ static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tu
   }
   if (o)
     json_object_put(o);
-  if (rc == 0)
+  if (rc == 0 && merge)
+    add_choices(rt, c, nc, m);
+  else if (rc == 0)
     keep_choices(rt, c, nc, m, nm);
   return rc;
 }
@@ -484,7 +509,7 @@ KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json)
                       !rt ? "rt" : "json");
   kiln__tuning t = rt->tuning->t;
   kiln__str why = {0};
-  int rc = parse_record(rt, json, strlen(json), &t, &why);
+  int rc = parse_record(rt, json, strlen(json), &t, &why, 0);
   kiln_status st = rc == 0 ? KILN_OK
                            : kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                                         "%s: the record does not apply to this device: "
@@ -529,9 +554,9 @@ KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json)
 }
 
 static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tuning *t,
-                        kiln__str *why)
+                        kiln__str *why, int merge)
 {
-  (void)rt, (void)text, (void)len, (void)t;
+  (void)rt, (void)text, (void)len, (void)t, (void)merge;
   kiln__str_appendf(why, "kiln was built without json-c (Debian: libjson-c-dev), so "
                          "it cannot read records");
   return -1;
@@ -555,7 +580,7 @@ void kiln__record_load(kiln_runtime *rt)
   size_t len;
   kiln__tuning t = rt->tuning->t;
   int got = kiln__cache_get_file(&rt->cache, name, MAX_RECORD, &text, &len, &why);
-  if (got == 0 && parse_record(rt, text, len, &t, &why) == 0) {
+  if (got == 0 && parse_record(rt, text, len, &t, &why, 0) == 0) {
     rt->tuning->t = t;
     rt->tuning->tuned = 1;
     keep_record(rt, text);
@@ -567,6 +592,20 @@ void kiln__record_load(kiln_runtime *rt)
                       kiln__str_get(&path), kiln__str_get(&why));
   }
   free(got == 0 ? text : NULL);
+  kiln__str_free(&why);
+}
+
+void kiln__record_merge_choices(kiln_runtime *rt)
+{
+  char name[64], *text;
+  size_t len;
+  record_name(rt, name, sizeof name);
+  kiln__str why = {0};
+  kiln__tuning t = rt->tuning->t;
+  if (kiln__cache_get_file(&rt->cache, name, MAX_RECORD, &text, &len, &why) == 0) {
+    parse_record(rt, text, len, &t, &why, 1); /* one that does not apply adds none */
+    free(text);
+  }
   kiln__str_free(&why);
 }
 

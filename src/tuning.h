@@ -74,6 +74,7 @@ typedef struct kiln__tuning_state {
   size_t nchoices;
   kiln__measured *measured; /* what kiln_tune() found, kept in the record */
   size_t nmeasured;
+  struct kiln__measuring *measuring; /* keys being timed (choice.c) */
 } kiln__tuning_state;
 
 /* The rules' values for a device: what applies without a record. */
@@ -121,6 +122,11 @@ void kiln__tuning_free(kiln_runtime *rt);
 kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__measured *m,
                               size_t n);
 
+/* Adds to rt's choices those of the device's record on disk that rt lacks
+ * (another process's, kept since rt read the record), so that saving rt's
+ * record keeps them. A record that is absent or does not apply adds none. */
+void kiln__record_merge_choices(kiln_runtime *rt);
+
 /* ---- per-shape choices (choice.c) ---------------------------------------- */
 
 /* The backend recorded for key, or KILN_BACKEND_AUTO for none. */
@@ -130,19 +136,48 @@ kiln_backend kiln__choice_find(kiln_runtime *rt, const char *key);
 void kiln__choice_keep(kiln_runtime *rt, const char *key, kiln_backend id);
 
 /* Runs a request with backend id, its output in out (a copy of the
- * caller's), for kiln__choice_measure(). */
+ * caller's), for kiln__choice_benchmark(). */
 typedef kiln_status (*kiln__trial)(kiln_runtime *rt, const void *req, kiln_backend id,
                                    kiln_buffer *out);
 
+/* How the candidates' outputs must agree with the reference's: with
+ * normwise 0, each element within tol times the reference's largest
+ * magnitude; with normwise 1, the 2-norm of the difference within tol
+ * times the reference's 2-norm (complex outputs as pairs of reals). tol 0
+ * is the output type's default for sums of products (GEMM, convolution). */
+typedef struct kiln__agreement {
+  double tol;
+  int normwise;
+} kiln__agreement;
+
+/* The unit roundoff of a float type's arithmetic (of a complex type's
+ * parts): 2^-11, 2^-24 or 2^-53. */
+double kiln__choice_epsilon(kiln_dtype t);
+
+/* Benchmark mode's request: the key, the backends and how to run one. */
+typedef struct kiln__bench {
+  const char *key;         /* "<op> ...": the op's name is the profile row's */
+  kiln_backend first;      /* the rules' pick, the reference */
+  const kiln_backend *all; /* the operation's backends, */
+  size_t nall;             /* in the order they are tried after first */
+  /* Whether backend id is built in and can run req. */
+  int (*can)(kiln_runtime *rt, const void *req, kiln_backend id);
+  kiln__trial trial;
+  const void *req;
+  kiln_buffer *out; /* the caller's output: its type and size */
+  kiln__agreement agree;
+} kiln__bench;
+
 /* Benchmark mode's first call of a key: runs the request with each backend
- * ids[0..n) (ids[0] the rules' pick, the reference) on a scratch copy of
- * the output, drops any that fails or disagrees with ids[0], times the rest
- * (median of three after a warm-up), keeps the fastest as key's choice and
- * returns it. KILN_BACKEND_AUTO when nothing could be measured (no memory
- * for the scratch output: as cudnn, the rules decide). */
-kiln_backend kiln__choice_measure(kiln_runtime *rt, const char *key,
-                                  const kiln_backend *ids, size_t n, kiln_buffer *out,
-                                  kiln__trial trial, const void *req);
+ * that can (the rules' pick first: the first that runs is the reference) on
+ * a scratch copy of the output, drops any that fails or disagrees, times
+ * the rest (median of three after a warm-up), keeps the fastest as key's
+ * choice and returns it. The key's recorded choice when it has one (and
+ * can run the request), without timing. KILN_BACKEND_AUTO, the rules decide, when nothing was measured:
+ * fewer than two candidates, no memory for the scratch output (as cudnn
+ * skips what does not fit), or another thread measuring the same key. The
+ * time goes to a profile record of its own, "benchmark <op>". */
+kiln_backend kiln__choice_benchmark(kiln_runtime *rt, const kiln__bench *b);
 
 /* Test seam: when set, called before each timed run of a candidate. */
 extern void (*kiln__choice_seam)(kiln_backend id);

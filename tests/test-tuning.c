@@ -5,12 +5,16 @@
  * note and the rules' parameters apply; kiln_tuning_set() refuses what a
  * runtime would ignore; kiln_tune() keeps a record, stops when asked, and
  * two processes tuning one device at once leave a record that loads;
- * benchmark mode runs the faster backend of a shape and the next process
- * uses its choice. Each
- * test gets a fresh cache folder under /tmp. Built only with json-c.
+ * benchmark mode runs the faster backend of a shape (convolution, FFT, sum)
+ * and the next process uses its choice; its timing is a profile row of its
+ * own; 8 threads benchmark one runtime at once, and two processes one
+ * folder. Each test gets a fresh cache folder under /tmp. Built only with
+ * json-c.
  */
 #define KILN_EXPERIMENTAL /* the tuning API */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@
 
 #include "conv-case.h"
 #include "internal.h"
+#include "kiln_config.h"
 #include "tuning.h"
 
 typedef struct fixture {
@@ -453,6 +458,26 @@ static int tune_child(const char *dir)
   return r && kiln_runtime_destroy(r) == KILN_OK && ok ? 0 : 1;
 }
 
+/* Runs this program again twice at once, with arguments one and two, and
+ * checks that both exit 0. */
+static void run_two(char *one[], char *two[])
+{
+  pid_t kids[2];
+  for (int i = 0; i < 2; i++) {
+    kids[i] = fork();
+    assert_true(kids[i] >= 0);
+    if (kids[i] == 0) {
+      execv("/proc/self/exe", i ? two : one);
+      _exit(127);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    int status = 0;
+    assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+}
+
 /* Two processes tune the same device into one folder at once: both
  * succeed, and the record left is whole and applies. They are new
  * processes (this program, run again), not forks: a driver's threads do
@@ -462,21 +487,8 @@ static void test_two_processes_tune(void **state)
   fixture *fx = *state;
   kiln_runtime *rt = runtime(fx, 0); /* creates the folder before the race */
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
-  pid_t kids[2];
-  for (int i = 0; i < 2; i++) {
-    char *argv[] = {"test-tuning", "--tune-child", fx->dir, NULL};
-    kids[i] = fork();
-    assert_true(kids[i] >= 0);
-    if (kids[i] == 0) {
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-  }
-  for (int i = 0; i < 2; i++) {
-    int status = 0;
-    assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  char *argv[] = {"test-tuning", "--tune-child", fx->dir, NULL};
+  run_two(argv, argv);
   rt = runtime(fx, 0);
   assert_true(tuned(rt));
   check_sum(rt);
@@ -494,6 +506,23 @@ static void slow_seam(kiln_backend id)
   seam_calls++;
   if (id != fast_one)
     nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+}
+
+/* The profile's row of op (the first, there is one backend in these
+ * tests), or a row of zeros when there is none; the row lives until the
+ * next call. */
+static const kiln_profile_row *profile_row(kiln_runtime *rt, const char *op)
+{
+  static kiln_profile_row rows[16], none;
+  size_t n = 0;
+  for (size_t i = 0; i < COUNT(rows); i++)
+    kiln_profile_row_init(&rows[i]);
+  assert_kiln_ok(rt, kiln_profile_rows(rt, rows, COUNT(rows), &n));
+  for (size_t i = 0; i < n && i < COUNT(rows); i++)
+    if (strcmp(rows[i].op, op) == 0)
+      return &rows[i];
+  kiln_profile_row_init(&none);
+  return &none;
 }
 
 /* A small NCHW float convolution (c = 3: the rules pick direct), run with
@@ -538,16 +567,7 @@ static const char *conv_auto(kiln_runtime *rt, size_t k)
   for (size_t i = 0; i < ny; i++)
     if (fabs(y[i] - sum[i]) > 28 * 0x1p-24 * mag[i] + 1e-30)
       fail_msg("y[%zu] = %.9g, want %.9g", i, y[i], sum[i]);
-  static kiln_profile_row rows[16];
-  size_t n = 0;
-  for (size_t i = 0; i < COUNT(rows); i++)
-    kiln_profile_row_init(&rows[i]);
-  assert_kiln_ok(rt, kiln_profile_rows(rt, rows, COUNT(rows), &n));
-  const char *ran = NULL;
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(rows[i].op, "conv2d") == 0)
-      ran = rows[i].backend;
-  assert_non_null(ran);
+  const char *ran = profile_row(rt, "conv2d")->backend;
   kiln_buffer_destroy(bx);
   kiln_buffer_destroy(bw);
   kiln_buffer_destroy(by);
@@ -596,6 +616,276 @@ static void test_benchmark_mode(void **state)
   rt = profiled(fx, 0); /* a record's choices go with --clear */
   assert_kiln_ok(rt, kiln_tuning_clear(rt));
   assert_string_equal(conv_auto(rt, 5), "direct");
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  kiln__choice_seam = NULL;
+}
+
+/* ---- benchmark mode: FFT and sums ------------------------------------------ */
+
+/* A runtime in benchmark mode whose seam slows every backend but fast;
+ * skips the test when the build has no second backend of the op (have 0). */
+static kiln_runtime *slowed(const fixture *fx, int have, const char *op,
+                            kiln_backend fast)
+{
+  if (!have) {
+    print_message("# skipped: kiln's own is the only %s backend in this build\n", op);
+    skip();
+  }
+  kiln__choice_seam = slow_seam;
+  seam_calls = 0;
+  fast_one = fast;
+  return profiled(fx, 1);
+}
+
+/* A 1-D complex64 FFT of n points (n a power of two: every backend runs
+ * it), with AUTO, against a naive DFT in double. The bound, in the 2-norm
+ * relative to the output's: log2(n) passes, each rounding at float's
+ * epsilon, with room for the twiddle factors' own error. Returns the
+ * backend the profile says ran it. */
+static const char *fft_auto(kiln_runtime *rt, size_t n)
+{
+  float *x = malloc(2 * n * sizeof *x), *y = malloc(2 * n * sizeof *y);
+  uint64_t st = 11;
+  for (size_t i = 0; i < 2 * n; i++)
+    x[i] = (float)(kiln_test_random(&st) % 2001) / 1000.0f - 1.0f;
+  kiln_buffer *bx, *by;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, n, 0, &bx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, n, 0, &by));
+  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, n, x));
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, n);
+  assert_kiln_ok(rt, kiln_profile_reset(rt));
+  assert_kiln_ok(rt, kiln_fft(rt, &d, bx, by));
+  assert_kiln_ok(rt, kiln_buffer_read(by, 0, n, y));
+  double err = 0, norm = 0;
+  for (size_t k = 0; k < n; k++) {
+    double re = 0, im = 0;
+    for (size_t j = 0; j < n; j++) {
+      double a = -2 * acos(-1.0) * (double)((j * k) % n) / (double)n;
+      re += x[2 * j] * cos(a) - x[2 * j + 1] * sin(a);
+      im += x[2 * j] * sin(a) + x[2 * j + 1] * cos(a);
+    }
+    err += (y[2 * k] - re) * (y[2 * k] - re) + (y[2 * k + 1] - im) * (y[2 * k + 1] - im);
+    norm += re * re + im * im;
+  }
+  double bound = 8 * (log2((double)n) + 1) * 0x1p-24;
+  if (sqrt(err) > bound * sqrt(norm))
+    fail_msg("fft of %zu: relative error %.3g, bound %.3g", n, sqrt(err / norm), bound);
+  kiln_buffer_destroy(bx);
+  kiln_buffer_destroy(by);
+  free(x), free(y);
+  return profile_row(rt, "fft")->backend;
+}
+
+/* Benchmark mode times every FFT backend built in (kiln's own, VkFFT,
+ * clFFT), runs the fastest, keeps it, and its time is the profile's row
+ * "benchmark fft", not the call's. */
+static void test_benchmark_fft(void **state)
+{
+  fixture *fx = *state; /* the rules pick kiln's own */
+  kiln_runtime *rt = slowed(fx, HAVE_CLFFT || HAVE_VKFFT, "FFT",
+                            HAVE_CLFFT ? KILN_BACKEND_CLFFT : KILN_BACKEND_VKFFT);
+  assert_string_equal(fft_auto(rt, 512), kiln_backend_name(fast_one));
+  int candidates = 1 + HAVE_CLFFT + HAVE_VKFFT;
+  assert_int_equal(seam_calls, 3 * candidates); /* all agreed, each timed three times */
+  const kiln_profile_row *bench = profile_row(rt, "benchmark fft");
+  assert_int_equal(bench->calls, 1);
+  assert_string_equal(bench->backend, "all");
+  assert_true(bench->total_ns > 0);
+  /* the slowed candidates' 50 ms each, and the call's row is its own */
+  assert_true(bench->host_ns >= (uint64_t)3 * (candidates - 1) * 50000000);
+  uint64_t bench_host = bench->host_ns;
+  assert_true(profile_row(rt, "fft")->host_ns < bench_host);
+  assert_int_equal(profile_row(rt, "fft")->calls, 1);
+  seam_calls = 0;
+  assert_string_equal(fft_auto(rt, 512), kiln_backend_name(fast_one)); /* known */
+  assert_int_equal(seam_calls, 0);
+  assert_int_equal(profile_row(rt, "benchmark fft")->calls, 0);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = profiled(fx, 0); /* the next process, without benchmark mode */
+  assert_string_equal(fft_auto(rt, 512), kiln_backend_name(fast_one));
+  assert_string_equal(fft_auto(rt, 256), "kiln"); /* another shape: the rules */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  kiln__choice_seam = NULL;
+}
+
+/* The sum of n floats with AUTO, against the sum in double: within n
+ * roundings at float's epsilon of the sum of magnitudes (a float32
+ * accumulator's bound; kiln's is far tighter). 1 when right; no cmocka
+ * call, so threads may run it. */
+static int sum_ok(kiln_runtime *rt, size_t n, uint64_t seed)
+{
+  float *x = malloc(n * sizeof *x), got = NAN;
+  double want = 0, mag = 0;
+  for (size_t i = 0; x && i < n; i++) {
+    x[i] = (float)(kiln_test_random(&seed) % 2001) / 1000.0f - 0.5f;
+    want += x[i];
+    mag += fabs(x[i]);
+  }
+  kiln_buffer *in = NULL, *out = NULL;
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_SUM, KILN_F32, n);
+  int ok = x && kiln_buffer_create(rt, KILN_F32, n, 0, &in) == KILN_OK &&
+           kiln_buffer_create(rt, KILN_F32, 1, 0, &out) == KILN_OK &&
+           kiln_buffer_write(in, 0, n, x) == KILN_OK &&
+           kiln_reduce(rt, &d, in, out) == KILN_OK &&
+           kiln_buffer_read(out, 0, 1, &got) == KILN_OK &&
+           fabs(got - want) <= (double)(n + 1) * 0x1p-24 * mag;
+  if (!ok)
+    fprintf(stderr, "# sum of %zu: %.9g, want %.9g (%s)\n", n, got, want,
+            kiln_last_error(rt));
+  kiln_buffer_destroy(in);
+  kiln_buffer_destroy(out);
+  free(x);
+  return ok;
+}
+
+static const char *sum_auto(kiln_runtime *rt, size_t n)
+{
+  assert_kiln_ok(rt, kiln_profile_reset(rt));
+  assert_true(sum_ok(rt, n, n));
+  return profile_row(rt, "reduce.sum")->backend;
+}
+
+/* Benchmark mode times kiln's sum and CLBlast's Xsum, runs the faster and
+ * keeps it; a reduction CLBlast cannot run (along an axis) has no choice
+ * to make and is not timed. */
+static void test_benchmark_reduce(void **state)
+{
+  fixture *fx = *state; /* the rules pick kiln's own */
+  kiln_runtime *rt = slowed(fx, HAVE_CLBLAST, "reduction", KILN_BACKEND_CLBLAST);
+  assert_string_equal(sum_auto(rt, 4099), "clblast");
+  assert_int_equal(seam_calls, 6);
+  assert_int_equal(profile_row(rt, "benchmark reduce")->calls, 1);
+  fast_one = KILN_BACKEND_KILN;
+  assert_string_equal(sum_auto(rt, 4100), "kiln");
+  kiln_reduce_desc d; /* the max of each row of 3 x 5: kiln's alone */
+  kiln_reduce_desc_init(&d, KILN_REDUCE_MAX, KILN_F32, 15);
+  d.ndim = 2, d.shape[0] = 3, d.shape[1] = 5, d.axis = 1;
+  kiln_buffer *in, *out;
+  float x[15] = {0}, y[3];
+  x[4] = 1, x[5] = 2, x[14] = 3;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 15, 0, &in));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 3, 0, &out));
+  assert_kiln_ok(rt, kiln_buffer_write(in, 0, 15, x));
+  seam_calls = 0;
+  assert_kiln_ok(rt, kiln_reduce(rt, &d, in, out));
+  assert_kiln_ok(rt, kiln_buffer_read(out, 0, 3, y));
+  assert_true(y[0] == 1 && y[1] == 2 && y[2] == 3);
+  assert_int_equal(seam_calls, 0);
+  kiln_buffer_destroy(in);
+  kiln_buffer_destroy(out);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+
+  rt = profiled(fx, 0); /* the next process, without benchmark mode */
+  assert_string_equal(sum_auto(rt, 4099), "clblast");
+  assert_string_equal(sum_auto(rt, 4100), "kiln");
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  kiln__choice_seam = NULL;
+}
+
+/* ---- benchmark mode: threads and processes --------------------------------- */
+
+static atomic_int timed_runs;
+
+static void count_seam(kiln_backend id)
+{
+  (void)id;
+  atomic_fetch_add(&timed_runs, 1);
+}
+
+typedef struct sum_job {
+  kiln_runtime *rt;
+  size_t n;
+  int ok;
+} sum_job;
+
+static void *sum_thread(void *arg)
+{
+  sum_job *j = arg;
+  j->ok = sum_ok(j->rt, j->n, j->n);
+  return NULL;
+}
+
+/* 8 threads in benchmark mode on one runtime at once, four on one key and
+ * four on keys of their own: every sum right, each key measured once (one
+ * "benchmark reduce" record each, both candidates timed three times) and
+ * kept. ci/tsan.sh runs this one under ThreadSanitizer. */
+static void test_benchmark_threads(void **state)
+{
+  if (!HAVE_CLBLAST) {
+    print_message("# skipped: a sum has one backend without CLBlast\n");
+    skip();
+  }
+  kiln__choice_seam = count_seam;
+  atomic_store(&timed_runs, 0);
+  kiln_runtime *rt = profiled(*state, 1);
+  sum_job jobs[8];
+  pthread_t th[8];
+  for (int i = 0; i < 8; i++) {
+    jobs[i] = (sum_job){rt, i < 4 ? 3000 : 3000 + (size_t)i, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, sum_thread, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 8; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_true(jobs[i].ok);
+  }
+  assert_int_equal(profile_row(rt, "benchmark reduce")->calls, 5);
+  assert_int_equal(atomic_load(&timed_runs), 5 * 2 * 3);
+  kiln_tuning_usage u;
+  kiln_tuning_usage_init(&u);
+  assert_kiln_ok(rt, kiln_tuning_stats(rt, &u));
+  assert_int_equal(u.choices, 5);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  kiln__choice_seam = NULL;
+}
+
+/* A child of test_benchmark_processes: benchmark mode on the sums of 5000
+ * floats (the key both children share) and of n (its own), kept in the
+ * cache folder dir. Exit status 0 when both are right. */
+static int bench_child(const char *dir, const char *n)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.cache_dir = dir;
+  o.benchmark = 1;
+  kiln_runtime *r = NULL;
+  int ok = kiln_runtime_create(&o, &r) == KILN_OK && sum_ok(r, 5000, 5000) &&
+           sum_ok(r, strtoul(n, NULL, 10), strtoul(n, NULL, 10));
+  if (!ok)
+    fprintf(stderr, "bench child: %s\n", kiln_last_error(r));
+  return r && kiln_runtime_destroy(r) == KILN_OK && ok ? 0 : 1;
+}
+
+/* Two processes benchmark into one folder at once: the record left is
+ * whole and holds both processes' choices, which the next process uses
+ * without timing. New processes, not forks: see test_two_processes_tune. */
+static void test_benchmark_processes(void **state)
+{
+  if (!HAVE_CLBLAST) {
+    print_message("# skipped: a sum has one backend without CLBlast\n");
+    skip();
+  }
+  fixture *fx = *state;
+  kiln_runtime *rt = runtime(fx, 0); /* creates the folder before the race */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  char *one[] = {"test-tuning", "--bench-child", fx->dir, "6001", NULL},
+       *two[] = {"test-tuning", "--bench-child", fx->dir, "6002", NULL};
+  run_two(one, two);
+  kiln__choice_seam = count_seam;
+  atomic_store(&timed_runs, 0);
+  rt = profiled(fx, 1);
+  assert_true(tuned(rt));
+  assert_null(strstr(kiln_runtime_diagnostics(rt), "tuning record"));
+  kiln_tuning_usage u;
+  kiln_tuning_usage_init(&u);
+  assert_kiln_ok(rt, kiln_tuning_stats(rt, &u));
+  assert_int_equal(u.choices, 3);
+  assert_true(sum_ok(rt, 5000, 5000));
+  assert_true(sum_ok(rt, 6001, 6001));
+  assert_true(sum_ok(rt, 6002, 6002));
+  assert_int_equal(atomic_load(&timed_runs), 0);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
   kiln__choice_seam = NULL;
 }
@@ -651,7 +941,11 @@ int main(int argc, char **argv)
 {
   if (argc == 3 && strcmp(argv[1], "--tune-child") == 0)
     return tune_child(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "--bench-child") == 0)
+    return bench_child(argv[2], argv[3]);
   kiln_test_require_device();
+  if (argc == 2) /* a pattern: run only the tests whose names match it */
+    cmocka_set_test_filter(argv[1]);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
     T(test_no_record_defaults),  T(test_round_trip),
@@ -659,6 +953,8 @@ int main(int argc, char **argv)
     T(test_tune_keeps_a_record), T(test_tune_stops_when_asked),
     T(test_tune_bad_options),    T(test_two_processes_tune),
     T(test_gpu_shape_extremes),  T(test_benchmark_mode),
+    T(test_benchmark_fft),       T(test_benchmark_reduce),
+    T(test_benchmark_threads),   T(test_benchmark_processes),
     T(test_bad_choice),
   };
 #undef T

@@ -220,25 +220,24 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
   return backend_table(id)->run(rt, &cv);
 }
 
-/* Benchmark mode: the first AUTO call of a shape with no recorded choice
- * times every backend that can run it (the rules' pick first) and runs the
+static int can(kiln_runtime *rt, const void *req, kiln_backend id)
+{
+  return backend_table(id) && !backend_table(id)->cannot(rt, req);
+}
+
+/* Benchmark mode (choice.c): the first AUTO call of a shape with no
+ * recorded choice times every backend that can run it and runs the
  * fastest; *be is the rules' pick on entry. */
 static void benchmark(kiln_runtime *rt, const kiln__conv *cv,
                       const kiln__conv_backend **be)
 {
-  char key[256];
-  conv_key(cv, key, sizeof key);
-  if (kiln__choice_find(rt, key) != KILN_BACKEND_AUTO)
-    return;
   static const kiln_backend all[] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
                                      KILN_BACKEND_CLBLAST};
-  kiln_backend ids[KILN__COUNT(all) + 1] = {(*be)->id};
-  size_t n = 1;
-  for (size_t i = 0; i < KILN__COUNT(all); i++)
-    if (all[i] != ids[0] && backend_table(all[i]) &&
-        !backend_table(all[i])->cannot(rt, cv))
-      ids[n++] = all[i];
-  kiln_backend w = kiln__choice_measure(rt, key, ids, n, cv->ybuf, trial, cv);
+  char key[256];
+  conv_key(cv, key, sizeof key);
+  kiln__bench b = {key, (*be)->id, all,   KILN__COUNT(all), can, trial,
+                   cv,  cv->ybuf,  {0, 0}};
+  kiln_backend w = kiln__choice_benchmark(rt, &b);
   if (w != KILN_BACKEND_AUTO)
     *be = backend_table(w);
 }

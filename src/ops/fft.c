@@ -34,6 +34,7 @@
 #include "profile.h"
 #include "ops.h"
 #include "kernel_args.h"
+#include "tuning.h"
 
 /* One cached plan: the key (everything a backend's plan depends on) and the
  * backend's plan. */
@@ -192,8 +193,31 @@ static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
   order[2] = backend_of(KILN_BACKEND_CLFFT);
 }
 
+/* The key of f's per-shape choice: all that can change which backend is
+ * fastest (the scaling is one pass after any backend, so not norm). */
+static void fft_key(const kiln__fft *f, char *key, size_t size)
+{
+  const size_t *n = f->d.shape;
+  snprintf(key, size, "fft %s %s %s %zux%zux%zu batch %zu", kind_name(f->d.kind),
+           f->d.inverse ? "inverse" : "forward", kiln_dtype_name(f->d.dtype), n[0],
+           n[1] ? n[1] : 1, n[2] ? n[2] : 1, f->d.batch);
+}
+
+/* Moves backend id, when it is among out[0..n), to the front. */
+static void put_first(const kiln__fft_backend *out[3], unsigned n, kiln_backend id)
+{
+  for (unsigned i = 1; i < n; i++)
+    if (out[i]->id == id) {
+      const kiln__fft_backend *be = out[i];
+      memmove(&out[1], &out[0], i * sizeof out[0]);
+      out[0] = be;
+      return;
+    }
+}
+
 /* The backends that may run f, best first: the one asked for, or AUTO's
- * order without those that say they cannot. Returns how many (0: failed). */
+ * order without those that say they cannot, the choice recorded for f's
+ * shape first. Returns how many (0: failed). */
 static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
                        const kiln__fft_backend *out[3], kiln_status *st)
 {
@@ -224,8 +248,12 @@ static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
   for (unsigned i = 0; i < 3; i++)
     if (order[i] && !order[i]->cannot(rt, f))
       out[n++] = order[i];
-  if (n)
+  if (n) {
+    char key[128];
+    fft_key(f, key, sizeof key);
+    put_first(out, n, kiln__choice_find(rt, key));
     return n;
+  }
   static const kiln_backend ids[3] = {KILN_BACKEND_KILN, KILN_BACKEND_VKFFT,
                                       KILN_BACKEND_CLFFT};
   const char *reason[3];
@@ -394,6 +422,52 @@ static const char *profile_shape(const kiln__fft *f, char *buf, size_t size)
   return buf;
 }
 
+/* ---- benchmark mode -------------------------------------------------------- */
+
+static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
+                         kiln_buffer *out)
+{
+  kiln__fft f = *(const kiln__fft *)req;
+  f.out = kiln_buffer_cl_mem(out);
+  const kiln__fft_backend *be = backend_of(id);
+  struct kiln__fft_plan *plan = NULL;
+  kiln_status st = plan_get(rt, &f, be, &plan);
+  if (st == KILN_OK) {
+    pthread_mutex_lock(&plan->run_lock);
+    st = be->run(rt, plan->plan, &f);
+    pthread_mutex_unlock(&plan->run_lock);
+  }
+  return st;
+}
+
+static int can(kiln_runtime *rt, const void *req, kiln_backend id)
+{
+  return backend_of(id) && !backend_of(id)->cannot(rt, req);
+}
+
+/* Benchmark mode (choice.c): the first AUTO call of a shape with no
+ * recorded choice times every backend that can run it and puts the fastest
+ * first in be[0..n). Backends differ in their roundings only: a transform
+ * of n points through log2(n) passes of butterflies has an error of about
+ * log2(n) epsilon in the 2-norm, relative to the output's; 8 (log2(n) + 1)
+ * epsilon leaves room for twiddle factors and Bluestein's detour, and a
+ * wrong kernel is off by order 1. */
+static void benchmark(kiln_runtime *rt, const kiln__fft *f, kiln_buffer *out,
+                      const kiln__fft_backend *be[3], unsigned n)
+{
+  kiln_backend all[3];
+  double points = 1;
+  for (unsigned i = 0; i < n; i++)
+    all[i] = be[i]->id;
+  for (unsigned i = 0; i < f->d.ndim; i++)
+    points *= (double)f->d.shape[i];
+  char key[128];
+  fft_key(f, key, sizeof key);
+  double tol = 8 * (ceil(log2(points)) + 1) * kiln__choice_epsilon(f->d.dtype);
+  kiln__bench b = {key, all[0], all, n, can, trial, f, out, {tol, 1}};
+  put_first(be, n, kiln__choice_benchmark(rt, &b));
+}
+
 /* kiln_fft() inside its profiling scope, which it describes. */
 kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
                           const kiln_buffer *in, kiln_buffer *out,
@@ -406,6 +480,8 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
   kiln_status st = kiln__fft_check(rt, desc, in, out, &f, be, &n);
   if (st != KILN_OK)
     return st;
+  if (rt->tuning->benchmark && f.d.backend == KILN_BACKEND_AUTO && n > 1)
+    benchmark(rt, &f, out, be, n);
   /* A backend may refuse a shape only when it plans it (VkFFT's multi-pass
    * R2C of odd lengths): AUTO then goes on to the next, and runs a real
    * transform that none can do as a complex one (fft_real.c). */

@@ -258,22 +258,22 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
   return backend_table(id)->run(rt, &g);
 }
 
-/* Benchmark mode: the first AUTO call of a shape with no recorded choice
- * times every backend that can run it (the rules' pick first) and runs the
+static int can(kiln_runtime *rt, const void *req, kiln_backend id)
+{
+  return backend_table(id) && !backend_table(id)->cannot(rt, req);
+}
+
+/* Benchmark mode (choice.c): the first AUTO call of a shape with no
+ * recorded choice times every backend that can run it and runs the
  * fastest; *be is the rules' pick on entry. */
 static void benchmark(kiln_runtime *rt, const kiln__gemm *g, kiln_buffer *c,
                       const kiln__gemm_backend **be)
 {
+  static const kiln_backend all[] = {KILN_BACKEND_KILN, KILN_BACKEND_CLBLAST};
   char key[160];
   gemm_key(g, key, sizeof key);
-  if (kiln__choice_find(rt, key) != KILN_BACKEND_AUTO)
-    return;
-  kiln_backend ids[2] = {(*be)->id};
-  size_t n = 1;
-  for (kiln_backend id = KILN_BACKEND_KILN; id <= KILN_BACKEND_CLBLAST; id++)
-    if (id != ids[0] && backend_table(id) && !backend_table(id)->cannot(rt, g))
-      ids[n++] = id;
-  kiln_backend w = kiln__choice_measure(rt, key, ids, n, c, trial, g);
+  kiln__bench b = {key, (*be)->id, all, KILN__COUNT(all), can, trial, g, c, {0, 0}};
+  kiln_backend w = kiln__choice_benchmark(rt, &b);
   if (w != KILN_BACKEND_AUTO)
     *be = backend_table(w);
 }

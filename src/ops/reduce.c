@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "ops.h"
+#include "tuning.h"
 
 static const char *const op_names[] = {
   [KILN_REDUCE_SUM] = "sum",       [KILN_REDUCE_MEAN] = "mean",
@@ -147,23 +148,81 @@ kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buf
   return kiln_buffer_fill(out, r->out_offset, outputs, &v);
 }
 
+/* The backend of id, or NULL for none (or one not built in). */
+static const kiln__reduce_backend *backend_table(kiln_backend id)
+{
+#if HAVE_CLBLAST
+  if (id == KILN_BACKEND_CLBLAST)
+    return &kiln__reduce_clblast;
+#endif
+  return id == KILN_BACKEND_KILN ? &kiln__reduce_kiln : NULL;
+}
+
+/* The key of r's per-shape choice: all that can change which backend is
+ * fastest, the start's alignment (in elements, to 64 bytes) among them. */
+static void reduce_key(const kiln__reduce *r, char *key, size_t size)
+{
+  snprintf(key, size, "reduce %s %s %zux%zux%zu align %zu", kiln_reduce_op_name(r->op),
+           kiln_dtype_name(r->in_type), r->outer, r->len, r->inner,
+           r->offset % (64 / kiln_dtype_size(r->in_type)));
+}
+
 /* kiln's kernels are the rule: measured on PoCL they read 20 GB/s where
  * CLBlast's GPU-shaped Xsum reads 0.4, and they honour numpy's NaN and
- * accumulation rules on every device. CLBlast runs when asked for. */
+ * accumulation rules on every device. A choice benchmark mode recorded for
+ * the shape comes first; CLBlast runs when asked for. */
 kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
                                 const kiln__reduce *r, const kiln__reduce_backend **out)
 {
-  kiln_backend id = asked == KILN_BACKEND_AUTO ? KILN_BACKEND_KILN : asked;
-  *out = id == KILN_BACKEND_KILN ? &kiln__reduce_kiln : NULL;
-#if HAVE_CLBLAST
-  if (id == KILN_BACKEND_CLBLAST)
-    *out = &kiln__reduce_clblast;
-#endif
+  kiln_backend id = asked;
+  if (id == KILN_BACKEND_AUTO) {
+    char key[128];
+    reduce_key(r, key, sizeof key);
+    const kiln__reduce_backend *chosen = backend_table(kiln__choice_find(rt, key));
+    id = chosen && !chosen->cannot(rt, r) ? chosen->id : KILN_BACKEND_KILN;
+  }
+  *out = backend_table(id);
   if (!*out)
     return kiln__backend_unknown(rt, "kiln_reduce", id,
                                  "KILN_BACKEND_AUTO, _KILN or _CLBLAST");
   return kiln__backend_refuses(rt, "kiln_reduce", id, kiln_reduce_op_name(r->op),
                                (*out)->cannot(rt, r));
+}
+
+static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
+                         kiln_buffer *out)
+{
+  kiln__reduce r = *(const kiln__reduce *)req;
+  r.out = kiln_buffer_cl_mem(out);
+  return backend_table(id)->run(rt, &r);
+}
+
+static int can(kiln_runtime *rt, const void *req, kiln_backend id)
+{
+  return backend_table(id) && !backend_table(id)->cannot(rt, req);
+}
+
+/* Benchmark mode (choice.c): the first AUTO call of a shape with no
+ * recorded choice times every backend that can run it and runs the
+ * fastest; *be is the rules' pick on entry. The backends differ in their
+ * order of summation: a float sum of len terms in any order is within
+ * (len - 1) epsilon of the exact one, relative to the sum of magnitudes,
+ * which is the result's own magnitude for a norm and for a sum without
+ * cancellation. Beyond 1e-2 (float32, len above ~10^5) the bound stops:
+ * larger, it would pass a kernel that skipped a block of terms; a sum that
+ * cancels may then exceed it, which drops CLBlast and keeps the rules'
+ * kiln: the safe side. */
+static void benchmark(kiln_runtime *rt, const kiln__reduce *r, kiln_buffer *out,
+                      const kiln__reduce_backend **be)
+{
+  static const kiln_backend all[] = {KILN_BACKEND_KILN, KILN_BACKEND_CLBLAST};
+  char key[128];
+  reduce_key(r, key, sizeof key);
+  double tol = fmin((double)(r->len + 1) * kiln__choice_epsilon(r->in_type), 1e-2);
+  kiln__bench b = {key, (*be)->id, all, KILN__COUNT(all), can, trial, r, out, {tol, 0}};
+  kiln_backend w = kiln__choice_benchmark(rt, &b);
+  if (w != KILN_BACKEND_AUTO)
+    *be = backend_table(w);
 }
 
 kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
@@ -208,6 +267,8 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
     return kiln__profile_end(&ps, kiln__reduce_empty(rt, &r, out, outputs));
   }
   st = kiln__reduce_choose(rt, desc->backend, &r, &be);
+  if (st == KILN_OK && rt->tuning->benchmark && desc->backend == KILN_BACKEND_AUTO)
+    benchmark(rt, &r, out, &be);
   if (st == KILN_OK) {
     /* one operation per element read; norm's square and add count two */
     kiln__profile_describe(&ps, kiln_backend_name(be->id),
