@@ -173,7 +173,7 @@ static int check_conv(const kiln_device_info *dev, const kiln__conv_tuning *c,
 
 int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln__str *why)
 {
-  int rc = check_conv(dev, &t->conv, why);
+  int rc = 0;
   for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
     if (check_gemm(dev, &t->gemm[v], gemm_tags[v], why))
       rc = -1;
@@ -192,6 +192,8 @@ int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln_
   if (!is_pow2(f->wide_from) || f->wide_from < 16)
     rc =
       bad(why, "fft", "wide_from", f->wide_from, "it must be a power of two, 16 or more");
+  if (check_conv(dev, &t->conv, why))
+    rc = -1;
   return rc;
 }
 

@@ -327,7 +327,7 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
 
 /* The conv parameters of kiln tune (kiln__conv_tuning) that the rules never
  * pick, extremes of what kiln__tuning_check() allows included, on the
- * table's cases for both kiln backends: 16 columns a work-item, 16
+ * table's cases (half of them each) for both kiln backends: 16 columns a work-item, 16
  * channels, 64 accumulators, odd blocks and odd groups, one-work-item
  * groups, the smallest im2col step (chunks of an image's rows, on the last
  * case) and the largest. float32 everywhere, half and double storage on a
@@ -356,7 +356,7 @@ static void test_conv_tuned_params(void **state)
       continue; /* the device cannot run it: kiln tune skips it too */
     }
     kiln__runtime_set_tuning(rt, &t);
-    for (size_t c = 0; c < NCASES; c++)
+    for (size_t c = i % 2; c < NCASES; c += 2) /* half the table a set */
       run_case_on(rt, &cases[c], KILN_F32, 7 * i + c, kiln_backends,
                   COUNT(kiln_backends));
     run_case_on(rt, &big, KILN_F32, 5, kiln_backends, COUNT(kiln_backends));
