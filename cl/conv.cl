@@ -46,8 +46,64 @@
 
 #ifdef V
 
-/* One output element a work-item, global (q, p, n * k): for few channels a
- * group and depthwise layers, where im2col's matrix would be thin. */
+/* The direct kernel's blocking (kiln__conv_tuning, src/tuning.c): each
+ * work-item computes QW neighbouring outputs of a row (columns q0 ..
+ * q0 + QW - 1) for KB output channels (ki0 .. ki0 + KB - 1). */
+#ifndef KILN_CONV_QW
+#define KILN_CONV_QW 1
+#endif
+#ifndef KILN_CONV_KB
+#define KILN_CONV_KB 1
+#endif
+#define QW KILN_CONV_QW
+#define KB KILN_CONV_KB
+
+/* Adds to acc[b][j] (b < kn, j < QW) the terms of output channels ki0 ..
+ * ki0 + kn - 1, all of one group whose input channels start at c0, at
+ * output row pi, columns q0 + j. kn is a constant where this is inlined,
+ * so its tests fold away. Input columns outside the image read a clamped
+ * address and count zero: no branch in the channel loop. */
+static void NAME(conv_direct_sum)(global const ST *x, global const ST *wt, int nhwc,
+                                  uint ni, uint c0, uint ki0, uint kn, uint c, uint h,
+                                  uint w, uint r, uint s, uint cg, uint sh, uint sw,
+                                  uint pt, uint pl, uint dh, uint dw, uint pi, uint q0,
+                                  ACC acc[KB][QW])
+{
+  ulong xstep = nhwc ? 1 : (ulong)h * w, wstep = nhwc ? 1 : r * s,
+        kstep = (ulong)cg * r * s;
+  for (uint ri = 0; ri < r; ri++) {
+    int hi = (int)(pi * sh + ri * dh) - (int)pt;
+    if (hi < 0 || hi >= (int)h)
+      continue;
+    for (uint si = 0; si < s; si++) {
+      ulong xo[QW];
+      ACC in[QW];
+      for (uint j = 0; j < QW; j++) {
+        int wi = (int)((q0 + j) * sw + si * dw) - (int)pl;
+        in[j] = wi >= 0 && wi < (int)w ? 1 : 0;
+        xo[j] = XAT(ni, c0, hi, in[j] != 0 ? wi : 0);
+      }
+      ulong wo = WAT(ki0, 0, ri, si);
+      for (uint cj = 0; cj < cg; cj++) {
+        ACC xv[QW];
+        for (uint j = 0; j < QW; j++)
+          xv[j] = in[j] * (ACC)LOAD(V, x, xo[j] + cj * xstep);
+        for (uint b = 0; b < KB; b++)
+          if (b < kn) {
+            ACC wv = (ACC)LOAD(V, wt, wo + b * kstep + cj * wstep);
+            for (uint j = 0; j < QW; j++)
+              acc[b][j] += xv[j] * wv;
+          }
+      }
+    }
+  }
+}
+
+/* Global (ceil(q / QW), p, n * ceil(k / KB)), padded to whole groups. For
+ * few channels a group and depthwise layers, where im2col's matrix would
+ * be thin; and on GPUs, where its blocks keep inputs in registers. KB
+ * channels share their inputs when they are of one group (kg a multiple
+ * of KB); else (depthwise) each channel reads its own. */
 kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
                                    global const ST *bias, int has_bias, int relu,
                                    int nhwc, uint n, uint c, uint h, uint w, uint k,
@@ -55,46 +111,54 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
                                    uint dh, uint dw, uint groups, uint p, uint q,
                                    global ST *y)
 {
-  uint qi = get_global_id(0), pi = get_global_id(1), nk = get_global_id(2);
-  if (qi >= q || pi >= p)
+  uint q0 = get_global_id(0) * QW, pi = get_global_id(1), nk = get_global_id(2);
+  uint kblocks = (k + KB - 1) / KB, ni = nk / kblocks, ki0 = nk % kblocks * KB;
+  if (q0 >= q || pi >= p || ni >= n)
     return;
-  uint ni = nk / k, ki = nk % k, cg = c / groups, kg = k / groups;
-  uint c0 = ki / kg * cg;
-  ACC acc = 0;
-  for (uint ri = 0; ri < r; ri++) {
-    int hi = (int)(pi * sh + ri * dh) - (int)pt;
-    if (hi < 0 || hi >= (int)h)
-      continue;
-    for (uint si = 0; si < s; si++) {
-      int wi = (int)(qi * sw + si * dw) - (int)pl;
-      if (wi < 0 || wi >= (int)w)
-        continue;
-      for (uint cj = 0; cj < cg; cj++)
-        acc += (ACC)LOAD(V, x, XAT(ni, c0 + cj, hi, wi)) *
-               (ACC)LOAD(V, wt, WAT(ki, cj, ri, si));
-    }
+  uint cg = c / groups, kg = k / groups;
+  ACC acc[KB][QW];
+  for (uint b = 0; b < KB; b++)
+    for (uint j = 0; j < QW; j++)
+      acc[b][j] = 0;
+  if (kg % KB == 0) {
+    NAME(conv_direct_sum)(x, wt, nhwc, ni, ki0 / kg * cg, ki0, KB, c, h, w, r, s, cg,
+                          sh, sw, pt, pl, dh, dw, pi, q0, acc);
+  } else {
+    for (uint b = 0; b < KB && ki0 + b < k; b++)
+      NAME(conv_direct_sum)(x, wt, nhwc, ni, (ki0 + b) / kg * cg, ki0 + b, 1, c, h, w,
+                            r, s, cg, sh, sw, pt, pl, dh, dw, pi, q0,
+                            &acc[b]);
   }
-  if (has_bias)
-    acc += (ACC)LOAD(V, bias, ki);
-  if (relu && acc < 0)
-    acc = 0;
-  STORE(V, acc, y, YAT(ni, ki, pi, qi));
+  for (uint b = 0; b < KB && ki0 + b < k; b++)
+    for (uint j = 0; j < QW && q0 + j < q; j++) {
+      ACC v = acc[b][j];
+      if (has_bias)
+        v += (ACC)LOAD(V, bias, ki0 + b);
+      if (relu && v < 0)
+        v = 0;
+      STORE(V, v, y, YAT(ni, ki0 + b, pi, q0 + j));
+    }
 }
 
+#undef QW
+#undef KB
+
 /*
- * im2col straight into kiln's packed GEMM layout: the matrix X (p*q rows,
- * depth = r*s*c/g columns: NCHW orders a row's columns (cj, ri, si), NHWC
- * (ri, si, cj), as the weights are laid out) in panels of PH rows, each Kp
- * deep, zero beyond p*q rows and depth columns; image b's panels db
- * elements after image b-1's. As op(B)' for NCHW (y = W_g x X') and as A for
- * NHWC (y = X x W_g'). Global (Kp, images); columns past depth are zeros.
+ * im2col straight into kiln's packed GEMM layout: rows pq0 .. pq0 + rows - 1
+ * of the matrix X (p*q rows, depth = r*s*c/g columns: NCHW orders a row's
+ * columns (cj, ri, si), NHWC (ri, si, cj), as the weights are laid out) in
+ * panels of PH rows, each Kp deep, zero beyond p*q rows and depth columns;
+ * image b's panels db elements after image b-1's. As op(B)' for NCHW (y =
+ * W_g x X') and as A for NHWC (y = X x W_g'). Global (Kp, images); columns
+ * past depth are zeros. A step is whole images (pq0 = 0) or a chunk of one
+ * (src/ops/conv_kiln.c).
  */
 kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
                                           uint gi, uint c, uint h, uint w, uint r,
                                           uint s, uint sh, uint sw, uint pt, uint pl,
                                           uint dh, uint dw, uint groups, uint p,
-                                          uint q, uint Kp, uint PH, uint rows,
-                                          global ACC *dst, ulong db)
+                                          uint q, uint pq0, uint Kp, uint PH,
+                                          uint rows, global ACC *dst, ulong db)
 {
   /* One column of X a work-item, walked row by row with running indices:
    * no division in the loop, which on a CPU costs more than the copy. */
@@ -103,11 +167,11 @@ kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
   uint cj = nhwc ? rsc % cg : rsc / (r * s);
   uint rs = nhwc ? rsc / cg : rsc % (r * s), ri = rs / s, si = rs % s;
   global ACC *out = dst + bi * db + rsc * PH;
-  uint lane = 0, pq = 0;
-  for (uint pi = 0; pi < p; pi++) {
+  uint lane = 0, pq = pq0, end = pq0 + rows < p * q ? pq0 + rows : p * q;
+  for (uint pi = pq0 / q; pq < end; pi++) {
     int hi = (int)(pi * sh + ri * dh) - (int)pt;
     int row_in = rsc < depth && hi >= 0 && hi < (int)h;
-    for (uint qi = 0; qi < q; qi++, pq++) {
+    for (uint qi = pq % q; qi < q && pq < end; qi++, pq++) {
       int wi = (int)(qi * sw + si * dw) - (int)pl;
       ACC v = 0;
       if (row_in && wi >= 0 && wi < (int)w)
@@ -119,7 +183,7 @@ kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
       }
     }
   }
-  for (; pq < rows; pq++) { /* padding rows up to the panels' height */
+  for (; pq < pq0 + rows; pq++) { /* padding rows up to the panels' height */
     out[lane] = 0;
     if (++lane == PH) {
       lane = 0;

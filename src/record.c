@@ -19,6 +19,7 @@
  *                      "tsk": 16, "wpt": 4}, "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
  *     "fft": {"wide_from": 16, "group": 64},
+ *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
  *     "measured": [{"kernel": "gemm f32", "from": "...", "to": "...",
  *                   "from_ns": 1, "to_ns": 1, "candidates": 1}, ...],
  *     "checksum": "xxh3-64:<16 hex digits>"
@@ -128,6 +129,18 @@ static void checksum_of(json_object *o, char out[32])
            (unsigned long long)XXH3_64bits(plain, strlen(plain)));
 }
 
+/* The convolution's parameters as o's "conv" section. */
+static void put_conv(json_object *o, const kiln__conv_tuning *c)
+{
+  json_object *x = json_object_new_object();
+  put_uint(x, "qw", c->qw);
+  put_uint(x, "kb", c->kb);
+  put_uint(x, "lq", c->lq);
+  put_uint(x, "lp", c->lp);
+  put_uint(x, "col_kib", c->col_kib);
+  json_object_object_add(o, "conv", x);
+}
+
 /* The record of t for rt's device, with rt's choices and measurements. */
 static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const char *by)
 {
@@ -168,6 +181,7 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   put_uint(f, "wide_from", t->fft.wide_from);
   put_uint(f, "group", t->fft.group);
   json_object_object_add(o, "fft", f);
+  put_conv(o, &t->conv);
   pthread_mutex_lock(&rt->lock);
   const kiln__measured *m = rt->tuning->measured;
   json_object *ms = json_object_new_array();
@@ -294,6 +308,19 @@ static json_object *get_obj(json_object *o, const char *k, kiln__str *why)
   return NULL;
 }
 
+/* Record o's "conv" section into c: 0, or -1 with why. */
+static int read_conv(json_object *o, kiln__conv_tuning *c, kiln__str *why)
+{
+  json_object *x = get_obj(o, "conv", why);
+  return !x || get_uint(x, "conv", "qw", &c->qw, why) ||
+             get_uint(x, "conv", "kb", &c->kb, why) ||
+             get_uint(x, "conv", "lq", &c->lq, why) ||
+             get_uint(x, "conv", "lp", &c->lp, why) ||
+             get_uint(x, "conv", "col_kib", &c->col_kib, why)
+           ? -1
+           : 0;
+}
+
 /* The parameters of record o into t: 0, or -1 with why. */
 static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
 {
@@ -321,7 +348,7 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
       get_uint(f, "fft", "wide_from", &t->fft.wide_from, why) ||
       get_uint(f, "fft", "group", &t->fft.group, why))
     return -1;
-  return 0;
+  return read_conv(o, &t->conv, why);
 }
 
 /* The backend named name, or KILN_BACKEND_AUTO. */

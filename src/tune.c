@@ -2,9 +2,10 @@
  * tune.c — kiln_tune(): the search for the parameters of kiln's own kernels
  * on one device, whose result becomes the device's tuning record.
  *
- * Each kernel (GEMM's three variants, the reductions, the FFT passes) is a
- * list of candidates: the parameters in use first (the baseline), then the
- * other kernel shape's rules (CPU or GPU: which shape is a parameter too),
+ * Each kernel (GEMM's three variants, the reductions, the FFT passes, the
+ * convolution's direct kernel and im2col step) is a list of candidates: the
+ * parameters in use first (the baseline), then the other kernel shape's
+ * rules where there are two (CPU or GPU: which shape is a parameter too),
  * then the grid of the better shape in order of distance from the
  * baseline, so a short budget still tries the nearest neighbours. For each
  * candidate:
@@ -20,7 +21,8 @@
  * The best is then measured against the baseline again, in turn, and
  * replaces it only when it is faster by more than 3% there, so tuning never
  * makes a kernel slower beyond noise. Each kernel gets the
- * budget left divided by the kernels left. The record is written after
+ * budget left divided by the kernels left (the convolution's two count
+ * half each). The record is written after
  * each kernel, so a stop (the budget, Ctrl-C through progress) keeps all
  * that was finished.
  */
@@ -244,6 +246,88 @@ static kiln_status tone(kiln_buffer *b, size_t n)
   return st;
 }
 
+/* Convolution, float32 NCHW with "same" padding: the direct kernel timed on
+ * a depthwise 3 x 3 layer (4 images of 128 channels of 56 x 56, what AUTO
+ * gives it), im2col on ResNet's 3 x 3 layer (2 images, 64 -> 64 channels of
+ * 56 x 56: 7 MiB of im2col matrix an image); both checked on 2 x 6 x 31 x
+ * 29 -> 10 channels (k not a multiple of most blocks, the image more than
+ * the smallest im2col step), whose sums of at most 54 products of small()
+ * are exact. */
+typedef struct conv_shape {
+  size_t n, c, hw, k, groups;
+} conv_shape;
+
+static const conv_shape conv_timed[2] = {{4, 128, 56, 128, 128}, {2, 64, 56, 64, 1}};
+enum { XN = 2, XC = 6, XH = 31, XW = 29, XK = 10 };
+
+static kiln_conv2d_desc conv_desc(int variant, size_t n, size_t c, size_t h, size_t w,
+                                  size_t k, size_t groups)
+{
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, n, c, h, w, k, 3, 3);
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  d.groups = groups;
+  d.backend = variant ? KILN_BACKEND_IM2COL : KILN_BACKEND_DIRECT;
+  return d;
+}
+
+static kiln_status conv_run(bench *b)
+{
+  const conv_shape *l = &conv_timed[b->variant];
+  kiln_conv2d_desc d = conv_desc(b->variant, l->n, l->c, l->hw, l->hw, l->k, l->groups);
+  return kiln_conv2d(b->rt, &d, b->buf[3], b->buf[4], NULL, b->buf[5]);
+}
+
+static kiln_status conv_check(bench *b, int *ok)
+{
+  kiln_conv2d_desc d = conv_desc(b->variant, XN, XC, XH, XW, XK, 1);
+  kiln_status st = kiln_conv2d(b->rt, &d, b->buf[0], b->buf[1], NULL, b->buf[2]);
+  float *y = malloc(XN * XK * XH * XW * sizeof *y);
+  if (!y)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  if (st == KILN_OK)
+    st = kiln_buffer_read(b->buf[2], 0, XN * XK * XH * XW, y);
+  *ok = st == KILN_OK;
+  /* x (XN * XC rows of XH * XW) and w (XK * XC rows of 9) are small(). */
+  for (size_t i = 0; *ok && i < (size_t)XN * XK * XH * XW; i++) {
+    size_t qi = i % XW, pi = i / XW % XH, ki = i / (XW * XH) % XK,
+           ni = i / (XW * XH * XK);
+    double want = 0;
+    for (size_t cj = 0; cj < XC; cj++)
+      for (size_t rs = 0; rs < 9; rs++) {
+        size_t hi = pi + rs / 3, wi = qi + rs % 3; /* + 1 of padding */
+        if (hi >= 1 && hi <= XH && wi >= 1 && wi <= XW)
+          want +=
+            (double)small(ni * XC + cj, (hi - 1) * XW + wi - 1) * small(ki * XC + cj, rs);
+      }
+    *ok = y[i] == want;
+  }
+  free(y);
+  return st;
+}
+
+static kiln_status conv_make(kiln_runtime *rt, int variant, bench *b)
+{
+  static const char *const names[] = {"conv direct", "conv im2col"};
+  *b = (bench){names[variant], rt, {0}, variant, conv_run, conv_check};
+  const conv_shape *l = &conv_timed[variant];
+  size_t n[6] = {XN * XC * XH * XW,           XK * XC * 9,
+                 XN * XK * XH * XW,           l->n * l->c * l->hw * l->hw,
+                 l->k * l->c / l->groups * 9, l->n * l->k * l->hw * l->hw};
+  kiln_status st = KILN_OK;
+  for (int i = 0; st == KILN_OK && i < 6; i++)
+    st = kiln_buffer_create(rt, KILN_F32, n[i], 0, &b->buf[i]);
+  if (st == KILN_OK)
+    st = fill_small(b->buf[0], KILN_F32, XN * XC, XH * XW);
+  if (st == KILN_OK)
+    st = fill_small(b->buf[1], KILN_F32, XK * XC, 9);
+  if (st == KILN_OK)
+    st = fill_small(b->buf[3], KILN_F32, n[3] / (l->hw * l->hw), l->hw * l->hw);
+  if (st == KILN_OK)
+    st = fill_small(b->buf[4], KILN_F32, l->k, n[4] / l->k);
+  return st;
+}
+
 static void bench_free(bench *b)
 {
   for (size_t i = 0; i < sizeof b->buf / sizeof b->buf[0]; i++)
@@ -251,7 +335,7 @@ static void bench_free(bench *b)
 }
 
 /* Sets up the case of kernel `what` (0: gemm variant `variant`, 1:
- * reduce, 2: fft). */
+ * reduce, 2: fft, 3: conv's direct (variant 0) or im2col (1) backend). */
 static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
 {
   static const char *const gemm_names[] = {"gemm f32", "gemm f16", "gemm f64"};
@@ -278,6 +362,8 @@ static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
       st = kiln_buffer_create(rt, KILN_F32, 1, 0, &b->buf[i]);
     if (st == KILN_OK)
       st = fill_small(b->buf[0], KILN_F32, RN, 1);
+  } else if (what == 3) {
+    st = conv_make(rt, variant, b);
   } else {
     *b = (bench){"fft", rt, {0}, 0, fft_run, fft_check};
     size_t n[4] = {FC, FC, FN, FN};
@@ -319,9 +405,19 @@ static void reduce_text(const kiln__reduce_tuning *r, char *out, size_t size)
     snprintf(out, size, "cpu chunks=%u", r->chunks);
 }
 
+static void conv_text(int variant, const kiln__conv_tuning *t, char *out, size_t size)
+{
+  if (variant == 0)
+    snprintf(out, size, "qw=%u kb=%u group=%ux%u", t->qw, t->kb, t->lq, t->lp);
+  else
+    snprintf(out, size, "col_kib=%u", t->col_kib);
+}
+
 static void cand_text(int what, int variant, cand *c)
 {
-  if (what == 0)
+  if (what == 3)
+    conv_text(variant, &c->t.conv, c->text, sizeof c->text);
+  else if (what == 0)
     gemm_text(&c->t.gemm[variant], c->text, sizeof c->text);
   else if (what == 1)
     reduce_text(&c->t.reduce, c->text, sizeof c->text);
@@ -341,6 +437,37 @@ static void add(cand *list, size_t *n, const kiln__tuning *t, double dist)
     list[(*n)++] = (cand){.t = *t, .dist = dist};
 }
 
+/* Convolution's grid around base: the direct kernel's blocks (columns and
+ * channels a work-item, at most 64 accumulators) in the driver's groups or
+ * three shapes of 64 work-items; im2col's step from 256 KiB (within the L2
+ * of most CPUs) to 64 MiB. A group shape differs from the driver's choice
+ * by one step. */
+static void conv_grid(int variant, const kiln__tuning *base, cand *list, size_t *n)
+{
+  kiln__tuning t = *base;
+  const kiln__conv_tuning *b = &base->conv;
+  kiln__conv_tuning *c = &t.conv;
+  if (variant == 1) {
+    for (unsigned kib = 256; kib <= 65536; kib *= 2) {
+      c->col_kib = kib;
+      add(list, n, &t, ldist(kib, b->col_kib));
+    }
+    return;
+  }
+  static const unsigned qws[] = {1, 2, 4, 8, 16}, kbs[] = {1, 2, 4, 8},
+                        groups[][2] = {{0, 0}, {8, 8}, {16, 4}, {64, 1}};
+  for (size_t i = 0; i < KILN__COUNT(qws); i++)
+    for (size_t j = 0; j < KILN__COUNT(kbs); j++)
+      for (size_t g = 0; g < KILN__COUNT(groups) && qws[i] * kbs[j] <= 64; g++) {
+        c->qw = qws[i];
+        c->kb = kbs[j];
+        c->lq = groups[g][0];
+        c->lp = groups[g][1];
+        int same = c->lq == b->lq && c->lp == b->lp;
+        add(list, n, &t, ldist(c->qw, b->qw) + ldist(c->kb, b->kb) + (same ? 0 : 1));
+      }
+}
+
 /* The grid of one shape of kernel `what` around base (the baseline's
  * parameters in t), each with its distance from base. */
 static void grid(int what, int variant, int gpu, const kiln__tuning *base,
@@ -348,7 +475,9 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
 {
   kiln__tuning t = *base;
   unsigned cu = dev->compute_units ? dev->compute_units : 1;
-  if (what == 0) {
+  if (what == 3) {
+    conv_grid(variant, base, list, n);
+  } else if (what == 0) {
     const kiln__gemm_tuning *b = &base->gemm[variant];
     kiln__gemm_tuning *g = &t.gemm[variant];
     g->gpu_shape = gpu;
@@ -617,10 +746,14 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
                       fn, o.budget, o.what);
   const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
   unsigned what = o.what ? o.what : KILN_TUNE_ALL;
-  /* The kernels in order: GEMM's variants, the reductions, the FFT. */
+  /* The kernels in order: GEMM's variants, the reductions, the FFT, the
+   * convolution's direct kernel and im2col step. Each gets its weight's
+   * share of the budget left: the convolution's two, one kernel's together
+   * (their grids are short, and most candidates rebuild nothing). */
   struct {
     int what, variant;
-  } kernels[5];
+    double weight;
+  } kernels[7] = {{0}};
   size_t nk = 0;
   for (int v = 0; (what & KILN_TUNE_GEMM) && v < KILN__GEMM_VARIANTS; v++)
     if (v != KILN__GEMM_F64 || dev->has_fp64)
@@ -629,6 +762,11 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
     kernels[nk].what = 1, kernels[nk++].variant = 0;
   if (what & KILN_TUNE_FFT)
     kernels[nk].what = 2, kernels[nk++].variant = 0;
+  for (int v = 0; (what & KILN_TUNE_CONV) && v < 2; v++)
+    kernels[nk].what = 3, kernels[nk].weight = 0.5, kernels[nk++].variant = v;
+  double weights = 0;
+  for (size_t k = 0; k < nk; k++)
+    weights += kernels[k].weight = kernels[k].weight > 0 ? kernels[k].weight : 1;
   search s = {.rt = rt,
               .o = &o,
               .t0 = (kiln__now_ns() * 1e-9),
@@ -639,7 +777,9 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
     double left = s.budget - ((kiln__now_ns() * 1e-9) - s.t0);
     if (left <= 0)
       break;
-    tune_kernel(&s, kernels[k].what, kernels[k].variant, left / (double)(nk - k));
+    tune_kernel(&s, kernels[k].what, kernels[k].variant,
+                left * kernels[k].weight / weights);
+    weights -= kernels[k].weight;
     /* Kept after each kernel, so a stop loses nothing finished. */
     st = kiln__record_save(rt, fn, s.m, s.nm);
     if (st != KILN_OK)

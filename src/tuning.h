@@ -39,11 +39,23 @@ typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
 } kiln__fft_tuning;
 
+/* Convolution (cl/conv.cl, src/ops/conv_kiln.c). The direct kernel: each
+ * work-item computes qw neighbouring outputs of a row for kb output
+ * channels, in work-groups of lq x lp (outputs' columns x rows; 0 x 0: the
+ * driver's choice). im2col: each im2col + GEMM step writes at most about
+ * col_kib KiB of im2col matrix (whole images while they fit, else column
+ * chunks of one image). */
+typedef struct kiln__conv_tuning {
+  unsigned qw, kb, lq, lp;
+  unsigned col_kib;
+} kiln__conv_tuning;
+
 /* Everything a runtime's kernels are built and launched with. */
 typedef struct kiln__tuning {
   kiln__gemm_tuning gemm[KILN__GEMM_VARIANTS];
   kiln__reduce_tuning reduce;
   kiln__fft_tuning fft;
+  kiln__conv_tuning conv;
 } kiln__tuning;
 
 /* What kiln_tune() found for one kernel: the parameters it started from and

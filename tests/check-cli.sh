@@ -68,6 +68,12 @@ check "build shows the log of a failure" 1 "options: -DX=1" build "$cache/bad.cl
 check "build's log names the error" 1 "nope" build "$cache/bad.cl"
 check "build of a missing file" 1 "cannot open '/nonexistent.cl'" build /nonexistent.cl
 
+# kiln tune: the convolution's kernels on a short budget, into this run's
+# cache folder; the record then shows their section.
+check "tune --only refuses a bad kernel" 2 "expected gemm, reduce, fft or conv" tune --only bogus
+check "tune --only conv runs" 0 "^conv direct +(was|kept)" tune --only conv --budget 3
+check "tune --show has the conv section" 0 '"col_kib"' tune --show
+
 # kiln bench: runs, checks its results, and prints the records' fields. The
 # figures are not judged here; timing belongs to `kiln bench` itself.
 check "bench gemm table" 0 "kiln/openblas" bench gemm --sizes 16,33 --repeat 1 --backend kiln

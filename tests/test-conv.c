@@ -23,7 +23,9 @@
 #include <math.h>
 
 #include "conv-case.h"
+#include "internal.h"
 #include "kiln_config.h"
+#include "tuning.h" /* kiln__runtime_set_tuning(), kiln__tuning_check() */
 #include "values.h"
 
 static void *to_bytes(const double *x, size_t n, kiln_dtype t)
@@ -213,8 +215,9 @@ static void check_y(const problem *p, const double *got, const double *want,
     }
 }
 
-/* One case in both layouts on every backend. */
-static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64_t seed)
+/* One case in both layouts on backends be[0..nbe). */
+static void run_case_on(kiln_runtime *rt, const conv_case *cc, kiln_dtype t,
+                        uint64_t seed, const kiln_backend *bes, size_t nbe)
 {
   for (int l = 0; l < 2; l++) {
     problem p;
@@ -226,8 +229,8 @@ static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64
     double *want = malloc(3 * p.ny * sizeof *want), *bound = want + p.ny,
            *got = bound + p.ny;
     reference(&p, want, bound);
-    for (size_t bi = 0; bi < sizeof all_backends / sizeof all_backends[0]; bi++) {
-      kiln_backend be = all_backends[bi];
+    for (size_t bi = 0; bi < nbe; bi++) {
+      kiln_backend be = bes[bi];
       char msg[1024], what[400];
       p.d.backend = be;
       kiln_status st = run_conv(rt, &p, got, msg, sizeof msg);
@@ -247,6 +250,12 @@ static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64
     free(want);
     unmake(&p);
   }
+}
+
+/* One case in both layouts on every backend. */
+static void run_case(kiln_runtime *rt, const conv_case *cc, kiln_dtype t, uint64_t seed)
+{
+  run_case_on(rt, cc, t, seed, all_backends, COUNT(all_backends));
 }
 
 static void run_table(kiln_runtime *rt, kiln_dtype t)
@@ -271,15 +280,17 @@ static void test_conv_float16(void **state)
 }
 
 /* When im2col's workspace for the whole batch exceeds the memory budget, it
- * works image by image; when not even one image's fits, OUT_OF_MEMORY. */
+ * works image by image; when not even one image's fits, in chunks of an
+ * image's rows (whole panels); when not even one panel fits,
+ * OUT_OF_MEMORY. */
 static void test_conv_im2col_chunks_over_the_batch(void **state)
 {
   (void)state;
   /* x 18.3 KB, w 1.2 KB, y 9.2 KB; the workspace 41 KB an image, 165 KB
-   * for all four. */
+   * for all four, a panel of 32 rows (PoCL's) about 9 KB. */
   static const conv_case cc = {4, 8, 13, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
-  static const uint64_t limits[] = {128 * 1024, 48 * 1024};
-  for (size_t li = 0; li < 2; li++) {
+  static const uint64_t limits[] = {128 * 1024, 48 * 1024, 32 * 1024};
+  for (size_t li = 0; li < COUNT(limits); li++) {
     kiln_options opts;
     kiln_options_init(&opts);
     opts.memory_limit = limits[li];
@@ -294,7 +305,7 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
     for (int be = KILN_BACKEND_IM2COL; be <= KILN_BACKEND_DIRECT; be++) {
       p.d.backend = (kiln_backend)be; /* direct has no workspace: runs under both */
       kiln_status st = run_conv(rt, &p, got, msg, sizeof msg), want_st = KILN_OK;
-      if (li == 1 && be == KILN_BACKEND_IM2COL)
+      if (li == 2 && be == KILN_BACKEND_IM2COL)
         want_st = KILN_ERR_OUT_OF_MEMORY;
       if (st != want_st)
         fail_msg("%s under a %zu KiB budget returned %s, expected %s: %s",
@@ -312,6 +323,49 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
     unmake(&p);
     assert_kiln_ok(rt, kiln_runtime_destroy(rt));
   }
+}
+
+/* The conv parameters of kiln tune (kiln__conv_tuning) that the rules never
+ * pick, extremes of what kiln__tuning_check() allows included, on the
+ * table's cases (half of them each) for both kiln backends: 16 columns a work-item, 16
+ * channels, 64 accumulators, odd blocks and odd groups, one-work-item
+ * groups, the smallest im2col step (chunks of an image's rows, on the last
+ * case) and the largest. float32 everywhere, half and double storage on a
+ * few cases (the kernel's other passes). The rules' values are restored. */
+static void test_conv_tuned_params(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const kiln__conv_tuning sets[] = {
+    /* qw kb  lq  lp  col_kib */
+    {16, 4, 0, 0, 64},
+    {1, 16, 1, 1, 1u << 20},
+    {3, 5, 16, 4, 100},
+    {8, 8, 64, 64, 64},
+  };
+  static const conv_case big = {2, 8, 30, 27, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const kiln_backend kiln_backends[] = {KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT};
+  const kiln__tuning rules = rt->tuning->t;
+  const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
+  for (size_t i = 0; i < COUNT(sets); i++) {
+    kiln__tuning t = rules;
+    t.conv = sets[i];
+    kiln__str why = {0};
+    if (kiln__tuning_check(dev, &t, &why) != 0) {
+      fprintf(stderr, "# conv set %zu: %s\n", i, kiln__str_get(&why));
+      kiln__str_free(&why);
+      continue; /* the device cannot run it: kiln tune skips it too */
+    }
+    kiln__runtime_set_tuning(rt, &t);
+    for (size_t c = i % 2; c < NCASES; c += 2) /* half the table a set */
+      run_case_on(rt, &cases[c], KILN_F32, 7 * i + c, kiln_backends,
+                  COUNT(kiln_backends));
+    run_case_on(rt, &big, KILN_F32, 5, kiln_backends, COUNT(kiln_backends));
+    run_case_on(rt, &big, KILN_F16, 6, kiln_backends, COUNT(kiln_backends));
+    run_case_on(rt, &cases[10], KILN_F16, 8, kiln_backends, COUNT(kiln_backends));
+    if (dev->has_fp64)
+      run_case_on(rt, &cases[13], KILN_F64, 9, kiln_backends, COUNT(kiln_backends));
+  }
+  kiln__runtime_set_tuning(rt, &rules);
 }
 
 /* ---- the descriptor and the output size ------------------------------------ */
@@ -594,6 +648,7 @@ int main(void)
     cmocka_unit_test(test_conv_float64),
     cmocka_unit_test(test_conv_float16),
     cmocka_unit_test(test_conv_im2col_chunks_over_the_batch),
+    cmocka_unit_test(test_conv_tuned_params),
   };
   return cmocka_run_group_tests(tests, kiln_test_runtime_setup, teardown);
 }

@@ -804,6 +804,41 @@ static void test_oclgrind_conv_gpu_shape(void **state)
   conv_cases_on(gpu_rt, types, 3);
 }
 
+/* The convolution's parameters that kiln_tune() may pick, float only:
+ * blocks with tails (3 columns, 5 channels a work-item) in 4 x 2 groups
+ * (the global size padded past the output), and 16 columns by 4 channels
+ * (64 accumulators) in the driver's groups; both with the smallest im2col
+ * step, which cuts the last case's 93 KB image into chunks of rows. */
+static void test_oclgrind_conv_blocks(void **state)
+{
+  (void)state;
+  static const kiln__conv_tuning sets[] = {{3, 5, 4, 2, 64}, {16, 4, 0, 0, 64}};
+  static const conv_case chunked = {1, 8, 19, 17, 4, 3, 3, 1, 1,
+                                    1, 1, 1,  1,  1, 1, 1, 1, 0};
+  static const kiln_backend backends[] = {KILN_BACKEND_DIRECT, KILN_BACKEND_IM2COL};
+  static const kiln_tensor_layout layouts[] = {KILN_NCHW, KILN_NHWC};
+  const kiln__tuning saved = gpu_rt->tuning->t;
+  for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+    kiln__tuning t = saved;
+    t.conv = sets[i];
+    kiln__str why = {0};
+    if (kiln__tuning_check(kiln_runtime_device(gpu_rt), &t, &why) != 0) {
+      fprintf(stderr, "# conv set %zu cannot run on Oclgrind: %s\n", i,
+              kiln__str_get(&why));
+      kiln__str_free(&why);
+      continue;
+    }
+    kiln__runtime_set_tuning(gpu_rt, &t);
+    for (size_t b = 0; b < 2; b++)
+      for (size_t l = 0; l < 2; l++) {
+        for (size_t c = 0; c < sizeof conv_cases / sizeof *conv_cases; c++)
+          conv_one(gpu_rt, KILN_F32, layouts[l], backends[b], &conv_cases[c]);
+        conv_one(gpu_rt, KILN_F32, layouts[l], backends[b], &chunked);
+      }
+  }
+  kiln__runtime_set_tuning(gpu_rt, &saved);
+}
+
 /* im2col writes the GEMM's packed panels, whose shape follows the GEMM's. */
 static void test_oclgrind_conv_cpu_shape(void **state)
 {
@@ -1190,6 +1225,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_reduce_gpu_shape),
     T(test_oclgrind_reduce_cpu_shape),
     T(test_oclgrind_conv_gpu_shape),
+    T(test_oclgrind_conv_blocks),
     T(test_oclgrind_conv_cpu_shape),
     T(test_oclgrind_fft_c2c),
     T(test_oclgrind_fft_real),

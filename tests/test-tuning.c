@@ -86,6 +86,7 @@ static kiln__tuning unusual(kiln_runtime *rt)
   t.reduce.chunks = 3;
   t.fft.group = 32;
   t.fft.wide_from = 64;
+  t.conv = (kiln__conv_tuning){.qw = 4, .kb = 2, .lq = 8, .lp = 8, .col_kib = 1024};
   return t;
 }
 
@@ -262,6 +263,9 @@ enum damage {
   IMPOSSIBLE, /* a group larger than any device's, resealed */
   NOT_WHOLE,  /* a parameter that is not a whole number, resealed */
   MISSING,    /* a parameter left out, resealed */
+  CONV_BAD,   /* conv.kb = 0, resealed */
+  CONV_GROUP, /* conv.lq set and conv.lp not, resealed */
+  CONV_NONE,  /* no "conv" section, resealed */
   DAMAGES
 };
 
@@ -273,7 +277,10 @@ static const char *const damage_note[DAMAGES] = {
   "made for kiln_version",
   "reduce.wg = 1048576",
   "gemm.f32.tm is missing or not a whole number",
-  "fft.group is missing"};
+  "fft.group is missing",
+  "conv.kb = 0, but it is 1 to 16 channels",
+  "conv.lp = 0, but lq and lp are both 0",
+  "\"conv\" is missing"};
 
 /* The record text with damage d. */
 static char *damaged(const char *good, enum damage d)
@@ -298,6 +305,11 @@ static char *damaged(const char *good, enum damage d)
     json_object_object_get_ex(o, "gemm", &x);
     json_object_object_get_ex(x, "f32", &x);
     json_object_object_add(x, "tm", json_object_new_double(7.5));
+  } else if (d == CONV_BAD || d == CONV_GROUP) {
+    json_object_object_get_ex(o, "conv", &x);
+    json_object_object_add(x, d == CONV_BAD ? "kb" : "lp", json_object_new_int(0));
+  } else if (d == CONV_NONE) {
+    json_object_object_del(o, "conv");
   } else {
     json_object_object_get_ex(o, "fft", &x);
     json_object_object_del(x, "group");
@@ -437,6 +449,40 @@ static void test_tune_bad_options(void **state)
   o.what = 64;
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "KILN_TUNE_", kiln_tune(rt, &o));
   assert_false(tuned(rt));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+static kiln_runtime *profiled(const fixture *fx, int benchmark);
+static const char *conv_auto(kiln_runtime *rt, size_t k);
+
+/* kiln_tune() of the convolution on a small budget: both of its kernels
+ * finish, the record keeps a "conv" section, and the next runtime's direct
+ * kernel (AUTO's pick for conv_auto()) matches the reference with it. */
+static void test_tune_conv(void **state)
+{
+  fixture *fx = *state;
+  seen n = {0};
+  kiln_runtime *rt = runtime(fx, 0);
+  kiln_tune_options o;
+  kiln_tune_options_init(&o);
+  o.what = KILN_TUNE_CONV;
+  o.budget = 8;
+  o.progress = count_steps;
+  o.user = &n;
+  assert_kiln_ok(rt, kiln_tune(rt, &o));
+  assert_int_equal(n.done, 2); /* the direct kernel and the im2col step */
+  assert_true(n.steps >= 2);
+  char *json = NULL;
+  assert_kiln_ok(rt, kiln_tuning_get(rt, &json));
+  assert_non_null(strstr(json, "\"conv\""));
+  assert_non_null(strstr(json, "\"conv im2col\""));
+  free(json);
+  kiln__tuning t = rt->tuning->t;
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+  rt = profiled(fx, 0);
+  assert_true(tuned(rt));
+  assert_memory_equal(&rt->tuning->t.conv, &t.conv, sizeof t.conv);
+  assert_string_equal(conv_auto(rt, 5), "direct");
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
@@ -955,7 +1001,7 @@ int main(int argc, char **argv)
     T(test_gpu_shape_extremes),  T(test_benchmark_mode),
     T(test_benchmark_fft),       T(test_benchmark_reduce),
     T(test_benchmark_threads),   T(test_benchmark_processes),
-    T(test_bad_choice),
+    T(test_bad_choice),          T(test_tune_conv),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

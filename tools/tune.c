@@ -26,20 +26,21 @@ static void on_sigint(int sig)
 static int usage(FILE *out)
 {
   fprintf(out,
-          "usage: kiln tune [--device SEL | --all] [--only gemm,reduce,fft]\n"
+          "usage: kiln tune [--device SEL | --all] [--only gemm,reduce,fft,conv]\n"
           "                 [--budget SECONDS]\n"
           "       kiln tune [--device SEL | --all] --show | --clear\n"
           "       kiln tune [--device SEL] --export FILE | --import FILE\n"
           "\n"
           "Searches the parameters of kiln's own kernels (GEMM's tiles and shape\n"
-          "for f32, f16 storage and f64; the reductions; the FFT passes) on the\n"
-          "picked device, checks each candidate against a CPU reference, times it,\n"
+          "for f32, f16 storage and f64; the reductions; the FFT passes; the\n"
+          "convolution's direct kernel and im2col step) on the picked device,\n"
+          "checks each candidate against a CPU reference, times it,\n"
           "and keeps the best as the device's tuning record beside the kernel\n"
           "cache. Every later runtime on that device and driver applies it.\n"
           "\n"
           "  --device SEL      a device as KILN_DEVICE selects (default: kiln's pick)\n"
           "  --all             every visible device but simulators, in turn\n"
-          "  --only LIST       gemm, reduce, fft, comma-separated (default: all)\n"
+          "  --only LIST       gemm, reduce, fft, conv, comma-separated (default: all)\n"
           "  --budget SECONDS  for the whole search of each device (default 240)\n"
           "  --show            print the parameters in use, as a record\n"
           "  --clear           delete the device's record: the rules apply again\n"
@@ -167,14 +168,16 @@ static int one_device(const job *j, const char *sel)
   return rc;
 }
 
-/* --only gemm,reduce,fft */
+/* --only gemm,reduce,fft,conv */
 static int parse_only(const char *list, unsigned *what)
 {
   static const struct {
     const char *name;
     unsigned bit;
-  } kinds[] = {
-    {"gemm", KILN_TUNE_GEMM}, {"reduce", KILN_TUNE_REDUCE}, {"fft", KILN_TUNE_FFT}};
+  } kinds[] = {{"gemm", KILN_TUNE_GEMM},
+               {"reduce", KILN_TUNE_REDUCE},
+               {"fft", KILN_TUNE_FFT},
+               {"conv", KILN_TUNE_CONV}};
   *what = 0;
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ","), i = 0;
@@ -216,7 +219,7 @@ int kiln_cmd_tune(int argc, char **argv)
     } else if (strcmp(a, "--only") == 0) {
       if (parse_only(argv[++i], &j.opts.what) != 0) {
         fprintf(stderr,
-                "kiln tune: --only '%s': expected gemm, reduce or fft, "
+                "kiln tune: --only '%s': expected gemm, reduce, fft or conv, "
                 "comma-separated\n",
                 argv[i]);
         return 2;

@@ -1596,7 +1596,8 @@ typedef enum kiln_tune_what {
   KILN_TUNE_GEMM = 1,   /* GEMM's f32, f16 storage and f64 variants */
   KILN_TUNE_REDUCE = 2, /* the reductions */
   KILN_TUNE_FFT = 4,    /* kiln's FFT passes */
-  KILN_TUNE_ALL = 7
+  KILN_TUNE_CONV = 8,   /* the convolution's direct kernel and im2col step */
+  KILN_TUNE_ALL = 15
 } kiln_tune_what;
 
 /*! kiln_tune_step : one candidate measured (or skipped), for progress. */

@@ -1,13 +1,15 @@
 /*
  * conv_kiln.c — kiln's two convolution backends: the direct kernel, and
- * im2col followed by kiln_gemm() (src/ops/gemm.c), one image at a time so
- * the im2col matrix is the only workspace and the batch is the chunking. A
+ * im2col followed by kiln_gemm() (src/ops/gemm.c), in steps of whole images
+ * or of chunks of one image's rows, so that the im2col matrix, the only
+ * workspace, stays near the size the tuning asks (kiln__conv_tuning). A
  * 1 x 1 convolution with stride 1 and no padding skips im2col: it is a
  * matrix product already, run as one (NHWC: as tall as the whole batch).
  */
 #include "internal.h"
 #include "ops.h"
 #include "kernel_args.h"
+#include "tuning.h"
 
 static const char *tag(kiln_dtype t)
 {
@@ -21,24 +23,47 @@ static const char *can_always(kiln_runtime *rt, const kiln__conv *c)
   return NULL;
 }
 
+/* n rounded up to a multiple of m (m > 0). */
+static size_t round_up(size_t n, size_t m)
+{
+  return (n + m - 1) / m * m;
+}
+
+/* The direct kernel with rt's blocking (kiln__conv_tuning): qw columns and
+ * kb channels a work-item, in lq x lp groups (or the driver's), the global
+ * size padded to whole groups; the kernel skips what lies outside. */
 static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  size_t global[3] = {cv->q, cv->p, d->n * d->k};
+  const kiln__conv_tuning *t = &rt->tuning->t.conv;
+  size_t local[3] = {t->lq, t->lp, 1};
+  size_t global[3] = {(cv->q + t->qw - 1) / t->qw, cv->p,
+                      d->n * ((d->k + t->kb - 1) / t->kb)};
+  if (t->lq) {
+    global[0] = round_up(global[0], local[0]);
+    global[1] = round_up(global[1], local[1]);
+  }
   /* With no bias the kernel never reads it; OpenCL wants a valid object. */
   cl_mem bias = cv->bias ? cv->bias : cv->y;
   return kiln__launch_conv_direct(
-    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, NULL, cv->x, cv->w, bias,
-    cv->bias != NULL, d->relu != 0, d->layout == KILN_NHWC, d->n, d->c, d->h, d->w, d->k,
-    d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->dilation_h,
-    d->dilation_w, d->groups, cv->p, cv->q, cv->y);
+    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, t->lq ? local : NULL, cv->x,
+    cv->w, bias, cv->bias != NULL, d->relu != 0, d->layout == KILN_NHWC, d->n, d->c, d->h,
+    d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
+    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, cv->y);
 }
 
-/* Images n0 .. n0 + count, group gi, as one batched GEMM whose weights are
- * the same for every image: W_g x X' (NCHW) or X x W_g' (NHWC), with X the
- * im2col matrix. Built as a checked request directly, since the public
- * descriptor cannot say "the same A for each product" (stride 0 here). */
-static kiln__gemm request(const kiln__conv *cv, size_t n0, size_t count, size_t gi)
+/* One im2col + GEMM step: images n0 .. n0 + count, rows pq0 .. pq0 + rows
+ * of each one's im2col matrix (all p * q, or a chunk of one image). */
+typedef struct step {
+  size_t n0, count, pq0, rows;
+} step;
+
+/* Step st's group gi as one batched GEMM whose weights are the same for
+ * every image: W_g x X' (NCHW) or X x W_g' (NHWC), with X the im2col
+ * matrix's rows of the step. Built as a checked request directly, since the
+ * public descriptor cannot say "the same A for each product" (stride 0
+ * here). */
+static kiln__gemm request(const kiln__conv *cv, const step *st, size_t gi)
 {
   const kiln_conv2d_desc *d = &cv->d;
   size_t kg = d->k / d->groups, depth = d->c / d->groups * d->r * d->s,
@@ -47,46 +72,56 @@ static kiln__gemm request(const kiln__conv *cv, size_t n0, size_t count, size_t 
     .dtype = d->dtype,
     .layout = KILN_ROW_MAJOR,
     .k = depth,
-    .batch = count,
+    .batch = st->count,
     .alpha = 1,
     .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
     .c = cv->y,
     .stride_c = d->k * pq,
   };
-  if (d->layout == KILN_NCHW) { /* m = kg rows of W_g, n = pq rows of X */
-    g.m = kg, g.n = pq, g.a = cv->w, g.lda = depth, g.offset_a = gi * kg * depth;
-    g.ldc = pq, g.offset_c = (n0 * d->k + gi * kg) * pq;
-  } else { /* m = pq rows of X, n = kg rows of W_g */
-    g.m = pq, g.n = kg, g.b = cv->w, g.ldb = depth, g.offset_b = gi * kg * depth;
-    g.trans_b = KILN_TRANS, g.ldc = d->k, g.offset_c = n0 * pq * d->k + gi * kg;
+  if (d->layout == KILN_NCHW) { /* m = kg rows of W_g, n = rows of X */
+    g.m = kg, g.n = st->rows, g.a = cv->w, g.lda = depth, g.offset_a = gi * kg * depth;
+    g.ldc = pq, g.offset_c = (st->n0 * d->k + gi * kg) * pq + st->pq0;
+  } else { /* m = rows of X, n = kg rows of W_g */
+    g.m = st->rows, g.n = kg, g.b = cv->w, g.ldb = depth, g.offset_b = gi * kg * depth;
+    g.trans_b = KILN_TRANS, g.ldc = d->k;
+    g.offset_c = (st->n0 * pq + st->pq0) * d->k + gi * kg;
   }
   return g;
 }
 
-/* im2col of those images straight into the packed form the GEMM reads (the
+/* The packed im2col matrix of a step: rows (padded to panels), its panels'
+ * height, and its elements per image. */
+static void packed_size(kiln_runtime *rt, const kiln__conv *cv, const step *st,
+                        kiln__gemm_packing *pk, size_t *rows, size_t *ph)
+{
+  kiln__gemm g = request(cv, st, 0);
+  kiln__gemm_kiln_packing(rt, &g, pk);
+  int nchw = cv->d.layout == KILN_NCHW;
+  *rows = nchw ? pk->np : pk->mp;
+  *ph = nchw ? pk->phb : pk->pha;
+}
+
+/* im2col of the step straight into the packed form the GEMM reads (the
  * op(B)' side for NCHW, the A side for NHWC), then the GEMM: one pass over
- * the im2col matrix instead of a write, a read and a pack. */
-static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, size_t n0,
-                                  size_t count, size_t gi, kiln_buffer **col)
+ * the im2col matrix instead of a write, a read and a pack. col holds at
+ * least the step's matrix. */
+static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, const step *sp,
+                                  size_t gi, kiln_buffer *col)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  kiln__gemm g = request(cv, n0, count, gi);
+  kiln__gemm g = request(cv, sp, gi);
   kiln__gemm_packing pk;
-  kiln__gemm_kiln_packing(rt, &g, &pk);
+  size_t rows, ph;
+  packed_size(rt, cv, sp, &pk, &rows, &ph);
   int nchw = d->layout == KILN_NCHW;
-  size_t rows = nchw ? pk.np : pk.mp, ph = nchw ? pk.phb : pk.pha;
-  kiln_status st = KILN_OK;
-  if (!*col)
-    st = kiln_buffer_create(rt, pk.compute, rows * pk.kp * count, 0, col);
-  size_t global[2] = {pk.kp, count};
+  size_t global[2] = {pk.kp, sp->count};
+  kiln_status st = kiln__launch_conv_im2col_packed(
+    rt, "kiln_conv2d(im2col)", tag(d->dtype), 2, global, NULL, cv->x, !nchw, sp->n0, gi,
+    d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
+    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, sp->pq0, pk.kp, ph, rows,
+    kiln_buffer_cl_mem(col), rows * pk.kp);
   if (st == KILN_OK)
-    st = kiln__launch_conv_im2col_packed(
-      rt, "kiln_conv2d(im2col)", tag(d->dtype), 2, global, NULL, cv->x, !nchw, n0, gi,
-      d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
-      d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, pk.kp, ph, rows,
-      kiln_buffer_cl_mem(*col), rows * pk.kp);
-  if (st == KILN_OK)
-    st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : *col, nchw ? *col : NULL);
+    st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : col, nchw ? col : NULL);
   return st;
 }
 
@@ -101,25 +136,39 @@ static kiln_status epilogue(kiln_runtime *rt, const kiln__conv *cv, int set)
                                     cv->p * cv->q, set);
 }
 
-/* Images a pass: about 8 MiB of packed im2col matrix (it stays in cache
- * between its write and the GEMM's read), within what is left of the
- * memory budget, and at least one image: what does not fit for one image
- * fails in kiln_buffer_create() with the sizes. */
-static size_t images_per_pass(kiln_runtime *rt, const kiln__conv *cv)
+/* The first (largest) step: about col_kib KiB of packed im2col matrix
+ * (kiln__conv_tuning; it stays in cache between its write and the GEMM's
+ * read), within half of what is left of the memory budget: whole images
+ * while one fits, else a chunk of one image's rows, whole panels of them.
+ * At least one panel: what does not fit then fails in kiln_buffer_create()
+ * with the sizes. */
+static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compute,
+                       size_t *elements)
 {
-  kiln__gemm g = request(cv, 0, 1, 0);
+  size_t pq = cv->p * cv->q, rows, ph;
+  step sp = {.count = 1, .rows = pq};
   kiln__gemm_packing pk;
-  kiln__gemm_kiln_packing(rt, &g, &pk);
-  int nchw = cv->d.layout == KILN_NCHW;
-  uint64_t per = (uint64_t)(nchw ? pk.np : pk.mp) * pk.kp * kiln_dtype_size(pk.compute);
+  packed_size(rt, cv, &sp, &pk, &rows, &ph);
+  uint64_t es = kiln_dtype_size(pk.compute), per = (uint64_t)rows * pk.kp * es;
   kiln_memory_usage mu;
   kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
-  uint64_t left = mu.limit_bytes - mu.current_bytes, fit = ((uint64_t)8 << 20) / per;
-  /* the other operand's pack and the driver's own needs take the rest */
-  if (left / 2 / per < fit)
-    fit = left / 2 / per;
-  return fit < 1 ? 1 : fit > cv->d.n ? cv->d.n : (size_t)fit;
+  uint64_t left = (mu.limit_bytes - mu.current_bytes) / 2,
+           want = (uint64_t)rt->tuning->t.conv.col_kib << 10;
+  if (left < want) /* the other operand's pack and the driver take the rest */
+    want = left;
+  if (want >= per) {
+    sp.count = want / per < cv->d.n ? (size_t)(want / per) : cv->d.n;
+  } else {
+    uint64_t panels = want / ((uint64_t)ph * pk.kp * es);
+    sp.rows = panels < 1 ? ph : (size_t)panels * ph;
+    if (sp.rows > pq)
+      sp.rows = pq;
+    packed_size(rt, cv, &sp, &pk, &rows, &ph);
+  }
+  *compute = pk.compute;
+  *elements = rows * pk.kp * sp.count;
+  return sp;
 }
 
 /* Whether the convolution is a matrix product as it stands: a 1 x 1
@@ -169,18 +218,22 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
       st = product(rt, cv, gi);
     return st == KILN_OK && d->relu ? epilogue(rt, cv, 0) : st;
   }
-  size_t pass = images_per_pass(rt, cv);
-  kiln_buffer *col = NULL, *last = NULL; /* the last pass may be shorter */
-  for (size_t n0 = 0; n0 < d->n && st == KILN_OK; n0 += pass) {
-    size_t count = d->n - n0 < pass ? d->n - n0 : pass;
-    kiln_buffer **use = count == pass ? &col : &last;
-    for (size_t gi = 0; gi < d->groups && st == KILN_OK; gi++)
-      st = im2col_product(rt, cv, n0, count, gi, use);
-  }
+  size_t elements, pq = cv->p * cv->q;
+  kiln_dtype compute;
+  step first = first_step(rt, cv, &compute, &elements);
+  kiln_buffer *col = NULL; /* sized for the first step, the largest */
+  if (st == KILN_OK)
+    st = kiln_buffer_create(rt, compute, elements, 0, &col);
+  for (size_t n0 = 0; n0 < d->n && st == KILN_OK; n0 += first.count)
+    for (size_t pq0 = 0; pq0 < pq && st == KILN_OK; pq0 += first.rows) {
+      step sp = {n0, d->n - n0 < first.count ? d->n - n0 : first.count, pq0,
+                 pq - pq0 < first.rows ? pq - pq0 : first.rows};
+      for (size_t gi = 0; gi < d->groups && st == KILN_OK; gi++)
+        st = im2col_product(rt, cv, &sp, gi, col);
+    }
   if (st == KILN_OK && d->relu)
     st = epilogue(rt, cv, 0);
   kiln_buffer_destroy(col);
-  kiln_buffer_destroy(last);
   return st;
 }
 
