@@ -327,6 +327,24 @@ KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype, size
   return buffer_new(rt, fn, dtype, count, bytes, flags, NULL, out);
 }
 
+kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
+                            kiln_dtype dtype, size_t count, kiln_buffer **out)
+{
+  kiln_status st = kiln_buffer_create(rt, dtype, count, 0, out);
+  if (st == KILN_OK)
+    return st;
+  /* The creation's message, less its own name: the operation's is first. */
+  const char *why = kiln_last_error(rt), *prefix = "kiln_buffer_create: ";
+  char *copy = strdup(strncmp(why, prefix, strlen(prefix)) ? why : why + strlen(prefix));
+  char need[32];
+  size_t bytes = count * kiln_dtype_size(dtype); /* checked by the creation */
+  st = kiln__fail(rt, st, "%s: its %s of %zu bytes (%s) could not be made: %s", op, what,
+                  bytes, kiln__format_bytes(bytes, need, sizeof need),
+                  copy ? copy : kiln_status_name(st));
+  free(copy);
+  return st;
+}
+
 KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t count,
                                       void *host, kiln_buffer **out)
 {

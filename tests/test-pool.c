@@ -430,6 +430,53 @@ static void test_pool_steady_gemm_allocates_nothing(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* An operation whose workspace does not fit says which workspace, and
+ * leaves the runtime as it was. */
+static void test_pool_workspace_out_of_memory_names_it(void **state)
+{
+  (void)state;
+  enum { N = 64 };
+  kiln_options o;
+  kiln_options_init(&o);
+  o.ignore_env = 1;
+  o.no_memory_pool = 1; /* a budget to the byte: A, B and C, 16 KiB each */
+  o.memory_limit = 3 * N * N * 4 + 1024;
+  kiln_runtime *rt = kiln_test_runtime_with(&o);
+  kiln_buffer *a = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
+  kiln_buffer *b = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
+  kiln_buffer *c = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
+  kiln_memory_usage before = stats(rt);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, KILN_F32, N, N, N);
+  d.backend = KILN_BACKEND_KILN;
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY,
+                    "kiln_gemm: its packing workspace for A of 16384 bytes",
+                    kiln_gemm(rt, &d, a, b, c));
+  kiln_memory_usage after = stats(rt);
+  assert_int_equal(after.current_bytes, before.current_bytes);
+  assert_int_equal(after.live_buffers, before.live_buffers);
+  /* Usable as before: with B and C gone, a smaller product fits. */
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  static float ones[16 * 16], got[16 * 16];
+  for (int i = 0; i < 16 * 16; i++)
+    ones[i] = 1;
+  b = make(rt, KILN_F32, 16 * 16, 0);
+  c = make(rt, KILN_F32, 16 * 16, 0);
+  assert_kiln_ok(rt, kiln_buffer_write(a, 0, 16 * 16, ones));
+  assert_kiln_ok(rt, kiln_buffer_write(b, 0, 16 * 16, ones));
+  kiln_gemm_desc_init(&d, KILN_F32, 16, 16, 16);
+  d.backend = KILN_BACKEND_KILN;
+  assert_kiln_ok(rt, kiln_gemm(rt, &d, a, b, c));
+  assert_kiln_ok(rt, kiln_buffer_read(c, 0, 16 * 16, got));
+  for (int i = 0; i < 16 * 16; i++)
+    assert_true(got[i] == 16);
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
 /* 8 threads create, write, read back and destroy buffers of a few classes
  * on one runtime; each sees its own data, and the count adds up. */
 enum { THREADS = 8, ROUNDS = 60 };
@@ -503,6 +550,7 @@ int main(void)
     cmocka_unit_test(test_pool_oom_wait_settings),
     cmocka_unit_test(test_pool_off),
     cmocka_unit_test(test_pool_steady_gemm_allocates_nothing),
+    cmocka_unit_test(test_pool_workspace_out_of_memory_names_it),
     cmocka_unit_test(test_pool_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

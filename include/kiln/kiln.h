@@ -1000,7 +1000,9 @@ static inline void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_dtype dtype, s
  *             the elements needed and held), KILN_ERR_WRONG_RUNTIME,
  *             KILN_ERR_UNSUPPORTED (float64 without fp64; a backend that is
  *             not built in or cannot do this request: the message says why),
- *             KILN_ERR_BUILD. */
+ *             KILN_ERR_OUT_OF_MEMORY (kiln's packing workspace, or
+ *             CLBlast's, does not fit: the message names the workspace and
+ *             its bytes), KILN_ERR_BUILD. */
 KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                const kiln_buffer *a, const kiln_buffer *b,
                                kiln_buffer *c);
@@ -1010,8 +1012,9 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
  * out as the descriptor says (offsets count from them). kiln copies them to
  * the device in panels that fit its largest allocation and the runtime's
  * memory budget, so problems larger than the device work; it returns when c
- * holds the result. KILN_ERR_OUT_OF_MEMORY, giving the sizes, when not even
- * one panel fits. */
+ * holds the result. KILN_ERR_OUT_OF_MEMORY, naming the device block and its
+ * bytes, when not even one panel fits; otherwise the statuses of
+ * kiln_gemm(). */
 KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc,
                                     const void *a, const void *b, void *c);
 
@@ -1094,7 +1097,8 @@ KILN_API kiln_dtype kiln_reduce_out_dtype(kiln_reduce_op op, kiln_dtype in);
  *           KILN_ERR_INVALID_DTYPE (in or out of another type),
  *           KILN_ERR_OUT_OF_BOUNDS (a buffer too small: elements needed and
  *           held), KILN_ERR_UNSUPPORTED (float64 without fp64; a backend that
- *           cannot), KILN_ERR_WRONG_RUNTIME, KILN_ERR_BUILD. */
+ *           cannot), KILN_ERR_OUT_OF_MEMORY (the partials' workspace,
+ *           named in the message), KILN_ERR_WRONG_RUNTIME, KILN_ERR_BUILD. */
 KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                  const kiln_buffer *in, kiln_buffer *out);
 
@@ -1103,7 +1107,9 @@ KILN_API kiln_status kiln_reduce(kiln_runtime *rt, const kiln_reduce_desc *desc,
  * goes to the device in chunks that fit its largest allocation and the
  * memory budget, and the chunks' results are combined exactly as one pass
  * would (partial sums in float64 or compensated float32, first indices kept).
- * Returns when `out` holds the result. */
+ * Returns when `out` holds the result. KILN_ERR_OUT_OF_MEMORY, naming the
+ * device piece, when not even the smallest piece fits; otherwise the
+ * statuses of kiln_reduce(). */
 KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                       const void *in, void *out);
 
@@ -1172,8 +1178,9 @@ KILN_API kiln_status kiln_conv2d_output(const kiln_conv2d_desc *desc, size_t *p,
  *           that do not divide, an empty output); KILN_ERR_INVALID_DTYPE;
  *           KILN_ERR_OUT_OF_BOUNDS (a buffer too small: elements needed and
  *           held); KILN_ERR_UNSUPPORTED (float64 without fp64, a backend that
- *           cannot); KILN_ERR_OUT_OF_MEMORY (im2col's workspace, even per
- *           image); KILN_ERR_WRONG_RUNTIME; KILN_ERR_BUILD. */
+ *           cannot); KILN_ERR_OUT_OF_MEMORY (im2col's workspace, not even
+ *           one panel of an image's rows fits: the message names it and its
+ *           bytes); KILN_ERR_WRONG_RUNTIME; KILN_ERR_BUILD. */
 KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *x, const kiln_buffer *weights,
                                  const kiln_buffer *bias, kiln_buffer *y);
@@ -1241,6 +1248,8 @@ static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, siz
  *           small: elements needed and held); KILN_ERR_UNSUPPORTED (float64
  *           without fp64; no FFT library built in: the message names the
  *           Debian packages; a backend that cannot do the length);
+ *           KILN_ERR_OUT_OF_MEMORY (a plan's scratch or a real transform's
+ *           complex workspace, named in the message);
  *           KILN_ERR_WRONG_RUNTIME; KILN_ERR_OPENCL. */
 KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out);

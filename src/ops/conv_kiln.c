@@ -140,7 +140,7 @@ static kiln_status epilogue(kiln_runtime *rt, const kiln__conv *cv, int set)
  * (kiln__conv_tuning; it stays in cache between its write and the GEMM's
  * read), within half of what is left of the memory budget: whole images
  * while one fits, else a chunk of one image's rows, whole panels of them.
- * At least one panel: what does not fit then fails in kiln_buffer_create()
+ * At least one panel: what does not fit then fails in kiln__workspace()
  * with the sizes. */
 static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compute,
                        size_t *elements)
@@ -223,7 +223,7 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
   step first = first_step(rt, cv, &compute, &elements);
   kiln_buffer *col = NULL; /* sized for the first step, the largest */
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, compute, elements, 0, &col);
+    st = kiln__workspace(rt, "kiln_conv2d", "im2col workspace", compute, elements, &col);
   for (size_t n0 = 0; n0 < d->n && st == KILN_OK; n0 += first.count)
     for (size_t pq0 = 0; pq0 < pq && st == KILN_OK; pq0 += first.rows) {
       step sp = {n0, d->n - n0 < first.count ? d->n - n0 : first.count, pq0,

@@ -36,9 +36,9 @@ kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
   size_t rows = d->batch * dims[0] * dims[1], full = rows * last; /* checked by fft.c */
   kiln_buffer *za = NULL, *zb = NULL;
   kiln_dtype cplx = f64 ? KILN_C64 : KILN_C32;
-  kiln_status st = kiln_buffer_create(rt, cplx, full, 0, &za);
+  kiln_status st = kiln__workspace(rt, "kiln_fft", "complex workspace", cplx, full, &za);
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, cplx, full, 0, &zb);
+    st = kiln__workspace(rt, "kiln_fft", "complex workspace", cplx, full, &zb);
   cl_mem a = za ? kiln_buffer_cl_mem(za) : NULL, b = zb ? kiln_buffer_cl_mem(zb) : NULL;
   cl_mem x = kiln_buffer_cl_mem(in), y = kiln_buffer_cl_mem(out);
   kiln_fft_desc c = *d;

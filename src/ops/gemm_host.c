@@ -139,11 +139,12 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
     return st;
   int swap = desc->layout == KILN_COL_MAJOR; /* plan() swapped A and B */
   host_args h = {.a = swap ? b : a, .b = swap ? a : b, .c = c, .backend = desc->backend};
-  st = kiln_buffer_create(rt, g.dtype, p.mb * p.kb, 0, &h.da);
+  static const char fn[] = "kiln_gemm_host";
+  st = kiln__workspace(rt, fn, "device block of A", g.dtype, p.mb * p.kb, &h.da);
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, g.dtype, p.kb * p.nb, 0, &h.db);
+    st = kiln__workspace(rt, fn, "device block of B", g.dtype, p.kb * p.nb, &h.db);
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, g.dtype, p.mb * p.nb, 0, &h.dc);
+    st = kiln__workspace(rt, fn, "device block of C", g.dtype, p.mb * p.nb, &h.dc);
   if (st == KILN_OK)
     st = all_blocks(rt, &g, &p, &h);
   if (st == KILN_OK)

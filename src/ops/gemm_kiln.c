@@ -114,10 +114,12 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
   /* The workspace counts against the memory budget like any buffer; it is
    * released once the enqueued kernels are done with it. */
   kiln_status st = KILN_OK;
-  if (!ap && (st = kiln_buffer_create(rt, p.compute, na, 0, &own_a)) == KILN_OK)
+  if (!ap && (st = kiln__workspace(rt, "kiln_gemm", "packing workspace for A", p.compute,
+                                   na, &own_a)) == KILN_OK)
     ap = own_a;
   if (st == KILN_OK && !bp &&
-      (st = kiln_buffer_create(rt, p.compute, nb, 0, &own_b)) == KILN_OK)
+      (st = kiln__workspace(rt, "kiln_gemm", "packing workspace for B", p.compute, nb,
+                            &own_b)) == KILN_OK)
     bp = own_b;
   /* A is m x k; op(B)' is n x k, so both pack along k. Row-major storage:
    * A(i, p) = a[i * lda + p], or a[p * lda + i] when transposed; op(B)(p, j)

@@ -109,9 +109,10 @@ static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d,
   kiln_dtype pt = kiln_reduce_out_dtype(cd.op, d->dtype);
   kiln_buffer *bin = NULL, *bout = NULL;
   size_t size = n < per ? n : per;
-  kiln_status st = kiln_buffer_create(rt, d->dtype, size, 0, &bin);
+  kiln_status st =
+    kiln__workspace(rt, "kiln_reduce_host", "device piece", d->dtype, size, &bin);
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, pt, 1, 0, &bout);
+    st = kiln__workspace(rt, "kiln_reduce_host", "device result", pt, 1, &bout);
   part acc = {0, 0};
   unsigned char one[16], best[16]; /* min and max keep their bits: half too */
   for (size_t at = 0; at < n && st == KILN_OK; at += size) {
@@ -146,9 +147,11 @@ static kiln_status axis_piece(kiln_runtime *rt, const kiln_reduce_desc *d,
   cd->offset = 0;
   cd->shape[1] = r->len;
   *bin = *bout = NULL;
-  kiln_status st = kiln_buffer_create(rt, d->dtype, n_in, 0, bin);
+  kiln_status st =
+    kiln__workspace(rt, "kiln_reduce_host", "device piece", d->dtype, n_in, bin);
   if (st == KILN_OK)
-    st = kiln_buffer_create(rt, r->out_type, n_out, 0, bout);
+    st =
+      kiln__workspace(rt, "kiln_reduce_host", "device results", r->out_type, n_out, bout);
   return st;
 }
 

@@ -76,9 +76,11 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
   if (groups)
     np = t.groups;
   kiln_buffer *pv = NULL, *pi = NULL;
-  kiln_status st = kiln_buffer_create(rt, partial_type(rt, r, fam), np, 0, &pv);
+  kiln_status st =
+    kiln__workspace(rt, "kiln_reduce", "partials", partial_type(rt, r, fam), np, &pv);
   if (st == KILN_OK && !sum) /* min/max: which chunks had any; arg: indices */
-    st = kiln_buffer_create(rt, fam == EXT ? KILN_I32 : KILN_I64, np, 0, &pi);
+    st = kiln__workspace(rt, "kiln_reduce", "partial indices",
+                         fam == EXT ? KILN_I32 : KILN_I64, np, &pi);
   cl_mem in = r->in, a = kiln_buffer_cl_mem(pv), b = kiln_buffer_cl_mem(pi);
   /* Chunks run one work-item a group: a driver free to choose might put
    * them all in one group, which PoCL runs on a single core. */
