@@ -21,15 +21,21 @@ static kiln_memory_usage stats(kiln_runtime *rt)
   return u;
 }
 
-/* A runtime with the pool on (whatever the environment says), and a budget
- * of limit bytes (0: the device's memory). */
-static kiln_runtime *pool_runtime(uint64_t limit)
+/* A runtime with the pool on (whatever the environment says), a budget of
+ * limit bytes (0: the device's memory) and KILN_OOM_WAIT's wait_ms. */
+static kiln_runtime *runtime_with(uint64_t limit, unsigned wait_ms)
 {
   kiln_options o;
   kiln_options_init(&o);
   o.ignore_env = 1;
   o.memory_limit = limit;
+  o.oom_wait_ms = wait_ms;
   return kiln_test_runtime_with(&o);
+}
+
+static kiln_runtime *pool_runtime(uint64_t limit)
+{
+  return runtime_with(limit, 0);
 }
 
 /* The bytes the driver holds for b. */
@@ -273,11 +279,7 @@ static void test_pool_driver_refusal_trims_and_retries(void **state)
 
 static kiln_runtime *waiting_runtime(unsigned wait_ms)
 {
-  kiln_options o;
-  kiln_options_init(&o);
-  o.ignore_env = 1;
-  o.oom_wait_ms = wait_ms;
-  return kiln_test_runtime_with(&o);
+  return runtime_with(0, wait_ms);
 }
 
 /* KILN_OOM_WAIT: a refusal that clears after three tries is survived by
