@@ -394,7 +394,7 @@ static void gemm_text(const kiln__gemm_tuning *g, char *out, size_t size)
   if (g->gpu_shape)
     snprintf(out, size, "gpu tsm=%u tsk=%u wpt=%u", g->tsm, g->tsk, g->wpt);
   else
-    snprintf(out, size, "cpu tm=%u vw=%u", g->tm, g->vw);
+    snprintf(out, size, "cpu tm=%u vw=%u cg=%u", g->tm, g->vw, g->cg);
 }
 
 static void reduce_text(const kiln__reduce_tuning *r, char *out, size_t size)
@@ -482,13 +482,20 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
     kiln__gemm_tuning *g = &t.gemm[variant];
     g->gpu_shape = gpu;
     if (!gpu) {
-      static const unsigned tms[] = {2, 4, 6, 8, 12, 16}, vws[] = {2, 4, 8, 16};
+      /* cg: the driver's groups, or groups of 1 to 16 work-items (log
+       * distance counted from 1 for the driver's). */
+      static const unsigned tms[] = {2, 4, 6, 8, 12, 16}, vws[] = {2, 4, 8, 16},
+                            cgs[] = {0, 1, 4, 16};
       for (size_t i = 0; i < KILN__COUNT(tms); i++)
-        for (size_t j = 0; j < KILN__COUNT(vws); j++) {
-          g->tm = tms[i];
-          g->vw = vws[j];
-          add(list, n, &t, ldist(g->tm, b->tm) + ldist(g->vw, b->vw));
-        }
+        for (size_t j = 0; j < KILN__COUNT(vws); j++)
+          for (size_t k = 0; k < KILN__COUNT(cgs); k++) {
+            g->tm = tms[i];
+            g->vw = vws[j];
+            g->cg = cgs[k];
+            add(list, n, &t,
+                ldist(g->tm, b->tm) + ldist(g->vw, b->vw) +
+                  ldist(g->cg ? g->cg : 1, b->cg ? b->cg : 1) + (g->cg != b->cg));
+          }
     } else {
       static const unsigned tsms[] = {16, 32, 64, 128}, tsks[] = {8, 16, 32},
                             wpts[] = {1, 2, 4, 8};

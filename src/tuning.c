@@ -138,6 +138,10 @@ static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
     rc = bad(why, at, "tm", g->tm, "the CPU shape takes 1 to 32 rows");
   if (g->vw != 1 && g->vw != 2 && g->vw != 4 && g->vw != 8 && g->vw != 16)
     rc = bad(why, at, "vw", g->vw, "OpenCL vectors have 1, 2, 4, 8 or 16 lanes");
+  if (g->cg > 64 || (g->cg & (g->cg - 1)) || g->cg > dev->max_work_group_size)
+    rc = bad(why, at, "cg", g->cg,
+             "a CPU group is 0 (the driver's choice) or a power of two up to 64 and "
+             "the device's group size");
   if (g->tsk < 1 || g->tsk > 64)
     rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
   if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)

@@ -23,6 +23,9 @@ enum kiln__gemm_variant {
 typedef struct kiln__gemm_tuning {
   int gpu_shape;          /* local-memory tiles, else the CPU shape */
   unsigned tm, vw;        /* CPU: rows per work-item; vector lanes (2 vectors) */
+  unsigned cg;            /* CPU: work-items a group along M, a power of two
+                             (or less where M's tiles do not divide); 0: the
+                             driver's choice */
   unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
 } kiln__gemm_tuning;
 

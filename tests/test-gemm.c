@@ -341,6 +341,40 @@ static void test_gemm_gpu_shape(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
+/* The CPU shape in groups of cg work-items along M (kiln_tune()'s choice),
+ * where cg divides M's tiles and where only a smaller power of two does. */
+static void test_gemm_cpu_groups(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  if (rt->tuning->t.gemm[KILN__GEMM_F32].gpu_shape) {
+    assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+    skip(); /* the GPU shape has groups of its own */
+  }
+  size_t saved_n = nbackends;
+  nbackends = 1; /* kiln's only */
+  static const unsigned cgs[] = {1, 4, 16, 64};
+  for (size_t i = 0; i < COUNT(cgs); i++) {
+    kiln__tuning t = rt->tuning->t;
+    for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+      t.gemm[v].cg = cgs[i];
+      t.gemm[v].tm = 6;
+    }
+    kiln__runtime_set_tuning(rt, &t);
+    /* 6-row tiles: 96 rows are 16 of them, 67 rows 12, 33 rows 6. */
+    one(rt, desc(KILN_F32, 96, 40, 33), 11);
+    one(rt, desc(KILN_F32, 67, 45, 20), 12);
+    kiln_gemm_desc d = desc(KILN_F16, 33, 17, 9);
+    d.trans_a = KILN_TRANS;
+    d.beta = 2;
+    d.batch = 3;
+    one(rt, d, 13);
+  }
+  nbackends = saved_n;
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
 /* kiln_gemm_host() on the caller's arrays, with a memory limit so small that
  * it must cut the product into panels. */
 static void test_gemm_host_panels(void **state)
@@ -472,6 +506,7 @@ int main(void)
     cmocka_unit_test(test_gemm_transposes_layouts_alpha_beta),
     cmocka_unit_test(test_gemm_leading_dimensions_offsets_batches),
     cmocka_unit_test(test_gemm_dtypes),
+    cmocka_unit_test(test_gemm_cpu_groups),
     cmocka_unit_test(test_gemm_gpu_shape),
     cmocka_unit_test(test_gemm_host_panels),
   };

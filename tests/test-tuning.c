@@ -81,6 +81,7 @@ static kiln__tuning unusual(kiln_runtime *rt)
   kiln__tuning t = rt->tuning->t;
   t.gemm[KILN__GEMM_F32].tm = 5;
   t.gemm[KILN__GEMM_F32].vw = 4;
+  t.gemm[KILN__GEMM_F32].cg = 4;
   t.gemm[KILN__GEMM_F16].tm = 3;
   t.gemm[KILN__GEMM_F64].vw = 2;
   t.reduce.chunks = 3;

@@ -86,10 +86,16 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                                  p->np, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
                                  g->m, g->n, g->alpha, g->beta, beta_zero);
   }
-  size_t global[3] = {p->mp / p->pha, p->np / p->phb, g->batch};
-  return kiln__launch_gemm_cpu(rt, what, p->tag, 3, global, NULL, a, b, da, db, p->kp,
-                               g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n,
-                               g->alpha, g->beta, beta_zero);
+  /* Groups of cg work-items along M (the most up to cg that divide M's
+   * tiles): many groups, which the driver's threads take as they finish,
+   * where a driver left to choose may make one a core, each waiting on
+   * the slowest. */
+  size_t global[3] = {p->mp / p->pha, p->np / p->phb, g->batch}, local[3] = {1, 1, 1};
+  while (local[0] * 2 <= p->t.cg && global[0] % (local[0] * 2) == 0)
+    local[0] *= 2;
+  return kiln__launch_gemm_cpu(rt, what, p->tag, 3, global, p->t.cg ? local : NULL, a, b,
+                               da, db, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
+                               g->m, g->n, g->alpha, g->beta, beta_zero);
 }
 
 void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
