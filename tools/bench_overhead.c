@@ -11,8 +11,8 @@
  *              pool saves
  *   kiln-wait  each call followed by kiln_finish(): the whole round trip
  * N is 50 calls a sample (10 with --quick), and the peers' samples are
- * taken in turns. The rows are small cases,
- * where the host's share matters most (--sizes picks them by number):
+ * taken in turns. The rows are small cases, where the host's share
+ * matters most (--sizes picks them by number):
  *   1 gemm64   kiln_gemm 64x64x64 float32, AUTO
  *   2 conv8    kiln_conv2d n1 c8 16x16 -> k8, 3x3, padding 1, float32, AUTO
  *   3 sum64K   kiln_reduce sum of 65536 float32
