@@ -19,7 +19,7 @@ import tempfile
 
 from kilncheck import FAILURES, check
 
-GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "bandwidth", "compile"]
+GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "bandwidth", "compile"]
 FIELDS = ["group", "case", "size", "backend", "median", "unit", "repeats", "checked",
           "op", "dtype", "shape", "median_ms", "gflops", "gbps"]
 NO_GNUPLOT = "no plot: gnuplot is not installed"
@@ -108,6 +108,7 @@ def check_errors(with_json):
              (["--repeat", "0"], "--repeat takes 1 to 1000"),
              (["conv", "--plot", "x.png"], "conv has no sizes to plot"),
              (["launch", "--sizes", "0"], "--sizes takes launch counts"),
+             (["overhead", "--sizes", "8"], "--sizes takes case numbers"),
              (["bandwidth", "--backend", "memcpy"],
               "--backend takes copy, write or read"),
              (["compile", "--sizes", "3"], "--sizes takes kernel file numbers")]

@@ -100,6 +100,18 @@ check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv
 check "bench conv json (the depthwise layer)" 0 '"shape": ?"n8c128h56w56k128r3s3g128"' \
   bench conv --sizes 4 --backend direct --repeat 1 --json
 check "bench names its groups" 0 "kiln bench conv" bench --help
+# kiln bench overhead: host time per call of each operation, with and
+# without the caching pool; each case checked against known answers.
+check "bench overhead table" 0 "kiln/no-pool" bench overhead --sizes 1,7 --repeat 1
+check "bench overhead checks every case" 0 "copy4K +kiln-wait +warm-up and check\.\.\. ok" \
+  bench overhead --quick --repeat 1
+check "bench overhead json counts allocations" 0 '"allocs": ?[0-9]+' \
+  bench overhead --sizes 3 --backend kiln --repeat 1 --json
+check "bench overhead refuses bad sizes" 2 "--sizes takes case numbers" \
+  bench overhead --sizes 8
+check "bench overhead refuses bad backends" 2 "--backend takes kiln, no-pool or kiln-wait" \
+  bench overhead --backend pool
+check "bench names the overhead group" 0 "kiln bench overhead " bench --help
 
 # kiln run conv2d's errors: exactly one line on stderr, exit 1, no file.
 one_line() { # one_line <description> <args...>

@@ -2,7 +2,7 @@
  * bench.h — what the benchmarks of `kiln bench` share: the record every
  * group produces, option parsing, medians and the per-group table (bench.c),
  * the whole suite's table, JSON, CSV and plot (bench_out.c). Each group
- * (gemm, conv, reduce, fft, launch, bandwidth, compile) describes itself in
+ * (gemm, conv, reduce, fft, launch, overhead, bandwidth, compile) describes itself in
  * a bench_spec and runs through a bench_group.
  */
 #ifndef KILN_TOOLS_BENCH_H
@@ -30,19 +30,22 @@ typedef struct bench_spec bench_spec;
 
 /* One measurement. The JSON record is group, case, size, backend, median,
  * unit, repeats, checked, then op, dtype, shape, median_ms, gflops, gbps
- * (and plan_ms where measured); a figure that does not apply is NAN here
+ * (and plan_ms and allocs where measured); a figure that does not apply is NAN here
  * and null there. */
 typedef struct bench_record {
   const char *op, *backend, *dtype; /* dtype: NULL where none applies */
   size_t size;                      /* the table's row: n for gemm, bytes for reduce */
   char shape[48];                   /* "MxNxK", or the element count */
   double median_ms, gflops, gbps;
-  int has_plan;           /* plan_ms measured: JSON adds "plan_ms" */
-  double plan_ms;         /* the first call minus the median (kiln bench fft) */
-  int reference;          /* this peer is the reference the others are checked
+  int has_plan;              /* plan_ms measured: JSON adds "plan_ms" */
+  double plan_ms;            /* the first call minus the median (kiln bench fft) */
+  int has_allocs;            /* allocs counted: JSON adds "allocs" */
+  unsigned long long allocs; /* device allocations (pool misses) the timed
+                                calls made (kiln bench overhead) */
+  int reference;             /* this peer is the reference the others are checked
                      against, so it is not checked itself */
-  int repeats;            /* the runs the median is of; 0: the group's --repeat */
-  const bench_spec *spec; /* the group's; set by bench_add() */
+  int repeats;               /* the runs the median is of; 0: the group's --repeat */
+  const bench_spec *spec;    /* the group's; set by bench_add() */
 } bench_record;
 
 typedef struct bench_records {
@@ -180,9 +183,10 @@ int bench_plot(const bench_records *rs, const char *path, const char *device);
 
 /* The groups, in the suite's order (bench_gemm.c, bench_conv.c,
  * bench_reduce.c, bench_fft.c, bench_launch.c, bench_bandwidth.c,
- * bench_compile.c). */
+ * bench_overhead.c, bench_bandwidth.c, bench_compile.c). */
 extern const bench_group bench_gemm_group, bench_conv_group, bench_reduce_group,
-  bench_fft_group, bench_launch_group, bench_bandwidth_group, bench_compile_group;
+  bench_fft_group, bench_launch_group, bench_overhead_group, bench_bandwidth_group,
+  bench_compile_group;
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

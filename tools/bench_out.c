@@ -90,6 +90,8 @@ static json_object *json_record(const bench_record *r)
   json_object_object_add(o, "gbps", json_figure(r->gbps));
   if (r->has_plan)
     json_object_object_add(o, "plan_ms", json_object_new_double(r->plan_ms));
+  if (r->has_allocs)
+    json_object_object_add(o, "allocs", json_object_new_int64((int64_t)r->allocs));
   return o;
 }
 #endif
@@ -151,7 +153,7 @@ int bench_write_csv(const bench_records *rs, const char *path)
     return 1;
   /* no field holds a comma, a quote or a line break: none is quoted */
   fprintf(f, "group,case,size,backend,median,unit,repeats,checked,op,dtype,shape,"
-             "median_ms,gflops,gbps,plan_ms\n");
+             "median_ms,gflops,gbps,plan_ms,allocs\n");
   for (size_t i = 0; i < rs->n; i++) {
     const bench_record *r = &rs->r[i];
     char label[32];
@@ -165,6 +167,9 @@ int bench_write_csv(const bench_records *rs, const char *path)
     csv_number(f, r->gbps);
     if (r->has_plan)
       fprintf(f, "%.6g", r->plan_ms);
+    fputc(',', f);
+    if (r->has_allocs)
+      fprintf(f, "%llu", r->allocs);
     fputc('\n', f);
   }
   return close_out(f, path, rs->n);
