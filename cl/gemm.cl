@@ -92,6 +92,32 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
     out[i] = 0;
 }
 
+/* The CPU shapes' register tile: TM rows of two VW-lane vectors. ROW_FMA
+ * adds row r's A value times the B vectors b0, b1; STORE_TILE updates the
+ * tile at rows i0.., columns j0.. of cb (unrolled like the loops that fill
+ * acc, so acc stays in registers). */
+#define ROW_FMA(r, a_r, b0, b1)                                                          \
+  do {                                                                                   \
+    VEC(RT, VW) av = (VEC(RT, VW))(a_r);                                                \
+    acc[r][0] = fma(av, b0, acc[r][0]);                                                  \
+    acc[r][1] = fma(av, b1, acc[r][1]);                                                  \
+  } while (0)
+#define STORE_TILE(cb, i0, j0)                                                           \
+  do {                                                                                   \
+    RT t[2 * VW];                                                                        \
+    _Pragma("unroll") for (int r = 0; r < TM; r++)                                       \
+    {                                                                                    \
+      size_t i = (i0) + r;                                                               \
+      VSTORE(VW)(acc[r][0], 0, t);                                                       \
+      VSTORE(VW)(acc[r][1], 0, t + VW);                                                  \
+      for (int cc = 0; i < M && cc < 2 * VW; cc++) {                                     \
+        size_t j = (j0) + cc;                                                            \
+        if (j < N)                                                                       \
+          UPDATE(cb, i * ldc + j, t[cc], alpha, beta, beta_zero);                        \
+      }                                                                                  \
+    }                                                                                    \
+  } while (0)
+
 /*
  * The CPU shape. Work-item (jb, ib, b) computes rows ib*TM .. +TM and columns
  * jb*TN .. +TN of product b, TN = 2 * VW, from A's panel ib (TM rows, Kp
@@ -115,27 +141,64 @@ kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong 
     VEC(RT, VW) b0 = VLOAD(VW)(0, pb + p * (2 * VW));
     VEC(RT, VW) b1 = VLOAD(VW)(0, pb + p * (2 * VW) + VW);
 #pragma unroll
-    for (int r = 0; r < TM; r++) {
-      VEC(RT, VW) av = (VEC(RT, VW))(pa[p * TM + r]);
-      acc[r][0] = fma(av, b0, acc[r][0]);
-      acc[r][1] = fma(av, b1, acc[r][1]);
-    }
+    for (int r = 0; r < TM; r++)
+      ROW_FMA(r, pa[p * TM + r], b0, b1);
   }
   global ST *cb = c + offc + b * sc;
-  RT t[2 * VW];
-  /* Unrolled like the loop above, so acc stays in registers. */
+  STORE_TILE(cb, ib * TM, jb * (2 * VW));
+}
+
+#if KILN_PASS != 2
+/*
+ * Small products on the CPU shape, unpacked: the same register tile, read
+ * where A and op(B) lie, for requests too small to repay the two pack
+ * launches (src/tuning.c's `small`). A(i, p) at a[offa + b*sab + i*sar +
+ * p*sap], any layout; op(B)(p, j) at b[offb + b*sbb + p*ldb + j], columns
+ * contiguous (no transpose), so a row of the tile is two vector loads;
+ * tiles past N's end load its columns one by one. Rows past M read row M -
+ * 1 and are not stored. Float and double only: half storage packs.
+ * Global size (ceil(M / TM), ceil(N / TN), batch).
+ */
+kernel void NAME(kiln_gemm_small)(global const ST *a, ulong offa, ulong sar, ulong sap,
+                                  ulong sab, global const ST *b, ulong offb, ulong ldb,
+                                  ulong sbb, uint K, global ST *c, ulong offc, ulong ldc,
+                                  ulong sc, uint M, uint N, RT alpha, RT beta,
+                                  int beta_zero)
+{
+  size_t ib = get_global_id(0), jb = get_global_id(1), bt = get_global_id(2);
+  size_t i0 = ib * TM, j0 = jb * (2 * VW);
+  global const ST *pa[TM];
 #pragma unroll
-  for (int r = 0; r < TM; r++) {
-    size_t i = ib * TM + r;
-    VSTORE(VW)(acc[r][0], 0, t);
-    VSTORE(VW)(acc[r][1], 0, t + VW);
-    for (int cc = 0; i < M && cc < 2 * VW; cc++) {
-      size_t j = jb * (2 * VW) + cc;
-      if (j < N)
-        UPDATE(cb, i * ldc + j, t[cc], alpha, beta, beta_zero);
+  for (int r = 0; r < TM; r++)
+    pa[r] = a + offa + bt * sab + min(i0 + r, (size_t)M - 1) * sar;
+  global const ST *pb = b + offb + bt * sbb + j0;
+  VEC(RT, VW) acc[TM][2];
+#pragma unroll
+  for (int r = 0; r < TM; r++)
+    acc[r][0] = acc[r][1] = 0;
+  if (j0 + 2 * VW <= N) {
+    for (uint p = 0; p < K; p++) {
+      VEC(RT, VW) b0 = VLOAD(VW)(0, pb + p * ldb);
+      VEC(RT, VW) b1 = VLOAD(VW)(0, pb + p * ldb + VW);
+#pragma unroll
+      for (int r = 0; r < TM; r++)
+        ROW_FMA(r, pa[r][p * sap], b0, b1);
+    }
+  } else {
+    RT t[2 * VW];
+    for (uint p = 0; p < K; p++) {
+      for (int cc = 0; cc < 2 * VW; cc++)
+        t[cc] = j0 + cc < N ? pb[p * ldb + cc] : 0;
+      VEC(RT, VW) b0 = VLOAD(VW)(0, t), b1 = VLOAD(VW)(0, t + VW);
+#pragma unroll
+      for (int r = 0; r < TM; r++)
+        ROW_FMA(r, pa[r][p * sap], b0, b1);
     }
   }
+  global ST *cb = c + offc + bt * sc;
+  STORE_TILE(cb, i0, j0);
 }
+#endif
 
 /*
  * The GPU shape. A and B are packed as single panels: at[p * Mp + i] and

@@ -15,7 +15,7 @@
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
- *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "tsm": 64,
+ *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 160, "tsm": 64,
  *                      "tsk": 16, "wpt": 4}, "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
  *     "fft": {"wide_from": 16, "group": 64},
@@ -166,6 +166,7 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
     put_uint(x, "tm", g->tm);
     put_uint(x, "vw", g->vw);
     put_uint(x, "cg", g->cg);
+    put_uint(x, "small", g->small);
     put_uint(x, "tsm", g->tsm);
     put_uint(x, "tsk", g->tsk);
     put_uint(x, "wpt", g->wpt);
@@ -335,7 +336,9 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
     kiln__gemm_tuning *g = &t->gemm[v];
     if (!x || get_shape(x, path, &g->gpu_shape, why) ||
         get_uint(x, path, "tm", &g->tm, why) || get_uint(x, path, "vw", &g->vw, why) ||
-        get_uint(x, path, "cg", &g->cg, why) || get_uint(x, path, "tsm", &g->tsm, why) ||
+        get_uint(x, path, "cg", &g->cg, why) ||
+        get_uint(x, path, "small", &g->small, why) ||
+        get_uint(x, path, "tsm", &g->tsm, why) ||
         get_uint(x, path, "tsk", &g->tsk, why) || get_uint(x, path, "wpt", &g->wpt, why))
       return -1;
   }

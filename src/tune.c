@@ -22,7 +22,8 @@
  * replaces it only when it is faster by more than 3% there, so tuning never
  * makes a kernel slower beyond noise. Each kernel gets the
  * budget left divided by the kernels left (the convolution's two count
- * half each). The record is written after
+ * half each); one reached with none left still measures its baseline, so
+ * the budget may run over by that much. The record is written after
  * each kernel, so a stop (the budget, Ctrl-C through progress) keeps all
  * that was finished.
  */
@@ -781,11 +782,11 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
               .count = 2 * nk};
   st = KILN_OK;
   for (size_t k = 0; k < nk && !s.stop; k++) {
+    /* A kernel reached with nothing left still measures its baseline, so
+     * every kernel asked for is in the record, on a slow machine too. */
     double left = s.budget - ((kiln__now_ns() * 1e-9) - s.t0);
-    if (left <= 0)
-      break;
     tune_kernel(&s, kernels[k].what, kernels[k].variant,
-                left * kernels[k].weight / weights);
+                left > 0 ? left * kernels[k].weight / weights : 0);
     weights -= kernels[k].weight;
     /* Kept after each kernel, so a stop loses nothing finished. */
     st = kiln__record_save(rt, fn, s.m, s.nm);

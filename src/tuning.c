@@ -20,6 +20,11 @@
  * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
  * group), or 32 x 32 tiles where a group cannot hold 256.
  */
+/* Small products (at most SMALL_RULE^3 multiply-adds) skip the packs on a
+ * CPU device: each launch costs PoCL about 10 us, three of them more than
+ * a 128^3 product takes. */
+#define SMALL_RULE 160
+
 static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {
   unsigned w = dev->native_vector_width_float;
@@ -29,6 +34,7 @@ static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
       .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
       .tm = 8,
       .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
+      .small = SMALL_RULE,
       .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
       .tsk = 16,
       .wpt = 4,
@@ -142,6 +148,9 @@ static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
     rc = bad(why, at, "cg", g->cg,
              "a CPU group is 0 (the driver's choice) or a power of two up to 64 and "
              "the device's group size");
+  if (g->small > 4096)
+    rc = bad(why, at, "small", g->small,
+             "unpacked products go up to 4096^3 multiply-adds (0: none)");
   if (g->tsk < 1 || g->tsk > 64)
     rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
   if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)

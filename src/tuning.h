@@ -26,6 +26,8 @@ typedef struct kiln__gemm_tuning {
   unsigned cg;            /* CPU: work-items a group along M, a power of two
                              (or less where M's tiles do not divide); 0: the
                              driver's choice */
+  unsigned small;         /* CPU: products of at most small^3 multiply-adds
+                             (m n k) run unpacked (kiln_gemm_small); 0: none */
   unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
 } kiln__gemm_tuning;
 

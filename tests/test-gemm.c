@@ -341,8 +341,9 @@ static void test_gemm_gpu_shape(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
-/* The CPU shape in groups of cg work-items along M (kiln_tune()'s choice),
- * where cg divides M's tiles and where only a smaller power of two does. */
+/* The CPU shape, packed (small = 0: the sizes here would run unpacked), in
+ * groups of cg work-items along M (kiln_tune()'s choice), where cg divides
+ * M's tiles and where only a smaller power of two does. */
 static void test_gemm_cpu_groups(void **state)
 {
   (void)state;
@@ -360,6 +361,7 @@ static void test_gemm_cpu_groups(void **state)
     for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
       t.gemm[v].cg = cgs[i];
       t.gemm[v].tm = 6;
+      t.gemm[v].small = 0;
     }
     kiln__runtime_set_tuning(rt, &t);
     /* 6-row tiles: 96 rows are 16 of them, 67 rows 12, 33 rows 6. */

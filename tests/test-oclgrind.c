@@ -590,6 +590,23 @@ static void test_oclgrind_gemm_cpu_shape(void **state)
   gemm_cases(cpu_rt);
 }
 
+/* The CPU shape unpacked (kiln_gemm_small): the cases whose op(B) is not
+ * transposed, in float and double; the rest pack as before. Tiles past M's
+ * and N's ends are where it could read out of bounds. */
+static void test_oclgrind_gemm_small(void **state)
+{
+  (void)state;
+  const kiln__tuning saved = cpu_rt->tuning->t;
+  kiln__tuning t = saved;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    t.gemm[v].small = 4096;
+  kiln__runtime_set_tuning(cpu_rt, &t);
+  gemm_cases_of(cpu_rt, KILN_F32);
+  if (kiln_runtime_device(cpu_rt)->has_fp64)
+    gemm_cases_of(cpu_rt, KILN_F64);
+  kiln__runtime_set_tuning(cpu_rt, &saved);
+}
+
 /* ---- reduce.cl ------------------------------------------------------------ */
 
 static const kiln_reduce_op all_ops[] = {
@@ -1222,6 +1239,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_gemm_gpu_shape),
     T(test_oclgrind_gemm_gpu_corners),
     T(test_oclgrind_gemm_cpu_shape),
+    T(test_oclgrind_gemm_small),
     T(test_oclgrind_reduce_gpu_shape),
     T(test_oclgrind_reduce_cpu_shape),
     T(test_oclgrind_conv_gpu_shape),

@@ -144,9 +144,33 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
   return st;
 }
 
+/* Whether g runs unpacked (cl/gemm.cl's kiln_gemm_small): the CPU shape,
+ * float or double, op(B) not transposed, and at most small^3 multiply-adds. */
+static int unpacked(const kiln__gemm_tuning *t, const kiln__gemm *g)
+{
+  double s = t->small;
+  return !t->gpu_shape && g->dtype != KILN_F16 && g->trans_b != KILN_TRANS &&
+         (double)g->m * g->n * g->k <= s * s * s;
+}
+
+static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
+                                const kiln__gemm_tuning *t)
+{
+  int ta = g->trans_a == KILN_TRANS;
+  size_t tn = 2 * t->vw;
+  size_t global[3] = {(g->m + t->tm - 1) / t->tm, (g->n + tn - 1) / tn, g->batch};
+  return kiln__launch_gemm_small(
+    rt, what, g->dtype == KILN_F64 ? "f64" : "f32", 3, global, NULL, g->a, g->offset_a,
+    ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a, g->b, g->offset_b, g->ldb, g->stride_b,
+    g->k, g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n, g->alpha, g->beta,
+    g->beta == 0.0);
+}
+
 static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
 {
-  return kiln__gemm_kiln_run_packed(rt, g, NULL, NULL);
+  const kiln__gemm_tuning *t = &rt->tuning->t.gemm[kiln__gemm_variant_of(g->dtype)];
+  return unpacked(t, g) ? run_unpacked(rt, g, t)
+                        : kiln__gemm_kiln_run_packed(rt, g, NULL, NULL);
 }
 
 const kiln__gemm_backend kiln__gemm_kiln = {KILN_BACKEND_KILN, cannot, run};
