@@ -107,14 +107,17 @@ static uint64_t workspace(const conv_job *c, size_t per)
   return ws;
 }
 
-/* Bytes on the device for pieces of per units in `sets` sets; the larger
- * of a piece's two buffers into *largest. */
+/* Bytes on the device for pieces of per units in `sets` sets, each buffer
+ * as the pool rounds it; the larger of a piece's two buffers into
+ * *largest. */
 static uint64_t need(const conv_job *c, size_t per, int sets, uint64_t *largest)
 {
   size_t in, out, es = kiln_dtype_size(c->cv.d.dtype);
   set_sizes(c, per, &in, &out);
   *largest = (uint64_t)(in > out ? in : out) * es;
-  return (uint64_t)sets * (in + out) * es + workspace(c, per);
+  uint64_t set = (uint64_t)kiln__pool_block_bytes(c->rt, in * es) +
+                 kiln__pool_block_bytes(c->rt, out * es);
+  return sets * set + workspace(c, per);
 }
 
 static int fits(const kiln__host_job *j, size_t per, int sets)
@@ -212,7 +215,8 @@ static kiln_status too_big(kiln_runtime *rt, conv_job *c)
   return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
                     "%s: one output row of one image (%zu input rows of %zu x %zu "
                     "channels in, %zu outputs, and the backend's workspace) needs %llu "
-                    "bytes on the device, the largest buffer %llu; but %llu are left of "
+                    "bytes on the device (its buffers as the memory pool rounds them), "
+                    "the largest buffer %llu; but %llu are left of "
                     "the memory budget after the weights, and the largest allocation is "
                     "%llu",
                     fn, reach(&c->cv.d, 1), c->cv.d.w, c->cv.d.c, c->cv.q * c->cv.d.k,

@@ -232,15 +232,19 @@ uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backe
   if (is_product(cv)) { /* both operands packed, the whole batch */
     kiln__gemm g = product_request(cv, 0);
     kiln__gemm_kiln_packing(rt, &g, &pk);
-    return (uint64_t)(pk.mp + pk.np) * pk.kp * g.batch * kiln_dtype_size(pk.compute);
+    size_t es = kiln_dtype_size(pk.compute);
+    return (uint64_t)kiln__pool_block_bytes(rt, pk.mp * pk.kp * g.batch * es) +
+           kiln__pool_block_bytes(rt, pk.np * pk.kp * g.batch * es);
   }
   /* first_step() takes at most half of what is left, and one panel with the
-   * weights' pack at least: twice that leaves room for both. */
+   * weights' pack at least: twice that (the two buffers as the pool rounds
+   * them) leaves room for both. */
   step one = {.count = 1, .rows = 1};
   size_t rows, ph;
   packed_size(rt, cv, &one, &pk, &rows, &ph);
-  return 2 *
-         ((uint64_t)rows * pk.kp * kiln_dtype_size(pk.compute) + weights_pack(cv, &pk));
+  size_t col = rows * pk.kp * kiln_dtype_size(pk.compute);
+  return 2 * ((uint64_t)kiln__pool_block_bytes(rt, col) +
+              kiln__pool_block_bytes(rt, (size_t)weights_pack(cv, &pk)));
 }
 
 static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)

@@ -16,6 +16,7 @@
 static const char fn[] = "kiln_fft_host";
 
 typedef struct fft_job {
+  kiln_runtime *rt;
   kiln__fft f;            /* the whole request */
   size_t in_one, out_one; /* elements of one transform */
   size_t in_es, out_es;
@@ -29,7 +30,9 @@ static int fits(const kiln__host_job *j, size_t per, int sets)
   const fft_job *t = j->op;
   uint64_t in = (uint64_t)per * t->in_one * t->in_es,
            out = (uint64_t)per * t->out_one * t->out_es;
-  return sets * (in + out) <= t->room && in <= t->max_alloc && out <= t->max_alloc;
+  uint64_t set = (uint64_t)kiln__pool_block_bytes(t->rt, in) +
+                 kiln__pool_block_bytes(t->rt, out); /* as the pool rounds them */
+  return sets * set <= t->room && in <= t->max_alloc && out <= t->max_alloc;
 }
 
 static size_t pieces(const kiln__host_job *j)
@@ -106,7 +109,7 @@ KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
                       "%s: in and out are the same array; expected two (the transform "
                       "runs out of place)",
                       fn);
-  fft_job t = {.in = in, .out = out};
+  fft_job t = {.rt = rt, .in = in, .out = out};
   st = kiln__fft_plan(rt, &given, &t.f);
   if (st != KILN_OK)
     return st;
@@ -116,17 +119,20 @@ KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
   t.out_es = kiln_dtype_size(kiln__fft_type(&t.f, 1));
   kiln__host_room(rt, &t.room, &t.max_alloc);
   kiln__host_job j = {&t, 0, 1, fits, pieces, create, put, run, get};
-  if (!kiln__host_choose(&j, batch))
+  if (!kiln__host_choose(&j, batch)) {
+    uint64_t in_b = t.in_one * t.in_es, out_b = t.out_one * t.out_es;
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
                       "%s: one transform (%zu %s in, %zu %s out) needs %llu bytes on the "
-                      "device, the larger buffer %llu; but %llu are left of the memory "
-                      "budget, and the largest allocation is %llu",
+                      "device (%llu as the memory pool rounds its two buffers), the "
+                      "larger buffer %llu; but %llu are left of the memory budget, and "
+                      "the largest allocation is %llu",
                       fn, t.in_one, kiln_dtype_name(kiln__fft_type(&t.f, 0)), t.out_one,
                       kiln_dtype_name(kiln__fft_type(&t.f, 1)),
-                      (unsigned long long)(t.in_one * t.in_es + t.out_one * t.out_es),
-                      (unsigned long long)(t.in_one * t.in_es > t.out_one * t.out_es
-                                             ? t.in_one * t.in_es
-                                             : t.out_one * t.out_es),
+                      (unsigned long long)(in_b + out_b),
+                      (unsigned long long)(kiln__pool_block_bytes(rt, in_b) +
+                                           kiln__pool_block_bytes(rt, out_b)),
+                      (unsigned long long)(in_b > out_b ? in_b : out_b),
                       (unsigned long long)t.room, (unsigned long long)t.max_alloc);
+  }
   return kiln__host_run(rt, &j);
 }
