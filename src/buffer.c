@@ -617,10 +617,11 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
 }
 
 /* Copies a rows x cols block between host memory (row pitch ld elements,
- * the block starting at element `at`) and the packed start of buf; blocking.
- * For the ops that feed the device in panels (gemm_host.c, reduce_host.c). */
-static kiln_status rect(kiln_buffer *buf, int write, const void *host, size_t at,
-                        size_t ld, size_t rows, size_t cols)
+ * the block starting at element `at`) and the packed start of buf; blocking
+ * or not. For the ops that feed the device in pieces (gemm_host.c,
+ * reduce_host.c, host.c). */
+static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *host,
+                        size_t at, size_t ld, size_t rows, size_t cols)
 {
   kiln_runtime *rt = buf->rt;
   size_t es = kiln_dtype_size(buf->dtype);
@@ -631,31 +632,39 @@ static kiln_status rect(kiln_buffer *buf, int write, const void *host, size_t at
   kiln__profile_begin(rt, &ps, write ? "write" : "read");
   kiln__profile_describe(&ps, "opencl", (uint64_t)rows * cols * es, 0, "%zux%zu %s", rows,
                          cols, kiln_dtype_name(buf->dtype));
-  cl_event ev = NULL, *evp = rt->profile ? &ev : NULL;
+  cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
+  cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
   cl_int err =
-    write
-      ? clEnqueueWriteBufferRect(rt->queue, buf->mem, CL_TRUE, zero, host_origin, region,
-                                 cols * es, 0, ld * es, 0, host, 0, NULL, evp)
-      : clEnqueueReadBufferRect(rt->queue, buf->mem, CL_TRUE, zero, host_origin, region,
-                                cols * es, 0, ld * es, 0, (void *)host, 0, NULL, evp);
+    write ? clEnqueueWriteBufferRect(rt->queue, buf->mem, wait, zero, host_origin, region,
+                                     cols * es, 0, ld * es, 0, host, 0, NULL, evp)
+          : clEnqueueReadBufferRect(rt->queue, buf->mem, wait, zero, host_origin, region,
+                                    cols * es, 0, ld * es, 0, (void *)host, 0, NULL, evp);
   kiln_status st = KILN_OK;
-  if (err == CL_SUCCESS)
-    profile_blocking(rt, ev, fn);
-  else
+  if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err,
                        write ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect",
                        "moving a %zu x %zu block", rows, cols);
+  else if (blocking)
+    profile_blocking(rt, ev, fn);
+  else
+    st = kiln__runtime_track(rt, ev, fn);
   return kiln__profile_end(&ps, st);
 }
 
 kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
                                     size_t ld, size_t rows, size_t cols)
 {
-  return rect(buf, 1, host, at, ld, rows, cols);
+  return rect(buf, 1, 1, host, at, ld, rows, cols);
 }
 
 kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
                                    size_t rows, size_t cols)
 {
-  return rect(buf, 0, host, at, ld, rows, cols);
+  return rect(buf, 0, 1, host, at, ld, rows, cols);
+}
+
+kiln_status kiln__buffer_rect_async(kiln_buffer *buf, int write, void *host, size_t at,
+                                    size_t ld, size_t rows, size_t cols)
+{
+  return rect(buf, write, 0, host, at, ld, rows, cols);
 }

@@ -460,6 +460,11 @@ kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t a
 kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
                                    size_t rows, size_t cols);
 
+/* The same without waiting (write: host to buf, else buf to host): host
+ * must stay as it is, or be left unread, until kiln_finish(). */
+kiln_status kiln__buffer_rect_async(kiln_buffer *buf, int write, void *host, size_t at,
+                                    size_t ld, size_t rows, size_t cols);
+
 /* Takes ownership of an event of a command enqueued without waiting; its
  * status is checked by kiln_finish(). Returns a failure status only when the
  * list cannot grow, after waiting for the event itself. */

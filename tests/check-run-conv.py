@@ -8,6 +8,7 @@ convgemm where it applies, and its refusals where it does not; and the
 command's errors: one line on stderr, a non-zero exit, no output file.
 Files are written and read by npyfile.py (standard library only)."""
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -123,17 +124,40 @@ CASES = [
      "cl_khr_fp16|accumulates in half"),
 ]
 
+# Files larger than KILN_MEMORY_LIMIT: kiln_conv2d_host() runs them in runs of
+# images, or of an image's output rows (name, case, limit).
+LIMITED = [
+    ("4 images of 18 KiB under 48K", dict(n=4, c=3, h=40, w=38, k=4, r=3, s=3,
+                                          pad=(1, 1, 1, 1), bias=True), "48K"),
+    ("one image of 120 KiB, stride 2, under 64K",
+     dict(n=1, c=3, h=160, w=64, k=2, r=5, s=5, stride=(2, 2), pad=(2, 1, 2, 2)), "64K"),
+    ("NHWC image of 120 KiB under 64K",
+     dict(n=1, c=3, h=160, w=64, k=2, r=3, s=3, stride=(2, 1), pad=(1, 1, 1, 1),
+          layout="nhwc", relu=True), "64K"),
+]
+
 
 def run(*args, expect=0):
     return run_op(KILN, "conv2d", args, expect)
+
+
+def run_limited(limit, args):
+    """`kiln run conv2d ARGS` under KILN_MEMORY_LIMIT=limit; exits on failure."""
+    r = subprocess.run([KILN, "run", "conv2d", *args], capture_output=True, text=True,
+                       env=dict(os.environ, KILN_MEMORY_LIMIT=limit))
+    if r.returncode != 0:
+        raise SystemExit("FAIL: kiln run conv2d %s under KILN_MEMORY_LIMIT=%s: exit %d\n%s"
+                         % (" ".join(args), limit, r.returncode, r.stderr))
+    return r
 
 
 def tolerance(descr):
     return {"<f8": 1e-12, "<f4": 1e-5, "<f2": 2e-3}[descr]
 
 
-def one(t, name, case, backend, clblast):
-    """Runs case on backend; returns the failures (0 or 1)."""
+def one(t, name, case, backend, clblast, limit=None):
+    """Runs case on backend (under KILN_MEMORY_LIMIT=limit, when given);
+    returns the failures (0 or 1)."""
     p = lambda f: os.path.join(t, f)
     descr = case.get("descr", "<f4")
     nhwc = case.get("layout") == "nhwc"
@@ -163,7 +187,7 @@ def one(t, name, case, backend, clblast):
             return 1
         print("ok: %s refused: %s" % (label, r.stderr.strip().split(": ")[-1]))
         return 0
-    r = run(*args)
+    r = run_limited(limit, args) if limit else run(*args)
     got_descr, shape, got = load(p("y.npy"))
     want_shape, want, mag = conv_ref(x, wt, bias, case)
     tol = tolerance(descr)
@@ -185,6 +209,8 @@ def one(t, name, case, backend, clblast):
 def errors(t):
     """Each error: one line on stderr, exit 1 (2 for usage), no file."""
     p = lambda f: os.path.join(t, f)
+    if os.path.exists(p("y.npy")):  # the cases' last output
+        os.remove(p("y.npy"))
     save(p("x.npy"), (1, 4, 5, 5), [0.5] * 100)
     save(p("w.npy"), (2, 4, 3, 3), [0.25] * 72)
     save(p("w3.npy"), (2, 3, 3, 3), [0.25] * 54)
@@ -229,6 +255,10 @@ def main():
         for name, case, clblast in CASES:
             for backend in backends:
                 failures += one(t, name, case, backend, clblast)
+        for name, case, limit in LIMITED:
+            for backend in ("auto", "direct"):
+                failures += one(t, name + " (KILN_MEMORY_LIMIT)", case, backend, True,
+                                limit)
         failures += errors(t)
     print("%d failed" % failures)
     return 1 if failures else 0

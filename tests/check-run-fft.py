@@ -89,13 +89,17 @@ def smooth(lengths):
     return True
 
 
-def run(args):
-    return subprocess.run([KILN, "run", "fft"] + args, capture_output=True, text=True)
+def run(args, limit=None):
+    """`kiln run fft ARGS`; limit: KILN_MEMORY_LIMIT for it."""
+    env = dict(os.environ, KILN_MEMORY_LIMIT=limit) if limit else None
+    return subprocess.run([KILN, "run", "fft"] + args, capture_output=True, text=True,
+                          env=env)
 
 
 def check(name, descr, shape, naxes, inverse=False, real=False, n_out=None,
-          backend=None, seed=1):
-    """One case; returns False when a named backend refused it."""
+          backend=None, seed=1, limit=None):
+    """One case (under KILN_MEMORY_LIMIT=limit, when given); returns False
+    when a named backend refused it."""
     g = lcg(seed)
     size = count(shape)
     if real and not inverse:  # R2C
@@ -138,7 +142,7 @@ def check(name, descr, shape, naxes, inverse=False, real=False, n_out=None,
         args += ["--inverse"] * inverse + ["--real"] * real
         args += ["--n", str(n_out)] if n_out else []
         args += ["--backend", backend] if backend else []
-        p = run(args)
+        p = run(args, limit)
         if p.returncode != 0:
             # Without VkFFT (whose message names its package), lengths with a
             # prime factor above 13 have no backend; with it, AUTO runs all.
@@ -234,6 +238,13 @@ def main():
         for k, c in enumerate(CASES[:3] + CASES[9:10] + CASES[13:14]):
             check(c[0] + " on " + be, *c[1:4], inverse=c[4], real=c[5], n_out=c[6],
                   backend=be, seed=k)
+    # Files larger than KILN_MEMORY_LIMIT: kiln_fft_host() runs the batch in
+    # pieces (x and y 128 KiB each, the budget 64 KiB; x 32 KiB, y 34 KiB,
+    # the budget 32 KiB).
+    check("c8 (256, 64) under KILN_MEMORY_LIMIT=64K", "<c8", (256, 64), 1, seed=5,
+          limit="64K")
+    check("f4 R2C (64, 4, 32) axes -2,-1 under KILN_MEMORY_LIMIT=32K", "<f4",
+          (64, 4, 32), 2, real=True, seed=6, limit="32K")
     refusals()
     for f in failures:
         print("FAIL", f)

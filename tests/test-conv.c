@@ -328,6 +328,175 @@ static void test_conv_im2col_chunks_over_the_batch(void **state)
   }
 }
 
+/* ---- kiln_conv2d_host --------------------------------------------------- */
+
+/* A runtime whose budget is `limit` bytes to the byte: no pool, whose
+ * classes round blocks up. */
+static kiln_runtime *budget_runtime(uint64_t limit)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.memory_limit = limit;
+  opts.no_memory_pool = 1;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  return rt;
+}
+
+/* The problem through kiln_conv2d_host() on rt into got (y starts as NaN);
+ * its status, the message into msg. */
+static kiln_status run_host(kiln_runtime *rt, const problem *p, double *got, char *msg,
+                            size_t msg_size)
+{
+  kiln_dtype t = p->d.dtype;
+  void *x = to_bytes(p->x, p->nx, t), *w = to_bytes(p->w, p->nw, t);
+  void *b = p->b ? to_bytes(p->b, p->d.k, t) : NULL;
+  double *nan = malloc(p->ny * sizeof *nan);
+  for (size_t i = 0; i < p->ny; i++)
+    nan[i] = NAN;
+  void *y = to_bytes(nan, p->ny, t);
+  kiln_status st = kiln_conv2d_host(rt, &p->d, x, w, b, y);
+  snprintf(msg, msg_size, "%s", st == KILN_OK ? "" : kiln_last_error(rt));
+  for (size_t i = 0; st == KILN_OK && i < p->ny; i++)
+    got[i] = kiln_test_get(t, y, i);
+  free(x), free(w), free(b), free(y), free(nan);
+  return st;
+}
+
+/* Bytes of one image's input and output. */
+static void image_bytes(const problem *p, uint64_t *x, uint64_t *y)
+{
+  size_t es = kiln_dtype_size(p->d.dtype);
+  *x = (uint64_t)p->nx / p->d.n * es, *y = (uint64_t)p->ny / p->d.n * es;
+}
+
+/* Under each budget (in bytes; 0: none), kiln_conv2d_host() gives exactly
+ * what kiln_conv2d() gives on the whole batch on the same backend, within
+ * the reference's bound, using at most the budget: a batch of images split
+ * into runs of images (budgets below the batch's bytes), one image's output
+ * rows split (budgets below an image's), in both layouts, on im2col and
+ * direct. */
+static void host_case(kiln_runtime *whole, const conv_case *cc, const uint64_t *limits,
+                      size_t nlimits, int rows)
+{
+  for (int l = 0; l < 2; l++) {
+    problem p;
+    make(&p, cc, KILN_F32, (kiln_tensor_layout)l, 11);
+    double *want = malloc(4 * p.ny * sizeof *want), *bound = want + p.ny,
+           *one = bound + p.ny, *got = one + p.ny;
+    reference(&p, want, bound);
+    uint64_t xb, yb;
+    image_bytes(&p, &xb, &yb);
+    for (int be = KILN_BACKEND_IM2COL; be <= KILN_BACKEND_DIRECT; be++) {
+      char msg[1024], what[400];
+      p.d.backend = (kiln_backend)be;
+      describe(&p, kiln_backend_name(p.d.backend), what, sizeof what);
+      kiln_status st = run_conv(whole, &p, one, msg, sizeof msg);
+      if (st != KILN_OK)
+        fail_msg("%s: kiln_conv2d: %s", what, msg);
+      for (size_t li = 0; li < nlimits; li++) {
+        /* the budget is below one image's bytes (rows) or the batch's */
+        assert_true(limits[li] < (rows ? xb + yb : p.d.n * (xb + yb)));
+        kiln_runtime *rt = budget_runtime(limits[li]);
+        st = run_host(rt, &p, got, msg, sizeof msg);
+        if (st != KILN_OK)
+          fail_msg("%s under %llu bytes: %s: %s", what, (unsigned long long)limits[li],
+                   kiln_status_name(st), msg);
+        check_y(&p, got, want, bound, what);
+        for (size_t i = 0; i < p.ny; i++)
+          if (got[i] != one[i])
+            fail_msg("%s under %llu bytes: y[%zu] = %.9g split, %.9g whole", what,
+                     (unsigned long long)limits[li], i, got[i], one[i]);
+        kiln_memory_usage mu;
+        kiln_memory_usage_init(&mu);
+        assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
+        assert_true(mu.peak_bytes <= limits[li]);
+        assert_int_equal(mu.live_buffers, 0);
+        assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+      }
+    }
+    free(want);
+    unmake(&p);
+  }
+}
+
+static void test_conv_host_batch_split(void **state)
+{
+  /* 6 images of 3.8 KB in, 5.8 KB out, bias and ReLU; im2col's least
+   * workspace, a panel of 32 rows, is 11.5 KB on PoCL */
+  static const conv_case cc = {6, 4, 16, 15, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const uint64_t limits[] = {48 * 1024, 30 * 1024};
+  host_case(*state, &cc, limits, COUNT(limits), 0);
+}
+
+/* One image of 23.8 KB in and 10.2 KB out, a 3 x 3 filter at stride 2 with
+ * padding (asymmetric on the rows); then two of 6 KB in and 10.4 KB out, a
+ * 5 x 5 filter with dilation 2 on the rows and stride 2 on the columns: in
+ * runs of output rows, each reading the input rows it needs, the first and
+ * last with the padding's rows. */
+static void test_conv_host_row_split(void **state)
+{
+  static const conv_case s2 = {1, 3, 64, 31, 5, 3, 3, 2, 2, 1, 2, 1, 1, 1, 1, 1, 1, 0};
+  static const conv_case dil = {2, 1, 60, 25, 4, 5, 5, 1, 2, 4, 3, 2, 2, 2, 1, 1, 0, 1};
+  static const uint64_t limits[] = {24 * 1024, 12 * 1024}, dil_limit = 14 * 1024;
+  host_case(*state, &s2, limits, COUNT(limits), 1);
+  host_case(*state, &dil, &dil_limit, 1, 1);
+}
+
+/* Rows that read padding only (a 1 x 1 filter, padding 2): their pieces
+ * stand a row of zeros for it, and give the bias. */
+static void test_conv_host_rows_of_padding(void **state)
+{
+  static const conv_case cc = {1, 3, 30, 21, 4, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 0};
+  static const uint64_t limits[] = {5 * 1024};
+  host_case(*state, &cc, limits, COUNT(limits), 1);
+}
+
+/* Too small a budget for one output row: OUT_OF_MEMORY naming the piece;
+ * NULL arrays and bad descriptors: their statuses. */
+static void test_conv_host_errors(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const conv_case cc = {1, 3, 64, 31, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  problem p;
+  make(&p, &cc, KILN_F32, KILN_NCHW, 3);
+  float x[4] = {0}, w[4] = {0}, y[4] = {0};
+  kiln_runtime *tiny = budget_runtime(2 * 1024);
+  double *got = malloc(p.ny * sizeof *got);
+  char msg[1024];
+  p.d.backend = KILN_BACKEND_DIRECT;
+  assert_int_equal(run_host(tiny, &p, got, msg, sizeof msg), KILN_ERR_OUT_OF_MEMORY);
+  if (!strstr(msg, "kiln_conv2d_host: one output row of one image"))
+    fail_msg("the message does not name the piece: %s", msg);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(tiny));
+  free(got);
+  kiln_conv2d_desc d = p.d;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "x is NULL",
+                    kiln_conv2d_host(rt, &d, NULL, w, NULL, y));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "weights is NULL",
+                    kiln_conv2d_host(rt, &d, x, NULL, NULL, y));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "y is NULL",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "desc",
+                    kiln_conv2d_host(rt, NULL, x, w, NULL, y));
+  d.layout = (kiln_tensor_layout)7;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "layout 7",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  d = p.d, d.dtype = KILN_I32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "int32",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  d = p.d, d.groups = 2;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "groups",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  d = p.d, d.r = 99;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "no rows or columns",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  d = p.d, d.struct_size = 0;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d_desc_init",
+                    kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  unmake(&p);
+}
+
 /* The conv parameters of kiln tune (kiln__conv_tuning) that the rules never
  * pick, extremes of what kiln__tuning_check() allows included, on the
  * table's cases (half of them each) for both kiln backends: 16 columns a work-item, 16
@@ -651,6 +820,10 @@ int main(void)
     cmocka_unit_test(test_conv_float64),
     cmocka_unit_test(test_conv_float16),
     cmocka_unit_test(test_conv_im2col_chunks_over_the_batch),
+    cmocka_unit_test(test_conv_host_batch_split),
+    cmocka_unit_test(test_conv_host_row_split),
+    cmocka_unit_test(test_conv_host_rows_of_padding),
+    cmocka_unit_test(test_conv_host_errors),
     cmocka_unit_test(test_conv_tuned_params),
   };
   return cmocka_run_group_tests(tests, kiln_test_runtime_setup, teardown);

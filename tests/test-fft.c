@@ -828,6 +828,138 @@ static void test_fft_errors(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt2));
 }
 
+/* ---- kiln_fft_host ------------------------------------------------------- */
+
+/* The case through kiln_fft_host() on rt: its status, and the result into
+ * got (as the type stores it). */
+static kiln_status run_host(kiln_runtime *rt, const fcase *c, void *got)
+{
+  kiln_dtype t = c->d.dtype;
+  void *in = pack(c->x, c->nin, complex_in(&c->d), t);
+  kiln_status st = kiln_fft_host(rt, &c->d, in, got);
+  free(in);
+  return st;
+}
+
+/* The case through kiln_fft() on the whole batch on rt, into got. */
+static void run_whole(kiln_runtime *rt, const fcase *c, void *got)
+{
+  kiln_dtype t = c->d.dtype;
+  kiln_dtype ti = complex_in(&c->d) ? complex_of(t) : t,
+             to = complex_out(&c->d) ? complex_of(t) : t;
+  void *in = pack(c->x, c->nin, complex_in(&c->d), t);
+  kiln_buffer *bi = NULL, *bo = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, ti, c->nin, 0, &bi));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, to, c->nout, 0, &bo));
+  assert_kiln_ok(rt, kiln_buffer_write(bi, 0, c->nin, in));
+  assert_kiln_ok(rt, kiln_fft(rt, &c->d, bi, bo));
+  assert_kiln_ok(rt, kiln_buffer_read(bo, 0, c->nout, got));
+  kiln_buffer_destroy(bi), kiln_buffer_destroy(bo);
+  free(in);
+}
+
+/* kiln_fft_host() under budgets (to the byte: no pool) below the batch's
+ * bytes: pieces of a fixed number of transforms and a last shorter one,
+ * each computed as kiln_fft() computes the whole batch (the same bits on
+ * kiln's own kernels, whose transforms do not depend on the batch; within
+ * the reference's bound on every backend), at most the budget used. */
+static void test_fft_host_split(void **state)
+{
+  kiln_runtime *whole = *state;
+  begin();
+  static const struct {
+    kiln_fft_kind kind;
+    unsigned ndim;
+    size_t shape[3], batch;
+    uint64_t limits[2]; /* the batch's in + out: 13 KB, 6.1 KB, 2.6 KB */
+  } cases[] = {
+    {KILN_FFT_C2C, 1, {64}, 13, {8 * 1024, 4 * 1024}},
+    {KILN_FFT_R2C, 2, {8, 12}, 7, {4 * 1024, 2 * 1024}},
+    {KILN_FFT_C2R, 1, {30}, 11, {2 * 1024, 1024}},
+  };
+  for (size_t k = 0; k < COUNT(cases); k++)
+    for (size_t li = 0; li < 2; li++) {
+      kiln_fft_desc d =
+        desc(cases[k].kind, KILN_F32, cases[k].ndim, cases[k].shape, cases[k].batch);
+      d.inverse = cases[k].kind == KILN_FFT_C2C && li == 1;
+      d.backend = cases[k].kind == KILN_FFT_C2C ? KILN_BACKEND_KILN : KILN_BACKEND_AUTO;
+      fcase c = make(&d, 40 + k);
+      size_t bytes = 8 * (complex_out(&d) ? 2 : 1) * c.nout;
+      void *got = malloc(bytes), *one = malloc(bytes);
+      run_whole(whole, &c, one);
+      kiln_options opts;
+      kiln_options_init(&opts);
+      opts.memory_limit = cases[k].limits[li];
+      opts.no_memory_pool = 1;
+      kiln_runtime *rt = NULL;
+      assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+      kiln_status st = run_host(rt, &c, got);
+      if (st != KILN_OK)
+        fail_msg("case %zu under %llu bytes: %s: %s", k,
+                 (unsigned long long)cases[k].limits[li], kiln_status_name(st),
+                 kiln_last_error(rt));
+      double u = 0x1p-24, base = 20 * (log2((double)c.n) + 2) * u * c.xnorm * c.scale;
+      size_t m = c.nout * (complex_out(&d) ? 2 : 1);
+      for (size_t i = 0; i < m; i++) {
+        double g = ((float *)got)[i], w = c.want[complex_out(&d) ? i : 2 * i];
+        if (!(fabs(g - w) <= base + 2 * u * fabs(w)))
+          fail_msg("case %zu under %llu bytes: element %zu is %.9g, expected %.9g", k,
+                   (unsigned long long)cases[k].limits[li], i, g, w);
+        if (d.backend == KILN_BACKEND_KILN && g != ((float *)one)[i])
+          fail_msg("case %zu under %llu bytes: element %zu is %.9g split, %.9g whole", k,
+                   (unsigned long long)cases[k].limits[li], i, g, ((float *)one)[i]);
+      }
+      kiln_memory_usage mu;
+      kiln_memory_usage_init(&mu);
+      assert_kiln_ok(rt, kiln_memory_stats(rt, &mu));
+      assert_true(mu.peak_bytes <= cases[k].limits[li]);
+      assert_true(mu.peak_bytes < bytes + 8 * c.nin); /* it was split */
+      assert_int_equal(mu.live_buffers, 0);
+      assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+      free(got), free(one);
+      unmake(&c);
+    }
+}
+
+/* Too small a budget for one transform: OUT_OF_MEMORY naming it; NULL or
+ * shared arrays and bad descriptors: their statuses. */
+static void test_fft_host_errors(void **state)
+{
+  kiln_runtime *rt = *state;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.memory_limit = 900; /* one transform of 64: 1 KB */
+  opts.no_memory_pool = 1;
+  kiln_runtime *tiny = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &tiny));
+  float in[128] = {0}, out[128];
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, 64);
+  assert_kiln_fails(tiny, KILN_ERR_OUT_OF_MEMORY, "kiln_fft_host: one transform",
+                    kiln_fft_host(tiny, &d, in, out));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(tiny));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "in is NULL",
+                    kiln_fft_host(rt, &d, NULL, out));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "out is NULL",
+                    kiln_fft_host(rt, &d, in, NULL));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "the same array",
+                    kiln_fft_host(rt, &d, in, in));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "desc",
+                    kiln_fft_host(rt, NULL, in, out));
+  kiln_fft_desc e = d;
+  e.kind = (kiln_fft_kind)7;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kind 7",
+                    kiln_fft_host(rt, &e, in, out));
+  e = d, e.ndim = 4;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "ndim",
+                    kiln_fft_host(rt, &e, in, out));
+  e = d, e.dtype = KILN_I32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "int32", kiln_fft_host(rt, &e, in, out));
+  e = d, e.struct_size = 0;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_fft_desc_init",
+                    kiln_fft_host(rt, &e, in, out));
+}
+
 static int setup(void **state)
 {
   if (kiln_test_runtime_setup(state) != 0)
@@ -868,6 +1000,8 @@ int main(void)
     cmocka_unit_test(test_fft_norms),
     cmocka_unit_test(test_fft_float64),
     cmocka_unit_test(test_fft_plan_reuse),
+    cmocka_unit_test(test_fft_host_split),
+    cmocka_unit_test(test_fft_host_errors),
     cmocka_unit_test(test_fft_large),
   };
   return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);

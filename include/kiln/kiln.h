@@ -430,7 +430,7 @@ KILN_API const char *kiln_runtime_selection(const kiln_runtime *rt);
  *
  * These may run at the same time on one runtime, from any threads:
  *  - every operation (kiln_gemm(), kiln_conv2d(), kiln_reduce(), kiln_fft(),
- *    kiln_convert(), kiln_gemm_host(), kiln_reduce_host()), also on the
+ *    kiln_convert(), and their _host forms), also on the
  *    same shapes: the runtime keeps one FFT plan per shape, and each call
  *    enqueues its commands under the plan's lock;
  *  - the buffer calls on different buffers (create, wrap, write, read, the
@@ -1185,6 +1185,25 @@ KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                                  const kiln_buffer *x, const kiln_buffer *weights,
                                  const kiln_buffer *bias, kiln_buffer *y);
 
+/*! kiln_conv2d_host() :
+ * The same convolution on host memory: x, weights, bias (NULL for none) and
+ * y are the caller's arrays, laid out and sized as for kiln_conv2d(). The
+ * weights and bias stay on the device for the whole call; the batch goes
+ * in runs of whole images that fit the device's largest allocation and
+ * the runtime's memory budget (with the backend's workspace), and an image
+ * that does not fit alone goes in runs of its output rows, each with the
+ * input rows they read. Where two runs fit at once, the next one's input
+ * is written while the current one computes. Returns when y holds the
+ * result, which is the one kiln_conv2d() gives.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (x, weights or y NULL; the
+ *           descriptor's, as kiln_conv2d()); KILN_ERR_OUT_OF_MEMORY (the
+ *           weights do not fit, or not even one output row of one image
+ *           with its input rows: the message names the piece and its bytes,
+ *           and what is left); otherwise the statuses of kiln_conv2d(). */
+KILN_API kiln_status kiln_conv2d_host(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                                      const void *x, const void *weights,
+                                      const void *bias, void *y);
+
 /*! kiln_fft_kind : what the transform takes and gives. */
 typedef enum kiln_fft_kind {
   KILN_FFT_C2C = 0, /* complex to complex */
@@ -1254,6 +1273,21 @@ static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, siz
 KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out);
 
+/*! kiln_fft_host() :
+ * The same transforms on host memory: in and out are the caller's arrays
+ * (two, sized as for kiln_fft()). The batch goes to the device in runs of
+ * one size, the largest that fits its largest allocation and the memory
+ * budget, and a last shorter run, so that at most two plans are built;
+ * where two runs fit at once, the next one's input is written while the
+ * current one computes. Returns when out holds the result.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (in or out NULL, or the
+ *           same array; the descriptor's, as kiln_fft());
+ *           KILN_ERR_OUT_OF_MEMORY (not even one transform fits: the message
+ *           gives its bytes and what is left); otherwise the statuses of
+ *           kiln_fft(). */
+KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
+                                   const void *in, void *out);
+
 /*! kiln_convert() :
  * Enqueues dst[i] = src[i] converted to dst's type, for every element. The
  * input comes first, as in every kiln call.
@@ -1281,8 +1315,9 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  * submit, start, end) of every command it enqueued; its device time runs
  * from its first command's start to its last command's end. A call that
  * runs another (conv2d's im2col runs a GEMM, kiln_convert() between equal
- * types a copy) is one record; kiln_gemm_host() and kiln_reduce_host() are
- * recorded as the transfers and operations they make. Calls that fail, or
+ * types a copy) is one record; kiln_gemm_host(), kiln_reduce_host(),
+ * kiln_conv2d_host() and kiln_fft_host() are recorded as the transfers and
+ * operations they make. Calls that fail, or
  * enqueue nothing, are not recorded.
  *
  * Records are completed from the commands' events once these have finished

@@ -110,9 +110,8 @@ static kiln_status holds(kiln_runtime *rt, const kiln_buffer *b, const char *nam
   return kiln__check_operand(rt, "kiln_conv2d", name, b, dtype, need, NULL);
 }
 
-static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
-                         const kiln_buffer *x, const kiln_buffer *wt,
-                         const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv)
+kiln_status kiln__conv_plan(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                            kiln__conv *cv)
 {
   kiln_conv2d_desc d = resolved(desc);
   if (d.dtype != KILN_F32 && d.dtype != KILN_F64 && d.dtype != KILN_F16)
@@ -129,27 +128,36 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                       (int)d.layout);
   size_t p, q;
   kiln_status st = check_sizes(rt, &d, &p, &q);
-  size_t xd[] = {d.n, d.c, d.h, d.w}, wd[] = {d.k, d.c / d.groups, d.r, d.s},
-         bd[] = {d.k}, yd[] = {d.n, d.k, p, q};
   if (st == KILN_OK)
-    st = holds(rt, x, "x", d.dtype, xd, 4);
-  if (st == KILN_OK)
-    st = holds(rt, wt, "weights", d.dtype, wd, 4);
-  if (st == KILN_OK && bias)
-    st = holds(rt, bias, "bias", d.dtype, bd, 1);
-  if (st == KILN_OK)
-    st = holds(rt, y, "y", d.dtype, yd, 4);
+    *cv = (kiln__conv){.d = d, .p = p, .q = q};
+  return st;
+}
+
+static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                         const kiln_buffer *x, const kiln_buffer *wt,
+                         const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv)
+{
+  kiln_status st = kiln__conv_plan(rt, desc, cv);
   if (st != KILN_OK)
     return st;
-  *cv = (kiln__conv){.d = d,
-                     .p = p,
-                     .q = q,
-                     .x = kiln_buffer_cl_mem(x),
-                     .w = kiln_buffer_cl_mem(wt),
-                     .y = kiln_buffer_cl_mem(y),
-                     .bias = bias ? kiln_buffer_cl_mem(bias) : NULL,
-                     .wbuf = wt,
-                     .ybuf = y};
+  const kiln_conv2d_desc *d = &cv->d;
+  size_t xd[] = {d->n, d->c, d->h, d->w}, wd[] = {d->k, d->c / d->groups, d->r, d->s},
+         bd[] = {d->k}, yd[] = {d->n, d->k, cv->p, cv->q};
+  st = holds(rt, x, "x", d->dtype, xd, 4);
+  if (st == KILN_OK)
+    st = holds(rt, wt, "weights", d->dtype, wd, 4);
+  if (st == KILN_OK && bias)
+    st = holds(rt, bias, "bias", d->dtype, bd, 1);
+  if (st == KILN_OK)
+    st = holds(rt, y, "y", d->dtype, yd, 4);
+  if (st != KILN_OK)
+    return st;
+  cv->x = kiln_buffer_cl_mem(x);
+  cv->w = kiln_buffer_cl_mem(wt);
+  cv->y = kiln_buffer_cl_mem(y);
+  cv->bias = bias ? kiln_buffer_cl_mem(bias) : NULL;
+  cv->wbuf = wt;
+  cv->ybuf = y;
   return KILN_OK;
 }
 
@@ -191,10 +199,8 @@ static void conv_key(const kiln__conv *cv, char *key, size_t size)
            d->groups, cv->bias ? " bias" : "", d->relu ? " relu" : "");
 }
 
-/* The backend for cv: the one asked for, else the choice recorded for its
- * shape, else AUTO's rules. */
-static kiln_status choose(kiln_runtime *rt, const kiln__conv *cv,
-                          const kiln__conv_backend **out)
+kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
+                              const kiln__conv_backend **out)
 {
   kiln_backend id = cv->d.backend;
   if (id == KILN_BACKEND_AUTO) {
@@ -248,7 +254,7 @@ kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                              const kiln__conv_backend **be)
 {
   kiln_status st = check(rt, desc, x, weights, bias, y, cv);
-  return st == KILN_OK ? choose(rt, cv, be) : st;
+  return st == KILN_OK ? kiln__conv_choose(rt, cv, be) : st;
 }
 
 KILN_API kiln_status kiln_conv2d(kiln_runtime *rt, const kiln_conv2d_desc *desc,

@@ -136,12 +136,20 @@ static kiln_status epilogue(kiln_runtime *rt, const kiln__conv *cv, int set)
                                     cv->p * cv->q, set);
 }
 
+/* The bytes of the weights' pack each image of a step adds: the GEMM's
+ * other operand, packed once for every product of the step's batch. */
+static uint64_t weights_pack(const kiln__conv *cv, const kiln__gemm_packing *pk)
+{
+  size_t rows = cv->d.layout == KILN_NCHW ? pk->mp : pk->np;
+  return (uint64_t)rows * pk->kp * kiln_dtype_size(pk->compute);
+}
+
 /* The first (largest) step: about col_kib KiB of packed im2col matrix
  * (kiln__conv_tuning; it stays in cache between its write and the GEMM's
- * read), within half of what is left of the memory budget: whole images
- * while one fits, else a chunk of one image's rows, whole panels of them.
- * At least one panel: what does not fit then fails in kiln__workspace()
- * with the sizes. */
+ * read) and the weights' packs, within half of what is left of the memory
+ * budget: whole images while one fits, else a chunk of one image's rows,
+ * whole panels of them. At least one panel: what does not fit then fails
+ * in kiln__workspace() with the sizes. */
 static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compute,
                        size_t *elements)
 {
@@ -149,18 +157,19 @@ static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compu
   step sp = {.count = 1, .rows = pq};
   kiln__gemm_packing pk;
   packed_size(rt, cv, &sp, &pk, &rows, &ph);
-  uint64_t es = kiln_dtype_size(pk.compute), per = (uint64_t)rows * pk.kp * es;
+  uint64_t es = kiln_dtype_size(pk.compute), wp = weights_pack(cv, &pk),
+           per = (uint64_t)rows * pk.kp * es + wp;
   kiln_memory_usage mu;
   kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
   uint64_t left = (mu.limit_bytes - mu.current_bytes) / 2,
            want = (uint64_t)rt->tuning->t.conv.col_kib << 10;
-  if (left < want) /* the other operand's pack and the driver take the rest */
+  if (left < want) /* the driver and the GEMM's own use take the rest */
     want = left;
   if (want >= per) {
     sp.count = want / per < cv->d.n ? (size_t)(want / per) : cv->d.n;
   } else {
-    uint64_t panels = want / ((uint64_t)ph * pk.kp * es);
+    uint64_t panels = want > wp ? (want - wp) / ((uint64_t)ph * pk.kp * es) : 0;
     sp.rows = panels < 1 ? ph : (size_t)panels * ph;
     if (sp.rows > pq)
       sp.rows = pq;
@@ -184,7 +193,7 @@ static int is_product(const kiln__conv *cv)
  * = x (nhw x c) W' over every image at once, one GEMM as tall as the batch;
  * NCHW y_n (k x hw) = W x_n (c x hw), a batch of products sharing W
  * (stride 0). Weights are [k][c/groups] in both layouts. */
-static kiln_status product(kiln_runtime *rt, const kiln__conv *cv, size_t gi)
+static kiln__gemm product_request(const kiln__conv *cv, size_t gi)
 {
   const kiln_conv2d_desc *d = &cv->d;
   size_t cg = d->c / d->groups, kg = d->k / d->groups, hw = d->h * d->w;
@@ -206,7 +215,36 @@ static kiln_status product(kiln_runtime *rt, const kiln__conv *cv, size_t gi)
     g.b = cv->w, g.trans_b = KILN_TRANS, g.ldb = cg, g.offset_b = gi * kg * cg;
     g.ldc = d->k, g.offset_c = gi * kg;
   }
+  return g;
+}
+
+static kiln_status product(kiln_runtime *rt, const kiln__conv *cv, size_t gi)
+{
+  kiln__gemm g = product_request(cv, gi);
   return kiln__gemm_kiln_run_packed(rt, &g, NULL, NULL);
+}
+
+uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id)
+{
+  if (id == KILN_BACKEND_DIRECT)
+    return 0;
+  kiln__gemm_packing pk;
+  if (is_product(cv)) { /* both operands packed, the whole batch */
+    kiln__gemm g = product_request(cv, 0);
+    kiln__gemm_kiln_packing(rt, &g, &pk);
+    size_t es = kiln_dtype_size(pk.compute);
+    return (uint64_t)kiln__pool_block_bytes(rt, pk.mp * pk.kp * g.batch * es) +
+           kiln__pool_block_bytes(rt, pk.np * pk.kp * g.batch * es);
+  }
+  /* first_step() takes at most half of what is left, and one panel with the
+   * weights' pack at least: twice that (the two buffers as the pool rounds
+   * them) leaves room for both. */
+  step one = {.count = 1, .rows = 1};
+  size_t rows, ph;
+  packed_size(rt, cv, &one, &pk, &rows, &ph);
+  size_t col = rows * pk.kp * kiln_dtype_size(pk.compute);
+  return 2 * ((uint64_t)kiln__pool_block_bytes(rt, col) +
+              kiln__pool_block_bytes(rt, (size_t)weights_pack(cv, &pk)));
 }
 
 static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)

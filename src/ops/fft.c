@@ -110,9 +110,7 @@ static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc,
   return KILN_OK;
 }
 
-/* Checks desc, in and out, and fills f. */
-static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
-                         const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f)
+kiln_status kiln__fft_plan(kiln_runtime *rt, const kiln_fft_desc *desc, kiln__fft *f)
 {
   kiln_fft_desc d;
   kiln_status st = check_desc(rt, desc, &d);
@@ -125,25 +123,37 @@ static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
     if (kiln__mul_overflow(full, d.shape[i], &full) || kiln__mul_overflow(half, h, &half))
       return kiln__fail(rt, KILN_ERR_OVERFLOW, "kiln_fft: batch * shape overflows");
   }
-  kiln_dtype real = d.dtype, cplx = d.dtype == KILN_F32 ? KILN_C32 : KILN_C64;
-  kiln_dtype in_type = d.kind == KILN_FFT_R2C ? real : cplx;
-  kiln_dtype out_type = d.kind == KILN_FFT_C2R ? real : cplx;
-  size_t in_count = d.kind == KILN_FFT_C2R ? half : full;
-  size_t out_count = d.kind == KILN_FFT_R2C ? half : full;
-  st = kiln__check_operand(rt, "kiln_fft", "in", in, in_type, in_count, NULL);
+  *f = (kiln__fft){.d = d,
+                   .in_count = d.kind == KILN_FFT_C2R ? half : full,
+                   .out_count = d.kind == KILN_FFT_R2C ? half : full};
+  return KILN_OK;
+}
+
+kiln_dtype kiln__fft_type(const kiln__fft *f, int out)
+{
+  kiln_dtype real = f->d.dtype, cplx = real == KILN_F32 ? KILN_C32 : KILN_C64;
+  return f->d.kind == (out ? KILN_FFT_C2R : KILN_FFT_R2C) ? real : cplx;
+}
+
+/* Checks desc, in and out, and fills f. */
+static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
+                         const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f)
+{
+  kiln_status st = kiln__fft_plan(rt, desc, f);
   if (st == KILN_OK)
-    st = kiln__check_operand(rt, "kiln_fft", "out", out, out_type, out_count, NULL);
+    st = kiln__check_operand(rt, "kiln_fft", "in", in, kiln__fft_type(f, 0), f->in_count,
+                             NULL);
+  if (st == KILN_OK)
+    st = kiln__check_operand(rt, "kiln_fft", "out", out, kiln__fft_type(f, 1),
+                             f->out_count, NULL);
   if (st != KILN_OK)
     return st;
   if (in == out)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_fft: in and out are the same "
                       "buffer; expected two (kiln_fft() runs out of place)");
-  *f = (kiln__fft){.d = d,
-                   .in_count = in_count,
-                   .out_count = out_count,
-                   .in = kiln_buffer_cl_mem(in),
-                   .out = kiln_buffer_cl_mem(out)};
+  f->in = kiln_buffer_cl_mem(in);
+  f->out = kiln_buffer_cl_mem(out);
   return KILN_OK;
 }
 

@@ -39,13 +39,10 @@ static uint64_t largest_block(const panels *p)
 
 static kiln_status choose_panels(kiln_runtime *rt, const kiln__gemm *g, panels *p)
 {
-  kiln_memory_usage mu;
-  kiln_memory_usage_init(&mu);
-  kiln_memory_stats(rt, &mu);
-  uint64_t left = mu.limit_bytes - mu.current_bytes;
-  left -= left / 10; /* slack for the driver's own allocations */
+  uint64_t left, max_alloc;
+  kiln__host_room(rt, &left, &max_alloc);
   *p = (panels){g->m, g->n, g->k, kiln_dtype_size(g->dtype)};
-  while (panel_bytes(g, p) > left || largest_block(p) > mu.max_alloc_bytes) {
+  while (panel_bytes(g, p) > left || largest_block(p) > max_alloc) {
     size_t *big = p->mb >= p->nb && p->mb >= p->kb ? &p->mb
                   : p->nb >= p->kb                 ? &p->nb
                                                    : &p->kb;

@@ -35,6 +35,53 @@ kiln_status kiln__backend_unknown(kiln_runtime *rt, const char *func, kiln_backe
 kiln_status kiln__backend_refuses(kiln_runtime *rt, const char *func, kiln_backend id,
                                   const char *what, const char *why);
 
+/* ---- operations on host arrays, in pieces (src/ops/host.c) -------------- */
+
+/* What is left of rt's memory budget, less a tenth for the driver, and the
+ * device's largest allocation, in bytes. */
+void kiln__host_room(kiln_runtime *rt, uint64_t *room, uint64_t *max_alloc);
+
+/* An operation split into pieces of up to `per` units (images, rows of an
+ * image, transforms), each moved to the device, computed and moved back
+ * through one of `sets` sets of piece buffers. The callbacks enqueue
+ * without waiting; `op` is the operation's own state. */
+typedef struct kiln__host_job {
+  void *op;
+  size_t per;
+  int sets; /* 1, or 2 */
+  /* Whether pieces of per units fit the budget and the largest allocation
+   * with `sets` sets of buffers (and the operation's workspace). */
+  int (*fits)(const struct kiln__host_job *j, size_t per, int sets);
+  size_t (*pieces)(const struct kiln__host_job *j); /* how many, at per */
+  /* One set: io[0] for a piece's input, io[1] for its output. */
+  kiln_status (*create)(kiln_runtime *rt, const struct kiln__host_job *j,
+                        kiln_buffer *io[2]);
+  kiln_status (*put)(kiln_runtime *rt, const struct kiln__host_job *j, size_t i,
+                     kiln_buffer *in);
+  kiln_status (*run)(kiln_runtime *rt, const struct kiln__host_job *j, size_t i,
+                     kiln_buffer *in, kiln_buffer *out);
+  kiln_status (*get)(kiln_runtime *rt, const struct kiln__host_job *j, size_t i,
+                     kiln_buffer *out);
+} kiln__host_job;
+
+/* Sets j->per to the largest piece of at most `units` that fits, and
+ * j->sets to 2 when the job takes more than one piece and two sets of
+ * pieces fit (j->per is then the largest for two). 0 when not even a
+ * piece of one unit fits with one set. */
+int kiln__host_choose(kiln__host_job *j, size_t units);
+
+/* Runs every piece, then waits for the device (also after a failure: the
+ * transfers use the caller's arrays). A KILN_ERR_OUT_OF_MEMORY from a
+ * workspace the fits() model did not foresee runs it again with one set,
+ * then with pieces halved, down to one unit. */
+kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j);
+
+/* Enqueues, without waiting, the copy of a rows x cols block between host
+ * memory (row pitch ld elements, the block at element `at`) and the packed
+ * start of buf: host to buf when `write`, else back. */
+kiln_status kiln__host_move(kiln_buffer *buf, int write, const void *host, size_t at,
+                            size_t ld, size_t rows, size_t cols);
+
 /* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
 
 /* A checked kiln_gemm() request with every default resolved: leading
@@ -166,6 +213,21 @@ kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                              const kiln_buffer *bias, kiln_buffer *y, kiln__conv *cv,
                              const kiln__conv_backend **be);
 
+/* Checks a request, buffers aside, and fills cv's d (defaults resolved), p
+ * and q; the buffer fields stay NULL. Used by kiln_conv2d_host() (conv.c). */
+kiln_status kiln__conv_plan(kiln_runtime *rt, const kiln_conv2d_desc *desc,
+                            kiln__conv *cv);
+
+/* The backend for cv: the one asked for, else the choice recorded for its
+ * shape, else AUTO's rules; or why it cannot run cv (conv.c). */
+kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
+                              const kiln__conv_backend **out);
+
+/* The fewest bytes of the memory budget that backend id needs left, beyond
+ * x, the weights, the bias and y, to run cv: kiln's im2col packs, at least
+ * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel. */
+uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id);
+
 extern const kiln__conv_backend kiln__conv_direct;  /* src/ops/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
@@ -205,6 +267,13 @@ extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VK
 kiln_status kiln__fft_check(kiln_runtime *rt, const kiln_fft_desc *desc,
                             const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f,
                             const kiln__fft_backend *be[3], unsigned *n);
+
+/* Checks a request, buffers aside, and fills f (its cl_mem fields NULL);
+ * used by kiln_fft_host() (fft.c). */
+kiln_status kiln__fft_plan(kiln_runtime *rt, const kiln_fft_desc *desc, kiln__fft *f);
+
+/* The element type of f's input (out == 0) or output (out == 1). */
+kiln_dtype kiln__fft_type(const kiln__fft *f, int out);
 
 /* kiln_fft() within the profiling scope ps of the call (fft.c). */
 kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
