@@ -409,6 +409,7 @@ static void test_pool_steady_gemm_allocates_nothing(void **state)
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, KILN_F32, N, N, N);
   d.backend = KILN_BACKEND_KILN;
+  d.trans_b = KILN_TRANS; /* packed: small products run unpacked, with no workspace */
   assert_kiln_ok(rt, kiln_gemm(rt, &d, ba, bb, bc));
   assert_kiln_ok(rt, kiln_finish(rt));
   uint64_t misses = stats(rt).pool_misses;
@@ -423,8 +424,8 @@ static void test_pool_steady_gemm_allocates_nothing(void **state)
     for (int j = 0; j < N; j++) {
       double s = 0;
       for (int p = 0; p < N; p++)
-        s += (double)a[i * N + p] * b[p * N + j];
-      assert_true(c[i * N + j] == (float)s); /* small integers: exact */
+        s += (double)a[i * N + p] * b[j * N + p]; /* B transposed */
+      assert_true(c[i * N + j] == (float)s);      /* small integers: exact */
     }
   kiln_buffer_destroy(ba);
   kiln_buffer_destroy(bb);
@@ -451,6 +452,7 @@ static void test_pool_workspace_out_of_memory_names_it(void **state)
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, KILN_F32, N, N, N);
   d.backend = KILN_BACKEND_KILN;
+  d.trans_b = KILN_TRANS; /* packed: small products run unpacked, with no workspace */
   assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY,
                     "kiln_gemm: its packing workspace for A of 16384 bytes",
                     kiln_gemm(rt, &d, a, b, c));
