@@ -10,7 +10,10 @@
  *
  * FAKE_CLBLAST_TUNER makes it misbehave: "other-device" names another
  * device, "garbage" writes a file that is not JSON, "fraction" writes a
- * parameter that is not a whole number, "fail" exits 1 without a file.
+ * parameter that is not a whole number, "fail" exits 1 without a file;
+ * "bad-best" adds a fastest result whose kernel does not build (a vector
+ * width of 5), which kiln's check must refuse for the next one, and
+ * "all-bad" makes every result so.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -52,6 +55,14 @@ static const char *const xgemm_sets[] = {
   "\"GEMMK\": 0,\"KREG\": 1,\"KWG\": 32,\"KWI\": 2,\"MDIMA\": 8,\"MDIMC\": 8,\"MWG\": 16,"
   "\"NDIMB\": 8,\"NDIMC\": 8,\"NWG\": 16,\"SA\": 0,\"SB\": 0,"
   "\"STRM\": 0,\"STRN\": 0,\"VWM\": 1,\"VWN\": 1",
+};
+/* A vector width of 5: the kernel does not build (no float5). */
+static const char *const poisoned[] = {
+  "\"GEMMK\": 0,\"KREG\": 1,\"KWG\": 32,\"KWI\": 2,\"MDIMA\": 8,\"MDIMC\": 8,\"MWG\": 16,"
+  "\"NDIMB\": 8,\"NDIMC\": 8,\"NWG\": 32,\"SA\": 1,\"SB\": 1,"
+  "\"STRM\": 0,\"STRN\": 0,\"VWM\": 5,\"VWN\": 4",
+  "\"KWID\": 2,\"MDIMAD\": 16,\"MDIMCD\": 16,\"NDIMBD\": 8,\"NDIMCD\": 8,\"PADA\": 1,"
+  "\"PADB\": 1,\"VWMD\": 5,\"VWND\": 1,\"WGD\": 32",
 };
 static const char *const direct_sets[] = {
   "\"KWID\": 2,\"MDIMAD\": 16,\"MDIMCD\": 16,\"NDIMBD\": 8,\"NDIMCD\": 8,\"PADA\": 1,"
@@ -101,14 +112,20 @@ int main(int argc, char **argv)
   fprintf(f, "  \"device\": \"%s\",\n  \"platform_version\": \"%s\",\n",
           strcmp(mode, "other-device") == 0 ? "Some Other GPU" : name, version);
   fprintf(f, "  \"results\": [\n");
+  int all_bad = strcmp(mode, "all-bad") == 0, bad_best = strcmp(mode, "bad-best") == 0;
   for (int r = 1; r >= 0; r--) { /* the best last: the reader must compare */
     fprintf(f, "    {\n      \"kernel\": \"%s\",\n      \"time\": %.3f,\n", kernel,
             r ? 4.25 : 1.5);
     fprintf(f, "      \"parameters\": {\"PRECISION\": %s,", bits);
-    fputs(sets[r], f);
+    fputs(all_bad ? poisoned[direct] : sets[r], f);
     if (r == 0 && strcmp(mode, "fraction") == 0)
       fprintf(f, ",\"HALF\": 0.5");
-    fprintf(f, "}\n    }%s\n", r ? "," : "");
+    fprintf(f, "}\n    }%s\n", r || bad_best ? "," : "");
+  }
+  if (bad_best) {
+    fprintf(f, "    {\n      \"kernel\": \"%s\",\n      \"time\": 1.000,\n", kernel);
+    fprintf(f, "      \"parameters\": {\"PRECISION\": %s,%s}\n    }\n", bits,
+            poisoned[direct]);
   }
   fprintf(f, "  ]\n}\n");
   return fclose(f) != 0;

@@ -36,6 +36,11 @@ int kiln_cmd_tune(int argc, char **argv);
 int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
                           const volatile sig_atomic_t *stop);
 
+/* `kiln tune --clblast-check DEVICE DIR KERNEL PREC NAME=VALUE...`
+ * (tune_clblast_check.c; argv after --clblast-check): the process that
+ * checks a tuner's candidate in CLBlast's GEMM. Exit status 0 when right. */
+int kiln_cli_clblast_check(int argc, char **argv);
+
 /* One line on whether the runtime's device is tuned (tune.c): its record,
  * or why none applies. */
 void kiln_cli_print_tuning(FILE *out, kiln_runtime *rt);

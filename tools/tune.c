@@ -47,9 +47,10 @@ static int usage(FILE *out)
           "  --export FILE     write the device's record to FILE (- for stdout)\n"
           "  --import FILE     check FILE's record against the device and keep it\n"
           "  --clblast         run CLBlast's GEMM tuners (clblast-utils) for the\n"
-          "                    device, a cut-down search of a few minutes, and keep\n"
-          "                    their best parameters in the record: every later\n"
-          "                    runtime hands them to CLBlast\n"
+          "                    device, a cut-down search of minutes, check their\n"
+          "                    fastest results in CLBlast's GEMM at other sizes,\n"
+          "                    and keep the fastest right one in the record: every\n"
+          "                    later runtime hands it to CLBlast\n"
           "  --tuners DIR      the folder of CLBlast's tuners (default: PATH)\n"
           "\n"
           "example: kiln tune --only gemm --budget 60\n");
@@ -204,6 +205,8 @@ static int parse_only(const char *list, unsigned *what)
 
 int kiln_cmd_tune(int argc, char **argv)
 {
+  if (argc >= 2 && strcmp(argv[1], "--clblast-check") == 0)
+    return kiln_cli_clblast_check(argc - 2, argv + 2); /* tune_clblast.c's child */
   job j = {.action = TUNE};
   kiln_tune_options_init(&j.opts);
   j.opts.progress = progress;
