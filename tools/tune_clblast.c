@@ -61,6 +61,8 @@
 
 extern char **environ;
 
+#if HAVE_JSON_C && HAVE_CLBLAST
+
 /* One of CLBlast's tuners and how kiln runs it. */
 typedef struct tuner {
   const char *program; /* the executable's name */
@@ -116,8 +118,6 @@ static int find_tuner(const char *dir, const char *program, char *out)
   }
   return -1;
 }
-
-#if HAVE_JSON_C && HAVE_CLBLAST
 
 /* dir/name into out: 0, or -1 when it does not fit. */
 static int join(char *out, size_t size, const char *dir, const char *name)
@@ -501,8 +501,8 @@ int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
 {
   (void)rt, (void)dir, (void)stop;
   fprintf(stderr,
-          "kiln tune --clblast: this kiln was built without %s, so it has no "
-          "CLBlast to tune (Debian: %s, then meson setup --reconfigure)\n",
+          "kiln tune --clblast: this kiln was built without %s, which it needs "
+          "(Debian: %s, then meson setup --reconfigure)\n",
           HAVE_CLBLAST ? "json-c" : "CLBlast",
           HAVE_CLBLAST ? "libjson-c-dev" : "libclblast-dev");
   return 1;
