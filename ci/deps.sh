@@ -11,6 +11,8 @@ packages=(
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
   # optional backends and the benchmark's CPU peer (meson features, auto)
   libclblast-dev libclfft-dev libvkfft-dev libopenblas-dev libfftw3-dev
+  # kiln tune --clblast runs CLBlast's own GEMM tuners (optional at run time)
+  clblast-utils
   # kiln info --json (meson feature json, auto)
   libjson-c-dev
   # the kernel cache's key and checksums (XXH3)

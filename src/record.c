@@ -22,6 +22,9 @@
  *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
  *     "measured": [{"kernel": "gemm f32", "from": "...", "to": "...",
  *                   "from_ns": 1, "to_ns": 1, "candidates": 1}, ...],
+ *     "choices": {"<op's key>": "<backend>", ...},
+ *     "clblast": [{"kernel": "Xgemm", "precision": "f32",
+ *                  "parameters": {"GEMMK": 0, ...}}, ...],
  *     "checksum": "xxh3-64:<16 hex digits>"
  *   }
  *
@@ -32,6 +35,9 @@
  * one the device can run (kiln__tuning_check()). Anything else is ignored
  * with a note in kiln_runtime_diagnostics(): the rules' values apply, as
  * with no record. "measured" is what kiln tune reports; it is not read.
+ * "clblast" (record_clblast.c) is CLBlast's parameters, from its tuners,
+ * checked here like the rest and handed to CLBlast once the record applies;
+ * CLBlast refusing them is a note, and the rest of the record applies.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,20 +79,42 @@ static void free_choices(kiln__choice *c, size_t n)
   free(c);
 }
 
-/* Replaces rt's choices and measurements with those read from a record
- * (taken). */
-static void keep_choices(kiln_runtime *rt, kiln__choice *c, size_t nc, kiln__measured *m,
-                         size_t nm)
+/* What a record holds beside the parameters. */
+typedef struct extras {
+  kiln__choice *c;
+  size_t nc;
+  kiln__measured *m;
+  size_t nm;
+  kiln__clblast_params *cb;
+  size_t ncb;
+} extras;
+
+static void free_extras(extras *x)
+{
+  free_choices(x->c, x->nc);
+  free(x->m);
+  free(x->cb);
+  *x = (extras){0};
+}
+
+/* Replaces rt's choices, measurements and CLBlast sets with those read
+ * from a record (taken; *x is left empty). */
+static void keep_extras(kiln_runtime *rt, extras *x)
 {
   pthread_mutex_lock(&rt->lock);
   kiln__tuning_state *s = rt->tuning;
-  free_choices(s->choices, s->nchoices);
-  free(s->measured);
-  s->choices = c;
-  s->nchoices = nc;
-  s->measured = m;
-  s->nmeasured = nm;
+  extras old = {s->choices,   s->nchoices, s->measured,
+                s->nmeasured, s->clblast,  s->nclblast};
+  s->choices = x->c;
+  s->nchoices = x->nc;
+  s->measured = x->m;
+  s->nmeasured = x->nm;
+  s->clblast = x->cb;
+  s->nclblast = x->ncb;
+  s->clblast_applied = 0;
   pthread_mutex_unlock(&rt->lock);
+  free_extras(&old);
+  *x = (extras){0};
 }
 
 void kiln__tuning_free(kiln_runtime *rt)
@@ -97,6 +125,7 @@ void kiln__tuning_free(kiln_runtime *rt)
   free(rt->tuning->path);
   free_choices(rt->tuning->choices, rt->tuning->nchoices);
   free(rt->tuning->measured);
+  free(rt->tuning->clblast);
   free(rt->tuning);
   rt->tuning = NULL;
 }
@@ -203,6 +232,8 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   for (size_t i = 0; i < rt->tuning->nchoices; i++)
     put_str(cs, rt->tuning->choices[i].key, kiln_backend_name(rt->tuning->choices[i].id));
   json_object_object_add(o, "choices", cs);
+  json_object_object_add(o, "clblast",
+                         kiln__clblast_json(rt->tuning->clblast, rt->tuning->nclblast));
   pthread_mutex_unlock(&rt->lock);
   char sum[32];
   checksum_of(o, sum);
@@ -456,13 +487,12 @@ static void add_choices(kiln_runtime *rt, kiln__choice *c, size_t nc, kiln__meas
 
 /* Checks record text for rt's device and reads its parameters into t: 0,
  * or -1 with what is wrong in why. On success rt adopts the record's
- * choices and measurements; with merge, only the choices it lacks. */
+ * choices, measurements and CLBlast sets (not yet applied); with merge,
+ * only the choices it lacks. */
 static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tuning *t,
                         kiln__str *why, int merge)
 {
-  kiln__choice *c = NULL;
-  kiln__measured *m = NULL;
-  size_t nc = 0, nm = 0;
+  extras x = {0};
   json_tokener *tok = json_tokener_new();
   json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
   int complete = tok && json_tokener_get_error(tok) == json_tokener_success &&
@@ -499,18 +529,22 @@ static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tu
                         get_str(o, ids[i]) ? get_str(o, ids[i]) : "(none)",
                         mine[i] ? mine[i] : "");
     else if (read_params(o, t, why) == 0 && kiln__tuning_check(dev, t, why) == 0 &&
-             read_choices(o, &c, &nc, why) == 0)
+             read_choices(o, &x.c, &x.nc, why) == 0 &&
+             kiln__clblast_from_json(o, &x.cb, &x.ncb, why) == 0)
       rc = 0;
     if (rc == 0)
-      read_measured(o, &m, &nm);
+      read_measured(o, &x.m, &x.nm);
     free(given);
   }
   if (o)
     json_object_put(o);
-  if (rc == 0 && merge)
-    add_choices(rt, c, nc, m);
-  else if (rc == 0)
-    keep_choices(rt, c, nc, m, nm);
+  if (rc == 0 && merge) {
+    add_choices(rt, x.c, x.nc, x.m); /* takes the choices, frees m */
+    x.c = NULL, x.nc = 0, x.m = NULL, x.nm = 0;
+  } else if (rc == 0) {
+    keep_extras(rt, &x);
+  }
+  free_extras(&x);
   return rc;
 }
 
@@ -555,6 +589,7 @@ KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json)
   kiln__runtime_set_tuning(rt, &t);
   keep_record(rt, text);
   rt->tuning->tuned = 1;
+  kiln__clblast_apply_record(rt);
   return save_text(rt, fn, text);
 }
 
@@ -616,6 +651,7 @@ void kiln__record_load(kiln_runtime *rt)
     rt->tuning->tuned = 1;
     keep_record(rt, text);
     text = NULL;
+    kiln__clblast_apply_record(rt);
   } else if (got != 1) {
     kiln__str_appendf(&rt->devices.notes,
                       "tuning record %s ignored: %s; the default parameters apply "
@@ -655,7 +691,8 @@ KILN_API kiln_status kiln_tuning_clear(kiln_runtime *rt)
   kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &t);
   kiln__runtime_set_tuning(rt, &t);
   keep_record(rt, NULL);
-  keep_choices(rt, NULL, 0, NULL, 0);
+  extras none = {0};
+  keep_extras(rt, &none); /* CLBlast keeps what it was given till the process ends */
   rt->tuning->tuned = 0;
   return st;
 }
@@ -678,6 +715,8 @@ KILN_API kiln_status kiln_tuning_stats(kiln_runtime *rt, kiln_tuning_usage *out)
   u.path = rt->tuning->path;
   pthread_mutex_lock(&rt->lock);
   u.choices = rt->tuning->nchoices;
+  u.clblast_sets = rt->tuning->nclblast;
+  u.clblast_applied = rt->tuning->clblast_applied;
   pthread_mutex_unlock(&rt->lock);
   pthread_mutex_unlock(&rt->build_lock);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);

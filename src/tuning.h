@@ -72,6 +72,24 @@ typedef struct kiln__measured {
   unsigned candidates;
 } kiln__measured;
 
+/* CLBlast's parameters for one of its kernels ("Xgemm", "XgemmDirect",
+ * "GemmRoutine", ...) at one precision, as its tuners find them (kiln tune
+ * --clblast) and CLBlastOverrideParameters() takes them. Fixed arrays: a
+ * record holds a few of them, and CLBlast's kernels have at most 16
+ * parameters. */
+enum {
+  KILN__CLBLAST_NAME = 48,   /* a kernel's or parameter's name, with its NUL */
+  KILN__CLBLAST_PARAMS = 32, /* parameters of one kernel */
+  KILN__CLBLAST_SETS = 16    /* kernel and precision pairs in a record */
+};
+typedef struct kiln__clblast_params {
+  char kernel[KILN__CLBLAST_NAME];
+  kiln_dtype dtype; /* KILN_F16, KILN_F32 or KILN_F64 */
+  size_t n;
+  char names[KILN__CLBLAST_PARAMS][KILN__CLBLAST_NAME];
+  size_t values[KILN__CLBLAST_PARAMS]; /* each below 2^31 */
+} kiln__clblast_params;
+
 /* A per-shape choice: the backend that benchmark mode measured fastest for
  * an operation's key (choice.c). */
 typedef struct kiln__choice {
@@ -92,6 +110,9 @@ typedef struct kiln__tuning_state {
   kiln__measured *measured; /* what kiln_tune() found, kept in the record */
   size_t nmeasured;
   struct kiln__measuring *measuring; /* keys being timed (choice.c) */
+  kiln__clblast_params *clblast;     /* CLBlast's, kept in the record */
+  size_t nclblast;
+  size_t clblast_applied; /* of them, how many CLBlast took in this runtime */
 } kiln__tuning_state;
 
 /* The rules' values for a device: what applies without a record. */
@@ -143,6 +164,41 @@ kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__meas
  * (another process's, kept since rt read the record), so that saving rt's
  * record keeps them. A record that is absent or does not apply adds none. */
 void kiln__record_merge_choices(kiln_runtime *rt);
+/* ---- CLBlast's parameters in the record (record_clblast.c) --------------- */
+
+/* Whether p is a parameter set a record may hold: 0, or -1 with what is
+ * wrong appended to why (prefixed by `path`, e.g. "clblast[1]"): a name
+ * that is not an identifier (kernel: letters, digits and '_'; parameter:
+ * upper-case, digits and '_'), a precision other than f16/f32/f64, no
+ * parameters or too many, one named twice, a value of 2^31 or more. */
+int kiln__clblast_check(const kiln__clblast_params *p, const char *path, kiln__str *why);
+
+/* "f16", "f32" or "f64" for dtype; NULL for another. */
+const char *kiln__clblast_precision_tag(kiln_dtype dtype);
+
+/* Hands p to CLBlast for rt's device (CLBlastOverrideParameters()): its
+ * later calls of p->kernel at that precision, in the whole process, build
+ * with them. KILN_OK, or the status CLBlast's refusal maps to with its name
+ * and meaning appended to why; KILN_ERR_UNSUPPORTED without CLBlast.
+ * (backends/clblast_tune.c, or record_clblast.c without CLBlast.) */
+kiln_status kiln__clblast_override(kiln_runtime *rt, const kiln__clblast_params *p,
+                                   kiln__str *why);
+
+/* The sets p[0..n) as the record's "clblast" array (json-c's; the caller
+ * owns it). Only with json-c. */
+struct json_object;
+struct json_object *kiln__clblast_json(const kiln__clblast_params *p, size_t n);
+
+/* The "clblast" section of record o, each set checked as
+ * kiln__clblast_check() does, in *out (malloc'd) and *n: 0, or -1 with why.
+ * A record without the section has none. Only with json-c. */
+int kiln__clblast_from_json(struct json_object *record, kiln__clblast_params **out,
+                            size_t *n, kiln__str *why);
+
+/* Applies the record's CLBlast parameters (rt->tuning->clblast) at runtime
+ * creation: each one CLBlast refuses, or all of them without CLBlast, is a
+ * note in the diagnostics, and CLBlast's own parameters stay. */
+void kiln__clblast_apply_record(kiln_runtime *rt);
 
 /* ---- per-shape choices (choice.c) ---------------------------------------- */
 

@@ -6,6 +6,7 @@
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "kiln/kiln.h"
@@ -27,6 +28,18 @@ int kiln_cmd_bench(int argc, char **argv);
 /* `kiln tune [--device SEL | --all] [--only LIST] [--budget S]`, and
  * --show, --clear, --export FILE, --import FILE (tune.c). */
 int kiln_cmd_tune(int argc, char **argv);
+
+/* `kiln tune --clblast [--tuners DIR]` for rt's device (tune_clblast.c):
+ * runs CLBlast's GEMM tuners from DIR (NULL: PATH) and keeps their best
+ * parameters in the record; stops between tuners once *stop is set. Returns
+ * the exit status. */
+int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
+                          const volatile sig_atomic_t *stop);
+
+/* `kiln tune --clblast-check DEVICE DIR KERNEL PREC NAME=VALUE...`
+ * (tune_clblast_check.c; argv after --clblast-check): the process that
+ * checks a tuner's candidate in CLBlast's GEMM. Exit status 0 when right. */
+int kiln_cli_clblast_check(int argc, char **argv);
 
 /* One line on whether the runtime's device is tuned (tune.c): its record,
  * or why none applies. */

@@ -30,6 +30,7 @@ static int usage(FILE *out)
           "                 [--budget SECONDS]\n"
           "       kiln tune [--device SEL | --all] --show | --clear\n"
           "       kiln tune [--device SEL] --export FILE | --import FILE\n"
+          "       kiln tune [--device SEL | --all] --clblast [--tuners DIR]\n"
           "\n"
           "Searches the parameters of kiln's own kernels (GEMM's tiles and shape\n"
           "for f32, f16 storage and f64; the reductions; the FFT passes; the\n"
@@ -46,6 +47,12 @@ static int usage(FILE *out)
           "  --clear           delete the device's record: the rules apply again\n"
           "  --export FILE     write the device's record to FILE (- for stdout)\n"
           "  --import FILE     check FILE's record against the device and keep it\n"
+          "  --clblast         run CLBlast's GEMM tuners (clblast-utils) for the\n"
+          "                    device, a cut-down search of minutes, check their\n"
+          "                    fastest results in CLBlast's GEMM at other sizes,\n"
+          "                    and keep the fastest right one in the record: every\n"
+          "                    later runtime hands it to CLBlast\n"
+          "  --tuners DIR      the folder of CLBlast's tuners (default: PATH)\n"
           "\n"
           "example: kiln tune --only gemm --budget 60\n");
   return out == stdout ? 0 : 2;
@@ -106,8 +113,8 @@ static char *read_all(const char *path)
 }
 
 typedef struct job {
-  enum { TUNE, SHOW, CLEAR, EXPORT, IMPORT } action;
-  const char *file;
+  enum { TUNE, SHOW, CLEAR, EXPORT, IMPORT, CLBLAST } action;
+  const char *file; /* --export, --import; --tuners DIR for CLBLAST */
   kiln_tune_options opts;
 } job;
 
@@ -134,6 +141,13 @@ static int one_device(const job *j, const char *sel)
     if (interrupted)
       fprintf(stderr, "kiln tune: stopped; what was measured is kept\n");
     break;
+  case CLBLAST: {
+    int rc = kiln_cli_tune_clblast(rt, j->file, &interrupted);
+    if (interrupted)
+      fprintf(stderr, "kiln tune: stopped; what was measured is kept\n");
+    kiln_cli_runtime_destroy(rt);
+    return rc;
+  }
   case SHOW:
   case EXPORT:
     if ((st = kiln_tuning_get(rt, &text)) == KILN_OK) {
@@ -194,11 +208,13 @@ static int parse_only(const char *list, unsigned *what)
 
 int kiln_cmd_tune(int argc, char **argv)
 {
+  if (argc >= 2 && strcmp(argv[1], "--clblast-check") == 0)
+    return kiln_cli_clblast_check(argc - 2, argv + 2); /* tune_clblast.c's child */
   job j = {.action = TUNE};
   kiln_tune_options_init(&j.opts);
   j.opts.progress = progress;
-  const char *device = NULL;
-  int all = 0, actions = 0;
+  const char *device = NULL, *tuners = NULL;
+  int all = 0, actions = 0, search = 0; /* search: --only or --budget given */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
@@ -209,14 +225,18 @@ int kiln_cmd_tune(int argc, char **argv)
     } else if (strcmp(a, "--show") == 0 || strcmp(a, "--clear") == 0) {
       j.action = a[2] == 's' ? SHOW : CLEAR;
       actions++;
+    } else if (strcmp(a, "--clblast") == 0) {
+      j.action = CLBLAST;
+      actions++;
     } else if (!v && (strcmp(a, "--device") == 0 || strcmp(a, "--only") == 0 ||
                       strcmp(a, "--budget") == 0 || strcmp(a, "--export") == 0 ||
-                      strcmp(a, "--import") == 0)) {
+                      strcmp(a, "--import") == 0 || strcmp(a, "--tuners") == 0)) {
       fprintf(stderr, "kiln tune: %s needs a value; kiln tune --help\n", a);
       return 2;
     } else if (strcmp(a, "--device") == 0) {
       device = argv[++i];
     } else if (strcmp(a, "--only") == 0) {
+      search = 1;
       if (parse_only(argv[++i], &j.opts.what) != 0) {
         fprintf(stderr,
                 "kiln tune: --only '%s': expected gemm, reduce, fft or conv, "
@@ -225,12 +245,15 @@ int kiln_cmd_tune(int argc, char **argv)
         return 2;
       }
     } else if (strcmp(a, "--budget") == 0) {
+      search = 1;
       j.opts.budget = strtod(argv[++i], &end);
       if (*end || !(j.opts.budget > 0) || j.opts.budget > 1e6) {
         fprintf(stderr, "kiln tune: --budget '%s': expected seconds, more than 0\n",
                 argv[i]);
         return 2;
       }
+    } else if (strcmp(a, "--tuners") == 0) {
+      tuners = argv[++i];
     } else if (strcmp(a, "--export") == 0 || strcmp(a, "--import") == 0) {
       j.action = a[2] == 'e' ? EXPORT : IMPORT;
       j.file = argv[++i];
@@ -246,6 +269,15 @@ int kiln_cmd_tune(int argc, char **argv)
                     "--all neither with --device nor with a file\n");
     return 2;
   }
+  if ((j.action == CLBLAST && search) || (j.action != CLBLAST && tuners)) {
+    fprintf(stderr, "kiln tune: %s\n",
+            tuners ? "--tuners goes with --clblast"
+                   : "--only and --budget are for kiln's own kernels, not --clblast "
+                     "(whose search is fixed: kiln tune --help)");
+    return 2;
+  }
+  if (j.action == CLBLAST)
+    j.file = tuners;
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */
@@ -280,7 +312,10 @@ void kiln_cli_print_tuning(FILE *out, kiln_runtime *rt)
   if (kiln_tuning_stats(rt, &u) != KILN_OK)
     return;
   const char *ignored = strstr(kiln_runtime_diagnostics(rt), "tuning record ");
-  if (u.tuned)
+  if (u.tuned && u.clblast_applied)
+    fprintf(out, "tuned: %s (CLBlast tuned too: %zu of its kernels)\n", u.path,
+            u.clblast_applied);
+  else if (u.tuned)
     fprintf(out, "tuned: %s\n", u.path);
   else if (ignored)
     fprintf(out, "not tuned: %.*s\n", (int)strcspn(ignored, "\n"), ignored);

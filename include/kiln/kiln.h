@@ -1598,6 +1598,12 @@ typedef struct kiln_tuning_usage {
   const char *path; /* the device's record file (it may not exist yet), or
                        NULL when the kernel cache, its folder, is off */
   size_t choices;   /* per-shape choices known (benchmark mode) */
+  /* Added after choices: */
+  size_t clblast_sets;    /* CLBlast parameter sets the record holds, one per
+                             kernel and precision (kiln tune --clblast) */
+  size_t clblast_applied; /* of them, those CLBlast took for this runtime's
+                             device (none without CLBlast, or when it
+                             refused them: see kiln_runtime_diagnostics()) */
 } kiln_tuning_usage;
 
 /*! kiln_tuning_usage_init() :
@@ -1630,10 +1636,43 @@ KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json);
 KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json);
 
 /*! kiln_tuning_clear() :
- * Deletes the device's record and goes back to the rules' parameters.
+ * Deletes the device's record and goes back to the rules' parameters. The
+ * record's CLBlast parameters go with it, for later processes: CLBlast
+ * keeps those it was given in this one (see kiln_tuning_set_clblast()).
  * KILN_ERR_IO when a record is there that kiln may not delete (see "What
  * kiln trusts"); the rules apply to this runtime all the same. */
 KILN_API kiln_status kiln_tuning_clear(kiln_runtime *rt);
+
+/*! kiln_tuning_set_clblast() :
+ * Gives CLBlast parameters for one of its kernels at one precision on rt's
+ * device, as CLBlast's tuners find them (`kiln tune --clblast` runs them),
+ * and keeps them in the device's tuning record, beside any kept before for
+ * other kernels and precisions (the same kernel and precision are
+ * replaced). Every later runtime on the device and driver hands them to
+ * CLBlast when it is created. CLBlast keeps parameters per device for the
+ * whole process (CLBlastOverrideParameters()), so they apply to every
+ * runtime on the device in this process from now on, and
+ * kiln_tuning_clear() deletes them from the record but cannot take them
+ * back from CLBlast before the process ends.
+ *   kernel   CLBlast's name of the kernel in its database: "Xgemm",
+ *            "XgemmDirect", "GemmRoutine", "Copy", ... (letters, digits and
+ *            '_', at most 47)
+ *   dtype    KILN_F16, KILN_F32 or KILN_F64, which the device must support
+ *   n        1 to 32: the parameters names[0..n) with values[0..n); the
+ *            names upper-case letters, digits and '_' (at most 47), each
+ *            once; the values below 2^31. CLBlast needs every parameter of
+ *            the kernel; extra ones (the tuners' PRECISION) are ignored.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for arguments that break the
+ *           above, or that CLBlast refuses (a kernel it does not know, a
+ *           parameter it needs that is missing: the message has CLBlast's
+ *           status), and then nothing changed; KILN_ERR_UNSUPPORTED when
+ *           kiln was built without CLBlast or json-c, or the device lacks
+ *           the precision; KILN_ERR_IO when CLBlast took them but the
+ *           record cannot be kept. */
+KILN_API kiln_status kiln_tuning_set_clblast(kiln_runtime *rt, const char *kernel,
+                                             kiln_dtype dtype, size_t n,
+                                             const char *const *names,
+                                             const size_t *values);
 
 /*! kiln_tune_what : which kernels kiln_tune() measures (bits). */
 typedef enum kiln_tune_what {

@@ -181,22 +181,29 @@ kiln_status kiln__status_from_clblast(int code)
   return is_cl_code(code) ? kiln__status_from_cl(code) : KILN_ERR_OPENCL;
 }
 
+void kiln__clblast_describe(kiln__str *out, int code, const char *call)
+{
+  const clblast_status *s = status_find(code);
+  kiln__str_appendf(out, "%s failed with %s (%d", call, kiln__clblast_status_name(code),
+                    code);
+  if (s && s->from_cl)
+    kiln__str_appendf(out, ", %s", kiln_cl_error_name(code));
+  kiln__str_appendf(
+    out, "): %s",
+    s && !s->from_cl ? s->text : kiln_status_string(kiln__status_from_clblast(code)));
+}
+
 kiln_status kiln__fail_clblast(kiln_runtime *rt, int code, const char *call,
                                const char *fmt, ...)
 {
-  const clblast_status *s = status_find(code);
   kiln_status status = kiln__status_from_clblast(code);
   kiln__str msg = {0};
   va_list ap;
   va_start(ap, fmt);
   kiln__str_vappendf(&msg, fmt, ap);
   va_end(ap);
-  kiln__str_appendf(&msg, ": %s failed with %s (%d", call,
-                    kiln__clblast_status_name(code), code);
-  if (s && s->from_cl)
-    kiln__str_appendf(&msg, ", %s", kiln_cl_error_name(code));
-  kiln__str_appendf(&msg, "): %s",
-                    s && !s->from_cl ? s->text : kiln_status_string(status));
+  kiln__str_appendf(&msg, ": ");
+  kiln__clblast_describe(&msg, code, call);
   kiln_status st = kiln__fail(rt, status, "%s", kiln__str_get(&msg));
   kiln__str_free(&msg);
   return st;

@@ -22,6 +22,10 @@ const char *kiln__clblast_status_name(int code);
  * KILN_ERR_OPENCL. */
 kiln_status kiln__status_from_clblast(int code);
 
+/* Appends "<call> failed with <name> (<code>): <what it means>" to out, and
+ * for a code shared with OpenCL, the OpenCL name after the code. */
+void kiln__clblast_describe(kiln__str *out, int code, const char *call);
+
 /* Records a failed CLBlast call, like kiln__fail_cl(): the message ends with
  * "<call> failed with <name> (<code>): <what it means>", and for a code
  * shared with OpenCL, the OpenCL name too. Returns the mapped status. */

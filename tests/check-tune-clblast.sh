@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# check-tune-clblast.sh <kiln> <folder> clblast|no-clblast — `kiln tune
+# --clblast` run with the stand-in tuners in <folder>
+# (fake-clblast-tuner.c): the fastest result of each that CLBlast's GEMM
+# gets right lands in the record, and --show, --export, --import, --clear
+# and `kiln devices` see it; `kiln bench` checks CLBlast's GEMM with it. A
+# fastest result that is wrong is passed over for the next; none right
+# keeps CLBlast's own. A tuner that is missing, fails, writes garbage,
+# measures another device or writes a parameter that is not a whole
+# number: one clear line, exit 1.
+set -uo pipefail
+kiln=$1 fakes=$2 have=$3
+failures=0
+out="" rc=0
+run() { # run <args...>: kiln's output and exit status into $out and $rc
+  out=$("$kiln" "$@" 2>&1)
+  rc=$?
+}
+expect() { # expect <description> <exit> <pattern in $out>...
+  local what=$1 want=$2
+  shift 2
+  local ok=1 pattern
+  [ "$rc" -eq "$want" ] || ok=0
+  for pattern in "$@"; do
+    grep -qE -- "$pattern" <<<"$out" || ok=0
+  done
+  if [ "$ok" -eq 0 ]; then
+    echo "FAIL: $what: exit $rc (expected $want), output:"
+    sed 's/^/    /' <<<"$out"
+    failures=$((failures + 1))
+  else
+    echo "ok: $what"
+  fi
+}
+refuse() { # refuse <description> <pattern not in $out>
+  if grep -qE -- "$2" <<<"$out"; then
+    echo "FAIL: $1"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export KILN_CACHE_DIR=$dir/cache TMPDIR=$dir
+
+if [ "$have" != clblast ]; then
+  run tune --clblast --tuners "$fakes"
+  expect "without CLBlast" 1 "built without CLBlast"
+  [ "$failures" -eq 0 ]
+  exit
+fi
+
+run tune --clblast --tuners /nonexistent
+expect "a missing tuner is named" 1 \
+  "clblast_tuner_xgemm is not in /nonexistent .*apt install clblast-utils"
+out=$(PATH=/nonexistent "$kiln" tune --clblast 2>&1)
+rc=$?
+expect "a tuner not on PATH is named" 1 "clblast_tuner_xgemm is not on PATH"
+
+run tune --clblast --tuners "$fakes"
+expect "each tuner's best, checked, is kept" 0 \
+  "^Xgemm +f32 +1.500 ms at 512x512x512, the best of 2 configurations .* MWG=16 .*VWN=4$" \
+  "^XgemmDirect +f32 +1.500 ms .* WGD=32$" \
+  "Xgemm f32 \[2/3\] 4.25 ms" \
+  "Xgemm f32: checking the fastest \(1.500 ms\) in CLBlast's GEMM: right at 4 shapes"
+run tune --show
+expect "show prints them" 0 '"kernel": ?"XgemmDirect"' '"MWG": ?16'
+refuse "the record leaves out the tuners' PRECISION" PRECISION
+run devices
+expect "devices says CLBlast is tuned" 0 "CLBlast tuned too: [1-9][0-9]* of its kernels"
+# bench checks each result against OpenBLAS (or a naive loop) first.
+run bench gemm --sizes 64,256 --backend clblast --repeat 1
+expect "CLBlast's GEMM runs with them" 0 \
+  "gemm 256\^3 clblast +warm-up and check\.\.\. [0-9.]+ GFLOP/s"
+run tune --export "$dir/record.json"
+expect "export" 0 ""
+grep -q '"XgemmDirect"' "$dir/record.json" || {
+  echo "FAIL: the export has no CLBlast parameters"
+  failures=$((failures + 1))
+}
+run tune --clear
+expect "clear" 0 "record deleted"
+run tune --show
+refuse "clear takes them too" XgemmDirect
+run tune --import "$dir/record.json"
+expect "import" 0 "record imported"
+run tune --show
+expect "imported: back" 0 '"kernel": ?"Xgemm"'
+
+FAKE_CLBLAST_TUNER=bad-best run tune --clblast --tuners "$fakes"
+expect "a wrong fastest is passed over" 0 \
+  "Xgemm f32: checking the fastest \(1.000 ms\) in CLBlast's GEMM: wrong: " \
+  "Xgemm f32: checking the next fastest \(1.500 ms\) in CLBlast's GEMM: right" \
+  "^Xgemm +f32 +1.500 ms at 512x512x512, the fastest right one of 3 configurations" \
+  "^XgemmDirect +f32 +1.500 ms .*, the fastest right one of 3 configurations"
+run tune --show
+refuse "a wrong one is not kept" '"VWM": ?5'
+FAKE_CLBLAST_TUNER=all-bad run tune --clblast --tuners "$fakes"
+expect "none right: CLBlast's own stay" 0 \
+  "^Xgemm +f32 +none of the 2 fastest of 2 configurations is right"
+run tune --show
+refuse "none right: nothing wrong kept" '"VWM": ?5'
+
+FAKE_CLBLAST_TUNER=other-device run tune --clblast --tuners "$fakes"
+expect "another device's results are refused" 1 "names the device 'Some Other GPU'"
+FAKE_CLBLAST_TUNER=garbage run tune --clblast --tuners "$fakes"
+expect "garbage is refused" 1 "is not a CLBlast tuner's JSON"
+FAKE_CLBLAST_TUNER=fraction run tune --clblast --tuners "$fakes"
+expect "a fraction is refused" 1 "parameter HALF is not a whole number"
+FAKE_CLBLAST_TUNER=fail run tune --clblast --tuners "$fakes"
+expect "a failed tuner is said" 1 "Xgemm f32: no result \(the tuner exited with 1"
+run tune --show
+expect "what was kept stays" 0 '"kernel": ?"XgemmDirect"'
+
+[ "$failures" -eq 0 ]
