@@ -5,6 +5,9 @@
  *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
  *                                    uint p, uint n, T sign, global const T *tw)
  *   kernel void kiln_fft_r32w_<type>(...the same)
+ *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
+ *                                        uint p, uint n, uint cols, T sign,
+ *                                        global const T *tw)
  *
  * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
@@ -15,6 +18,14 @@
  * before; after the passes n = R1 R2 ... the row is the DFT of the input, in
  * natural order, without a bit-reversal pass. sign is -1 forward, +1 inverse
  * (unscaled).
+ *
+ * kiln_fft_col_r<R> is the same pass over the columns of (n, cols) arrays
+ * (the axes of 2-D and 3-D transforms other than the last, src/ops/
+ * fft_kiln.c): point t of column c is at t cols + c, and work-item (c, i, b)
+ * is work-item (i, b) of column c. Neighbouring work-items are neighbouring
+ * columns, so every read and write of a vector of them is contiguous at
+ * every stride p, and the twiddle is the same for all of them; no
+ * transpose, no extra trip through memory.
  *
  * Why it is written like this: reads of consecutive work-items are
  * consecutive for every r, and so are writes once p is at least the SIMD
@@ -37,15 +48,16 @@
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
  *
- * Read ten times after cl/prelude.cl (which says how): for f32, then f64
- * where the device has fp64, one pass per kernel, r2, r4, r8, r32 and
- * r32w, each with its R a literal; the first pass of a type also holds its
- * tables and the real-transform kernels.
+ * Read 18 times after cl/prelude.cl (which says how): for f32, then f64
+ * where the device has fp64, one pass per kernel, r2, r4, r8, r32, r32w
+ * and the column kernels col_r2, col_r4, col_r8 and col_r32, each with its
+ * R a literal; the first pass of a type also holds its tables and the
+ * real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 10
+#define KILN_PASSES 18
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -62,7 +74,9 @@ inline uint kiln_fft_bitrev(uint r, uint len)
  * T (float constants need the f suffix where the device has no fp64); R is
  * the radix, WIDE says whether this is kiln_fft_r32w, and FIRST whether the
  * pass is its type's first. */
-#if KILN_PASS <= 5
+/* The pass's place among its type's nine: 1 to 9. */
+#define KILN_FFT_AT ((KILN_PASS - 1) % 9 + 1)
+#if KILN_PASS <= 9
 #define V f32
 #define T float
 #define LIT(x) x##f
@@ -72,17 +86,18 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 #define LIT(x) x
 #endif
 
-#if KILN_PASS % 5 == 1
+#if KILN_FFT_AT == 1 || KILN_FFT_AT == 6
 #define R 2
-#elif KILN_PASS % 5 == 2
+#elif KILN_FFT_AT == 2 || KILN_FFT_AT == 7
 #define R 4
-#elif KILN_PASS % 5 == 3
+#elif KILN_FFT_AT == 3 || KILN_FFT_AT == 8
 #define R 8
 #else
 #define R 32
 #endif
-#define WIDE (KILN_PASS % 5 == 0)
-#define FIRST (KILN_PASS % 5 == 1)
+#define WIDE (KILN_FFT_AT == 5)
+#define COL (KILN_FFT_AT >= 6)
+#define FIRST (KILN_FFT_AT == 1)
 
 #ifdef V
 
@@ -117,6 +132,19 @@ constant T NAME(kiln_fft_s32)[16] = {
  * neighbouring work-items touch neighbouring points and twiddles. The
  * smaller radices run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need
  * no such kernel. */
+#if COL
+#if R == 2
+kernel void NAME(kiln_fft_col_r2)
+#elif R == 4
+kernel void NAME(kiln_fft_col_r4)
+#elif R == 8
+kernel void NAME(kiln_fft_col_r8)
+#else
+kernel void NAME(kiln_fft_col_r32)
+#endif
+  (global const T *in, global T *out, uint p, uint n, uint cols, T sign,
+   global const T *tw)
+#else /* the kernels of rows */
 #if WIDE
 kernel void NAME(kiln_fft_r32w)
 #elif R == 2
@@ -129,13 +157,21 @@ kernel void NAME(kiln_fft_r8)
 kernel void NAME(kiln_fft_r32)
 #endif
   (global const T *in, global T *out, uint p, uint n, T sign, global const T *tw)
+#endif /* COL */
 {
-#if WIDE
+  /* AT(t): where point t of the row or column starts, from `row`. */
+#if COL
+  uint i = get_global_id(1), k = i & (p - 1);
+  size_t row = get_global_id(2) * (size_t)n * cols * 2 + 2 * get_global_id(0);
+#define AT(t) (2 * (t) * cols)
+#elif WIDE
   uint i = get_global_id(1) * p + get_global_id(0), k = get_global_id(0);
   size_t row = get_global_id(2) * (size_t)n * 2;
+#define AT(t) (2 * (t))
 #else
   uint i = get_global_id(0), k = get_global_id(0) & (p - 1);
   size_t row = get_global_id(1) * (size_t)n * 2;
+#define AT(t) (2 * (t))
 #endif
   in += row;
   out += row;
@@ -143,8 +179,8 @@ kernel void NAME(kiln_fft_r32)
   T xr[32], xi[32];
 #pragma unroll
   for (uint r = 0; r < R; r++) {
-    xr[r] = in[2 * (i + r * q)];
-    xi[r] = in[2 * (i + r * q) + 1];
+    xr[r] = in[AT(i + r * q)];
+    xi[r] = in[AT(i + r * q) + 1];
   }
   /* Multiplies points r of x by w^r for the pass of stride p at k (see the
    * table above), in place. */
@@ -204,9 +240,10 @@ kernel void NAME(kiln_fft_r32)
 #pragma unroll
   for (uint r = 0; r < R; r++) {
     uint s = kiln_fft_bitrev(r, R);
-    out[2 * (j + r * p)] = xr[s];
-    out[2 * (j + r * p) + 1] = xi[s];
+    out[AT(j + r * p)] = xr[s];
+    out[AT(j + r * p) + 1] = xi[s];
   }
+#undef AT
 }
 
 #if FIRST
@@ -269,4 +306,6 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #endif /* V */
 #undef R
 #undef WIDE
+#undef COL
 #undef FIRST
+#undef KILN_FFT_AT
