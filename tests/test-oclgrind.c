@@ -233,6 +233,7 @@ static void cpu_shapes(kiln_runtime *rt)
                                     .tsk = 16,
                                     .wpt = 4};
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
+  t.fft.vec_first = 1;
   kiln__runtime_set_tuning(rt, &t);
 }
 
@@ -970,7 +971,7 @@ static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int 
 
 /* Every radix (2, 4, 8, 4 x 4, 32, 8 then 32, and 4 x 4 then a radix-32
  * pass of stride 16, kiln_fft_r32w), both directions and the scalings that
- * launch scale.cl; float64 too. */
+ * launch scale.cl; float64 too; the CPU shapes' vector first pass. */
 static void test_oclgrind_fft_c2c(void **state)
 {
   (void)state;
@@ -981,6 +982,10 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 8, 2, 1, KILN_FFT_NORM_BACKWARD);
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
+  /* the CPU's vector first pass, kiln_fft_r32v: alone before a wide pass
+   * (1024), and with a radix-2 pass after them (2048) */
+  fft_c2c(cpu_rt, KILN_F32, 1024, 2, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 2048, 1, 1, KILN_FFT_NORM_ORTHO);
 }
 
 /* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in

@@ -6,8 +6,12 @@
  * Each axis is a batch of 1-D transforms of its length n = 2^m, split into
  * radix-32 passes plus at most one pass of radix 2, 4 or 8, or two of radix
  * 4 for the leftover 16 (see cl/fft.cl for why there is no radix 16). The
- * small passes come first, where the writes of consecutive work-items are R
- * apart: the smaller R, the less scattered. The last axis (rows) runs the
+ * first pass (stride 1) is where a work-item's R points are written side by
+ * side, R apart from its neighbour's: with scalar kernels (GPUs; f64; the
+ * leftover 16) the small passes come first, where the smaller R, the less
+ * scattered; where the tuning says so (CPUs) rows of float32 start with
+ * kiln_fft_r32v, which transposes 16 work-items' points in registers and
+ * writes whole vectors, and the small pass comes last. The last axis (rows) runs the
  * row kernels; the others run the column kernels in place of a transpose:
  * an axis of n points whose neighbours along it are `cols` elements apart
  * (the product of the later lengths) is `batch` arrays of (n, cols), and a
@@ -43,6 +47,7 @@ typedef struct fft_axis {
   size_t n, cols, batch; /* n points, neighbours cols apart, batch arrays */
   unsigned npass;
   unsigned radix[MAX_PASSES];
+  int vec_first;   /* the first pass runs kiln_fft_r32v (rows only) */
   cl_mem twiddles; /* NULL when no pass needs one */
   int owns;        /* whether twiddles is this axis's own, else an earlier one's */
 } fft_axis;
@@ -88,18 +93,23 @@ static void kiln_release(void *p)
   free(plan);
 }
 
-/* The passes of n = 2^m, smallest radix first. */
+/* The passes of n = 2^m: the smallest radix first, or last after the
+ * radix-32 passes when the first of those runs kiln_fft_r32v. */
 static void split(fft_axis *ax, unsigned m)
 {
   unsigned rest = m % 5;
+  if (ax->vec_first)
+    for (unsigned i = 0; i < m / 5; i++)
+      ax->radix[ax->npass++] = 32;
   if (rest == 4) {
     ax->radix[ax->npass++] = 4;
     ax->radix[ax->npass++] = 4;
   } else if (rest) {
     ax->radix[ax->npass++] = 1u << rest;
   }
-  for (unsigned i = 0; i < m / 5; i++)
-    ax->radix[ax->npass++] = 32;
+  if (!ax->vec_first)
+    for (unsigned i = 0; i < m / 5; i++)
+      ax->radix[ax->npass++] = 32;
 }
 
 /* The table of cl/fft.cl: at 4 (p + k), for k < p, w = exp(-2 pi i k / (p R))
@@ -161,6 +171,12 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
   unsigned m = 0;
   while (((size_t)1 << m) < ax->n)
     m++;
+  /* kiln_fft_r32v: rows of 2^10 points or more (16 work-items' points a
+   * vector, n/32 of them), float32, and not where the rest is 16, whose
+   * two radix-4 passes first (their writes 4 apart, which the compiler
+   * interleaves) and a wide radix-32 pass beat it (src/tuning.c). */
+  ax->vec_first = rt->tuning->t.fft.vec_first && ax->cols == 1 &&
+                  f->d.dtype == KILN_F32 && m >= 10 && m % 5 != 4;
   split(ax, m);
   plan->npass += ax->npass;
   for (unsigned b = 0; b < a; b++)
@@ -203,10 +219,11 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
   return KILN_OK;
 }
 
-/* Pass s of axis ax, at stride p, from src to dst. Rows: wide radix-32
- * passes over (k, block, row) in groups of t.group along k, the others over
- * (i, row) in groups as the driver likes; columns: (column, i, array), in
- * groups of t.group along the columns. */
+/* Pass s of axis ax, at stride p, from src to dst. Rows: a vector first
+ * pass over (i / 16, row), wide radix-32 passes over (k, block, row) in
+ * groups of t.group along k, the others over (i, row), these two in groups
+ * as the driver likes; columns: (column, i, array), in groups of t.group
+ * along the columns. */
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
                             double sign, int f64, cl_mem src, cl_mem dst)
 {
@@ -221,6 +238,12 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     snprintf(variant, sizeof variant, "r%u_%s", r, f64 ? "f64" : "f32");
     return kiln__launch_fft_col(rt, what, variant, 3, global, local, src, dst, p, n,
                                 (cl_uint)ax->cols, sign, ax->twiddles);
+  }
+  if (s == 0 && ax->vec_first) { /* (16 items, row) a work-item */
+    assert(r == 32 && !f64 && ax->n >= 1024);
+    size_t global[2] = {ax->n / r / 16, ax->batch};
+    return kiln__launch_fft(rt, what, "r32v_f32", 2, global, NULL, src, dst, p, n, sign,
+                            ax->twiddles);
   }
   int wide = r == 32 && p >= t.wide_from;
   size_t blocks = ax->n / r / p;
