@@ -5,6 +5,7 @@
  *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
  *                                    uint p, uint n, T sign, global const T *tw)
  *   kernel void kiln_fft_r32w_<type>(...the same)
+ *   kernel void kiln_fft_r32v_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
@@ -48,11 +49,17 @@
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
  *
- * Read 18 times after cl/prelude.cl (which says how): for f32, then f64
+ * kiln_fft_r32v_f32 is the radix-32 first pass (p = 1) of float32 rows of
+ * 2^10 points or more for CPUs (src/tuning.c): the scalar kernel's writes
+ * are each work-item's 32 points side by side, which a vector of work-items
+ * scatters 32 apart; this one takes 16 work-items' points in float16s and
+ * transposes them in registers before whole-vector stores.
+ *
+ * Read 19 times after cl/prelude.cl (which says how): for f32, then f64
  * where the device has fp64, one pass per kernel, r2, r4, r8, r32, r32w
  * and the column kernels col_r2, col_r4, col_r8 and col_r32, each with its
- * R a literal; the first pass of a type also holds its tables and the
- * real-transform kernels.
+ * R a literal, then r32v for f32; the first pass of a type also holds its
+ * tables and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
@@ -70,13 +77,13 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 }
 #endif
 
-/* The pass's variant: V names the real type S, LIT makes a literal of type
- * S (float constants need the f suffix where the device has no fp64), T is
- * the type of the points' parts (S, or float16 in kiln_fft_r32v); R is the
- * radix, WIDE says whether this is kiln_fft_r32w, COL whether it is a column
- * kernel, and FIRST whether the pass is its type's first. */
-/* The pass's place among its type's nine: 1 to 9; pass 19, the vector
- * kernel kiln_fft_r32v_f32, is a radix-32 one (4). */
+/* The pass's variant: KILN_FFT_AT is its place among its type's nine, 1 to
+ * 9 (pass 19, kiln_fft_r32v_f32, counts as a radix-32 one, 4); V names the
+ * real type S, LIT makes a literal of type S (float constants need the f
+ * suffix where the device has no fp64), T is the type of the points' parts
+ * (S, or float16 in kiln_fft_r32v); R is the radix, WIDE says whether this
+ * is kiln_fft_r32w, COL whether it is a column kernel, and FIRST whether
+ * the pass is its type's first. */
 #define VPASS (KILN_PASS == 19)
 #if VPASS
 #define KILN_FFT_AT 4
@@ -143,7 +150,8 @@ constant S NAME(kiln_fft_s32)[16] = {
  * block p + k, the same points, but indexed so that the compiler sees that
  * neighbouring work-items touch neighbouring points and twiddles. The
  * smaller radices run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need
- * no such kernel. */
+ * no such kernel, except after kiln_fft_r32v, where the one small pass runs
+ * last, its writes in runs of p >= 32 that the compiler cannot see. */
 #if COL
 #if R == 2
 kernel void NAME(kiln_fft_col_r2)
