@@ -5,6 +5,10 @@
  *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
  *                                    uint p, uint n, T sign, global const T *tw)
  *   kernel void kiln_fft_r32w_<type>(...the same)
+ *   kernel void kiln_fft_r32v_f32(...the same, p = 1 only)
+ *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
+ *                                        uint p, uint n, uint cols, T sign,
+ *                                        global const T *tw)
  *
  * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
@@ -15,6 +19,14 @@
  * before; after the passes n = R1 R2 ... the row is the DFT of the input, in
  * natural order, without a bit-reversal pass. sign is -1 forward, +1 inverse
  * (unscaled).
+ *
+ * kiln_fft_col_r<R> is the same pass over the columns of (n, cols) arrays
+ * (the axes of 2-D and 3-D transforms other than the last, src/ops/
+ * fft_kiln.c): point t of column c is at t cols + c, and work-item (c, i, b)
+ * is work-item (i, b) of column c. Neighbouring work-items are neighbouring
+ * columns, so every read and write of a vector of them is contiguous at
+ * every stride p, and the twiddle is the same for all of them; no
+ * transpose, no extra trip through memory.
  *
  * Why it is written like this: reads of consecutive work-items are
  * consecutive for every r, and so are writes once p is at least the SIMD
@@ -37,15 +49,22 @@
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
  *
- * Read ten times after cl/prelude.cl (which says how): for f32, then f64
- * where the device has fp64, one pass per kernel, r2, r4, r8, r32 and
- * r32w, each with its R a literal; the first pass of a type also holds its
+ * kiln_fft_r32v_f32 is the radix-32 first pass (p = 1) of float32 rows of
+ * 2^10 points or more for CPUs (src/tuning.c): the scalar kernel's writes
+ * are each work-item's 32 points side by side, which a vector of work-items
+ * scatters 32 apart; this one takes 16 work-items' points in float16s and
+ * transposes them in registers before whole-vector stores.
+ *
+ * Read 19 times after cl/prelude.cl (which says how): for f32, then f64
+ * where the device has fp64, one pass per kernel, r2, r4, r8, r32, r32w
+ * and the column kernels col_r2, col_r4, col_r8 and col_r32, each with its
+ * R a literal, then r32v for f32; the first pass of a type also holds its
  * tables and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 10
+#define KILN_PASSES 19
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -58,45 +77,60 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 }
 #endif
 
-/* The pass's variant: V names the real type T, LIT makes a literal of type
- * T (float constants need the f suffix where the device has no fp64); R is
- * the radix, WIDE says whether this is kiln_fft_r32w, and FIRST whether the
- * pass is its type's first. */
-#if KILN_PASS <= 5
+/* The pass's variant: KILN_FFT_AT is its place among its type's nine, 1 to
+ * 9 (pass 19, kiln_fft_r32v_f32, counts as a radix-32 one, 4); V names the
+ * real type S, LIT makes a literal of type S (float constants need the f
+ * suffix where the device has no fp64), T is the type of the points' parts
+ * (S, or float16 in kiln_fft_r32v); R is the radix, WIDE says whether this
+ * is kiln_fft_r32w, COL whether it is a column kernel, and FIRST whether
+ * the pass is its type's first. */
+#define VPASS (KILN_PASS == 19)
+#if VPASS
+#define KILN_FFT_AT 4
+#else
+#define KILN_FFT_AT ((KILN_PASS - 1) % 9 + 1)
+#endif
+#if KILN_PASS <= 9 || VPASS
 #define V f32
-#define T float
+#define S float
 #define LIT(x) x##f
 #elif defined(KILN_HAS_FP64)
 #define V f64
-#define T double
+#define S double
 #define LIT(x) x
 #endif
+#if VPASS
+#define T float16
+#else
+#define T S
+#endif
 
-#if KILN_PASS % 5 == 1
+#if KILN_FFT_AT == 1 || KILN_FFT_AT == 6
 #define R 2
-#elif KILN_PASS % 5 == 2
+#elif KILN_FFT_AT == 2 || KILN_FFT_AT == 7
 #define R 4
-#elif KILN_PASS % 5 == 3
+#elif KILN_FFT_AT == 3 || KILN_FFT_AT == 8
 #define R 8
 #else
 #define R 32
 #endif
-#define WIDE (KILN_PASS % 5 == 0)
-#define FIRST (KILN_PASS % 5 == 1)
+#define WIDE (KILN_FFT_AT == 5)
+#define COL (KILN_FFT_AT >= 6)
+#define FIRST (KILN_FFT_AT == 1)
 
 #ifdef V
 
 #if FIRST
 /* The constant twiddles of the kernels' butterflies, exp(-2 pi i j / 32)
- * for j < 16, in type T. */
-constant T NAME(kiln_fft_c32)[16] = {
+ * for j < 16, in type S. */
+constant S NAME(kiln_fft_c32)[16] = {
   LIT(1.0), LIT(0.98078528040323045), LIT(0.92387953251128676),
   LIT(0.83146961230254524), LIT(0.70710678118654752), LIT(0.55557023301960222),
   LIT(0.38268343236508977), LIT(0.19509032201612827), LIT(0.0),
   -LIT(0.19509032201612827), -LIT(0.38268343236508977), -LIT(0.55557023301960222),
   -LIT(0.70710678118654752), -LIT(0.83146961230254524), -LIT(0.92387953251128676),
   -LIT(0.98078528040323045)};
-constant T NAME(kiln_fft_s32)[16] = {
+constant S NAME(kiln_fft_s32)[16] = {
   LIT(0.0), LIT(0.19509032201612827), LIT(0.38268343236508977),
   LIT(0.55557023301960222), LIT(0.70710678118654752), LIT(0.83146961230254524),
   LIT(0.92387953251128676), LIT(0.98078528040323045), LIT(1.0),
@@ -116,8 +150,24 @@ constant T NAME(kiln_fft_s32)[16] = {
  * block p + k, the same points, but indexed so that the compiler sees that
  * neighbouring work-items touch neighbouring points and twiddles. The
  * smaller radices run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need
- * no such kernel. */
-#if WIDE
+ * no such kernel, except after kiln_fft_r32v, where the one small pass runs
+ * last, its writes in runs of p >= 32 that the compiler cannot see. */
+#if COL
+#if R == 2
+kernel void NAME(kiln_fft_col_r2)
+#elif R == 4
+kernel void NAME(kiln_fft_col_r4)
+#elif R == 8
+kernel void NAME(kiln_fft_col_r8)
+#else
+kernel void NAME(kiln_fft_col_r32)
+#endif
+  (global const S *in, global S *out, uint p, uint n, uint cols, S sign,
+   global const S *tw)
+#else /* the kernels of rows */
+#if VPASS
+kernel void NAME(kiln_fft_r32v)
+#elif WIDE
 kernel void NAME(kiln_fft_r32w)
 #elif R == 2
 kernel void NAME(kiln_fft_r2)
@@ -128,26 +178,47 @@ kernel void NAME(kiln_fft_r8)
 #else
 kernel void NAME(kiln_fft_r32)
 #endif
-  (global const T *in, global T *out, uint p, uint n, T sign, global const T *tw)
+  (global const S *in, global S *out, uint p, uint n, S sign, global const S *tw)
+#endif /* COL */
 {
-#if WIDE
+  /* AT(t): where point t of the row or column starts, from `row`. */
+#if COL
+  uint i = get_global_id(1), k = i & (p - 1);
+  size_t row = get_global_id(2) * (size_t)n * cols * 2 + 2 * get_global_id(0);
+#define AT(t) (2 * (t) * cols)
+#elif VPASS
+  uint i = get_global_id(0) * 16;
+  size_t row = get_global_id(1) * (size_t)n * 2;
+#elif WIDE
   uint i = get_global_id(1) * p + get_global_id(0), k = get_global_id(0);
   size_t row = get_global_id(2) * (size_t)n * 2;
+#define AT(t) (2 * (t))
 #else
   uint i = get_global_id(0), k = get_global_id(0) & (p - 1);
   size_t row = get_global_id(1) * (size_t)n * 2;
+#define AT(t) (2 * (t))
 #endif
   in += row;
   out += row;
   uint q = n / R;
   T xr[32], xi[32];
+#if VPASS /* points i to i + 15 of each r, split into their parts */
 #pragma unroll
   for (uint r = 0; r < R; r++) {
-    xr[r] = in[2 * (i + r * q)];
-    xi[r] = in[2 * (i + r * q) + 1];
+    float16 a = vload16(0, in + 2 * (i + r * q)), b = vload16(1, in + 2 * (i + r * q));
+    xr[r] = shuffle2(a, b, (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+    xi[r] = shuffle2(a, b, (uint16)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
   }
+#else
+#pragma unroll
+  for (uint r = 0; r < R; r++) {
+    xr[r] = in[AT(i + r * q)];
+    xi[r] = in[AT(i + r * q) + 1];
+  }
+#endif
   /* Multiplies points r of x by w^r for the pass of stride p at k (see the
    * table above), in place. */
+#if !VPASS /* kiln_fft_r32v runs the first pass only */
   if (p > 1) { /* the first pass's twiddles are all 1 */
     global const T *e = tw + 4 * (p + k);
     T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];
@@ -172,6 +243,7 @@ kernel void NAME(kiln_fft_r32)
       wi = ni;
     }
   }
+#endif
   /* The length-R DFT of x in place: R/2 log2 R radix-2
    * decimation-in-frequency butterflies, whose output is in bit-reversed
    * order. */
@@ -193,20 +265,58 @@ kernel void NAME(kiln_fft_r32)
           xr[b + j + h] = -sign * di;
           xi[b + j + h] = sign * dr;
         } else {
-          T tr = NAME(kiln_fft_c32)[m], ti = sign * NAME(kiln_fft_s32)[m];
+          T tr = (T)(NAME(kiln_fft_c32)[m]), ti = (T)(sign * NAME(kiln_fft_s32)[m]);
           xr[b + j + h] = dr * tr - di * ti;
           xi[b + j + h] = dr * ti + di * tr;
         }
       }
     }
   }
+#if VPASS
+  /* Point r of item i + u goes to 32 (i + u) + r: lane u of xr and xi at r
+   * is part c = 2 r (real) or 2 r + 1 (imaginary) of that row of 64 floats.
+   * Four 16 x 16 transposes of (c, u), c in [16 b, 16 b + 16), give each u
+   * its floats 16 b to 16 b + 15 as one vector: a vector store, where
+   * scalar work-items would scatter every point 32 apart. */
+#pragma unroll
+  for (uint b = 0; b < 4; b++) {
+    float16 v[16];
+#pragma unroll
+    for (uint t = 0; t < 16; t++) {
+      uint s = kiln_fft_bitrev(8 * b + t / 2, R);
+      v[t] = t & 1 ? xi[s] : xr[s];
+    }
+    /* Stage d swaps the lanes with bit d set of row j with the lanes with
+     * bit d clear of row j + d, for the rows j with bit d clear. */
+#define KILN_FFT_STAGE(d, m1, m2) \
+  _Pragma("unroll") for (uint j = 0; j < 16; j++) if (!(j & d)) { \
+    float16 lo = v[j], hi = v[j + d]; \
+    v[j] = shuffle2(lo, hi, m1); \
+    v[j + d] = shuffle2(lo, hi, m2); \
+  }
+    KILN_FFT_STAGE(8, (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                   (uint16)(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31))
+    KILN_FFT_STAGE(4, (uint16)(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
+                   (uint16)(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31))
+    KILN_FFT_STAGE(2, (uint16)(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+                   (uint16)(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31))
+    KILN_FFT_STAGE(1, (uint16)(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+                   (uint16)(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31))
+#undef KILN_FFT_STAGE
+#pragma unroll
+    for (uint u = 0; u < 16; u++)
+      vstore16(v[u], 0, out + 64 * (i + u) + 16 * b);
+  }
+#else
   uint j = (i - k) * R + k;
 #pragma unroll
   for (uint r = 0; r < R; r++) {
     uint s = kiln_fft_bitrev(r, R);
-    out[2 * (j + r * p)] = xr[s];
-    out[2 * (j + r * p) + 1] = xi[s];
+    out[AT(j + r * p)] = xr[s];
+    out[AT(j + r * p) + 1] = xi[s];
   }
+#endif
+#undef AT
 }
 
 #if FIRST
@@ -264,9 +374,13 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #endif /* FIRST */
 
 #undef V
+#undef S
 #undef T
 #undef LIT
 #endif /* V */
 #undef R
 #undef WIDE
+#undef COL
 #undef FIRST
+#undef KILN_FFT_AT
+#undef VPASS

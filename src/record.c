@@ -18,7 +18,7 @@
  *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 160, "tsm": 64,
  *                      "tsk": 16, "wpt": 4}, "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
- *     "fft": {"wide_from": 16, "group": 64},
+ *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1},
  *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
  *     "measured": [{"kernel": "gemm f32", "from": "...", "to": "...",
  *                   "from_ns": 1, "to_ns": 1, "candidates": 1}, ...],
@@ -211,6 +211,7 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   json_object *f = json_object_new_object();
   put_uint(f, "wide_from", t->fft.wide_from);
   put_uint(f, "group", t->fft.group);
+  put_uint(f, "vec_first", t->fft.vec_first);
   json_object_object_add(o, "fft", f);
   put_conv(o, &t->conv);
   pthread_mutex_lock(&rt->lock);
@@ -381,7 +382,8 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
     return -1;
   if (!(f = get_obj(o, "fft", why)) ||
       get_uint(f, "fft", "wide_from", &t->fft.wide_from, why) ||
-      get_uint(f, "fft", "group", &t->fft.group, why))
+      get_uint(f, "fft", "group", &t->fft.group, why) ||
+      get_uint(f, "fft", "vec_first", &t->fft.vec_first, why))
     return -1;
   return read_conv(o, &t->conv, why);
 }

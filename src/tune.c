@@ -423,8 +423,8 @@ static void cand_text(int what, int variant, cand *c)
   else if (what == 1)
     reduce_text(&c->t.reduce, c->text, sizeof c->text);
   else
-    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u", c->t.fft.group,
-             c->t.fft.wide_from);
+    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u vec_first=%u",
+             c->t.fft.group, c->t.fft.wide_from, c->t.fft.vec_first);
 }
 
 static double ldist(unsigned a, unsigned b)
@@ -531,13 +531,15 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
   } else {
     static const unsigned groups[] = {16, 32, 64, 128, 256}, wides[] = {16, 32, 64, 128};
     for (size_t i = 0; i < KILN__COUNT(groups); i++)
-      for (size_t j = 0; j < KILN__COUNT(wides); j++) {
-        t.fft.group = groups[i];
-        t.fft.wide_from = wides[j];
-        add(list, n, &t,
-            ldist(t.fft.group, base->fft.group) +
-              ldist(t.fft.wide_from, base->fft.wide_from));
-      }
+      for (size_t j = 0; j < KILN__COUNT(wides); j++)
+        for (unsigned v = 0; v < 2; v++) {
+          t.fft.group = groups[i];
+          t.fft.wide_from = wides[j];
+          t.fft.vec_first = v;
+          add(list, n, &t,
+              ldist(t.fft.group, base->fft.group) +
+                ldist(t.fft.wide_from, base->fft.wide_from) + (v != base->fft.vec_first));
+        }
   }
 }
 

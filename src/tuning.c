@@ -70,13 +70,22 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * wide passes of 2^20 took 1.8, 1.2 and 1.3 ms against 3.7, 2.3 and 2.4 with
  * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
  * 64 is also a whole number of warps or wavefronts on GPUs.
+ *
+ * The first pass of a row (stride 1) writes each work-item's 32 points side
+ * by side, so a vector of scalar work-items scatters them 32 apart. On a
+ * CPU the vector kernel kiln_fft_r32v (vec_first) holds 16 work-items'
+ * points in float16s and transposes them in registers: that pass of 2^20
+ * took 1.5-1.7 ms against 2.3-3.9 ms (PoCL, this loaded 2-core machine,
+ * interleaved). On a GPU its 64 float16s a work-item would not fit in
+ * registers: the scalar kernels.
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {
   size_t group = 64;
   while (group > 1 && group > dev->max_work_group_size)
     group /= 2;
-  *t = (kiln__fft_tuning){.wide_from = 16, .group = (unsigned)group};
+  int gpu = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0;
+  *t = (kiln__fft_tuning){.wide_from = 16, .group = (unsigned)group, .vec_first = !gpu};
 }
 
 /*
@@ -211,6 +220,8 @@ int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln_
   if (!is_pow2(f->wide_from) || f->wide_from < 16)
     rc =
       bad(why, "fft", "wide_from", f->wide_from, "it must be a power of two, 16 or more");
+  if (f->vec_first > 1)
+    rc = bad(why, "fft", "vec_first", f->vec_first, "it is 0 or 1");
   if (check_conv(dev, &t->conv, why))
     rc = -1;
   return rc;

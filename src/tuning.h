@@ -39,9 +39,13 @@ typedef struct kiln__reduce_tuning {
 } kiln__reduce_tuning;
 
 /* kiln's own FFT (cl/fft.cl): passes whose stride p is at least wide_from
- * run the 2-D indexed kernel in groups of `group` work-items along k. */
+ * run the 2-D indexed kernel in groups of `group` work-items along k;
+ * vec_first 1: float32 rows of 2^10 points or more start with the vector
+ * pass kiln_fft_r32v (16 points' parts in float16s a work-item), 0: with
+ * the scalar kernels. */
 typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
+  unsigned vec_first;
 } kiln__fft_tuning;
 
 /* Convolution (cl/conv.cl, src/ops/conv_kiln.c). The direct kernel: each

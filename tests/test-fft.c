@@ -6,7 +6,8 @@
  * two to 2^13 (float32 and float64), the primes 17,
  * 97, 257 and 1009, R2C and C2R of even and odd lengths (odd ones to 100001
  * from sparse inputs, whose exact spectra are cheap), 2-D and 3-D shapes
- * with batches, numpy's three norms, float64 on devices with fp64; for
+ * with batches, numpy's three norms, float64 on devices with fp64, kiln's
+ * own kernels on power-of-two 2-D and 3-D shapes; for
  * 2^20 and 1024 x 1024, the round trip, Parseval's identity and a few bins
  * computed directly; each through AUTO and every FFT backend (a backend that
  * is not built in or cannot do a length returns KILN_ERR_UNSUPPORTED with a
@@ -591,6 +592,34 @@ static void test_fft_multi_dim(void **state)
   report("2-D and 3-D C2C");
 }
 
+/* kiln's own kernels on 2-D and 3-D power-of-two shapes (rows, then the
+ * column passes of the other axes), square and not, batched, both
+ * directions, float32 and float64 where the device has fp64: through the
+ * kiln backend, which must run every one, and AUTO (float32). */
+static void test_fft_kiln_multi_dim(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  static const size_t shapes[][3] = {{8, 16},    {16, 8},    {64, 32},  {2, 1024},
+                                     {256, 256}, {4, 8, 16}, {32, 2, 4}};
+  static const size_t batches[] = {3, 2, 2, 1, 1, 2, 1};
+  int f64 = kiln_runtime_device(rt)->has_fp64;
+  for (size_t k = 0; k < sizeof batches / sizeof *batches; k++)
+    for (int t = 0; t < 1 + f64; t++)
+      for (int inv = 0; inv < 2; inv++) {
+        kiln_fft_desc d = desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32,
+                               shapes[k][2] ? 3 : 2, shapes[k], batches[k]);
+        d.inverse = inv;
+        d.norm = inv ? KILN_FFT_NORM_BACKWARD : KILN_FFT_NORM_ORTHO;
+        if (t && shapes[k][0] == 256)
+          continue;                    /* the reference's 2 x 256^3 points: f32 only */
+        for (size_t b = t; b < 2; b++) /* AUTO (f32 only), kiln */
+          check(rt, &d, b, 1000 + k * 4 + (size_t)(t * 2 + inv));
+      }
+  assert_int_equal(skipped[1], 0);
+  report("kiln's 2-D and 3-D C2C");
+}
+
 static void test_fft_norms(void **state)
 {
   kiln_runtime *rt = *state;
@@ -997,6 +1026,7 @@ int main(void)
     cmocka_unit_test(test_fft_real),
     cmocka_unit_test(test_fft_real_long_odd),
     cmocka_unit_test(test_fft_multi_dim),
+    cmocka_unit_test(test_fft_kiln_multi_dim),
     cmocka_unit_test(test_fft_norms),
     cmocka_unit_test(test_fft_float64),
     cmocka_unit_test(test_fft_plan_reuse),

@@ -233,6 +233,7 @@ static void cpu_shapes(kiln_runtime *rt)
                                     .tsk = 16,
                                     .wpt = 4};
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
+  t.fft.vec_first = 1;
   kiln__runtime_set_tuning(rt, &t);
 }
 
@@ -895,10 +896,51 @@ static void dft(const double *x, size_t rows, size_t n, int inverse, kiln_fft_no
   }
 }
 
-static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int inverse,
-                    kiln_fft_norm norm)
+/* The DFT of `batch` complex arrays of shape[0..ndim) (C order, re, im
+ * pairs), summed directly, with numpy's scaling for norm and dft()'s bound. */
+static void dft_nd(const double *x, size_t batch, unsigned ndim, const size_t *shape,
+                   int inverse, kiln_fft_norm norm, double *want, double *bound,
+                   kiln_dtype t)
+{
+  size_t n = 1;
+  for (unsigned a = 0; a < ndim; a++)
+    n *= shape[a];
+  double scale = norm == KILN_FFT_NORM_ORTHO ? 1 / sqrt((double)n)
+                 : (norm == KILN_FFT_NORM_BACKWARD) == (inverse != 0) ? 1 / (double)n
+                                                                      : 1;
+  double sign = inverse ? 1 : -1, log2n = log2((double)n) + 1;
+  for (size_t b = 0; b < batch; b++) {
+    const double *in = x + 2 * b * n;
+    double mag = 0;
+    for (size_t j = 0; j < n; j++)
+      mag += hypot(in[2 * j], in[2 * j + 1]);
+    for (size_t k = 0; k < n; k++) {
+      double re = 0, im = 0;
+      for (size_t j = 0; j < n; j++) {
+        double turns = 0; /* sum over the axes of j_a k_a / n_a, mod 1 */
+        for (size_t a = ndim, jr = j, kr = k; a-- > 0; jr /= shape[a], kr /= shape[a])
+          turns +=
+            (double)(jr % shape[a] * (kr % shape[a]) % shape[a]) / (double)shape[a];
+        double ang = sign * 2 * CL_M_PI * turns;
+        re += in[2 * j] * cos(ang) - in[2 * j + 1] * sin(ang);
+        im += in[2 * j] * sin(ang) + in[2 * j + 1] * cos(ang);
+      }
+      want[2 * (b * n + k)] = re * scale;
+      want[2 * (b * n + k) + 1] = im * scale;
+      bound[2 * (b * n + k)] = bound[2 * (b * n + k) + 1] =
+        8 * unit(t) * log2n * mag * scale + 1e-13 * mag;
+    }
+  }
+}
+
+/* A C2C of `batch` arrays of shape[0..ndim) on kiln's own kernels. */
+static void fft_c2c_nd(kiln_runtime *rt, kiln_dtype t, unsigned ndim, const size_t *shape,
+                       size_t batch, int inverse, kiln_fft_norm norm)
 {
   kiln_dtype ct = t == KILN_F64 ? KILN_C64 : KILN_C32;
+  size_t n = 1;
+  for (unsigned a = 0; a < ndim; a++)
+    n *= shape[a];
   size_t reals = 2 * n * batch;
   double *x = malloc(reals * sizeof *x), *want = malloc(reals * sizeof *want);
   double *bound = malloc(reals * sizeof *bound);
@@ -913,9 +955,12 @@ static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int 
   assert_non_null(host);
   assert_kiln_ok(rt, kiln_buffer_read(real_in, 0, reals, host));
   assert_kiln_ok(rt, kiln_buffer_write(in, 0, n * batch, host));
-  dft(x, batch, n, inverse, norm, want, bound, t);
+  dft_nd(x, batch, ndim, shape, inverse, norm, want, bound, t);
   kiln_fft_desc d;
-  kiln_fft_desc_init(&d, t, n);
+  kiln_fft_desc_init(&d, t, shape[0]);
+  d.ndim = ndim;
+  for (unsigned a = 0; a < ndim; a++)
+    d.shape[a] = shape[a];
   d.batch = batch;
   d.inverse = inverse;
   d.norm = norm;
@@ -926,17 +971,24 @@ static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int 
   assert_non_null(got);
   for (size_t i = 0; i < reals; i++)
     got[i] = kiln_test_get(t, host, i);
-  char what[80];
-  snprintf(what, sizeof what, "fft c2c %s n=%zu batch %zu%s norm %d", kiln_dtype_name(t),
-           n, batch, inverse ? " inverse" : "", (int)norm);
+  char what[96];
+  snprintf(what, sizeof what, "fft c2c %s %zux%zux%zu batch %zu%s norm %d",
+           kiln_dtype_name(t), shape[0], ndim > 1 ? shape[1] : 1, ndim > 2 ? shape[2] : 1,
+           batch, inverse ? " inverse" : "", (int)norm);
   expect_near(what, got, want, bound, reals);
   free(x), free(want), free(bound), free(host), free(got);
   kiln_buffer_destroy(real_in), kiln_buffer_destroy(in), kiln_buffer_destroy(out);
 }
 
+static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int inverse,
+                    kiln_fft_norm norm)
+{
+  fft_c2c_nd(rt, t, 1, &n, batch, inverse, norm);
+}
+
 /* Every radix (2, 4, 8, 4 x 4, 32, 8 then 32, and 4 x 4 then a radix-32
  * pass of stride 16, kiln_fft_r32w), both directions and the scalings that
- * launch scale.cl; float64 too. */
+ * launch scale.cl; float64 too; the CPU shapes' vector first pass. */
 static void test_oclgrind_fft_c2c(void **state)
 {
   (void)state;
@@ -947,6 +999,24 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 8, 2, 1, KILN_FFT_NORM_BACKWARD);
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
+  /* the CPU's vector first pass, kiln_fft_r32v: alone before a wide pass
+   * (1024), and with a radix-2 pass after them (2048) */
+  fft_c2c(cpu_rt, KILN_F32, 1024, 2, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 2048, 1, 1, KILN_FFT_NORM_ORTHO);
+}
+
+/* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in
+ * both types: 2 (8 x 2 x 4, 2 x 4), 4 x 4 (16 x 8), 4 and 8 (8 x 4 x 2), 8
+ * (8 x 2 x 4) and 32 (32 x 2). */
+static void test_oclgrind_fft_c2c_nd(void **state)
+{
+  (void)state;
+  fft_c2c_nd(gpu_rt, KILN_F32, 2, (size_t[]){16, 8}, 2, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c_nd(gpu_rt, KILN_F32, 2, (size_t[]){32, 2}, 1, 1, KILN_FFT_NORM_BACKWARD);
+  fft_c2c_nd(gpu_rt, KILN_F32, 3, (size_t[]){8, 2, 4}, 1, 0, KILN_FFT_NORM_ORTHO);
+  fft_c2c_nd(gpu_rt, KILN_F64, 2, (size_t[]){32, 2}, 1, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c_nd(gpu_rt, KILN_F64, 3, (size_t[]){8, 4, 2}, 1, 1, KILN_FFT_NORM_FORWARD);
+  fft_c2c_nd(gpu_rt, KILN_F64, 2, (size_t[]){2, 4}, 2, 1, KILN_FFT_NORM_BACKWARD);
 }
 
 /* R2C and C2R as complex transforms (src/ops/fft_real.c), the path kiln_fft()
@@ -1246,6 +1316,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_conv_blocks),
     T(test_oclgrind_conv_cpu_shape),
     T(test_oclgrind_fft_c2c),
+    T(test_oclgrind_fft_c2c_nd),
     T(test_oclgrind_fft_real),
     T(test_oclgrind_every_kernel_ran), /* last: counts what the others ran */
   };

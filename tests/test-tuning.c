@@ -42,6 +42,7 @@ static kiln__tuning unusual(kiln_runtime *rt)
   t.reduce.chunks = 3;
   t.fft.group = 32;
   t.fft.wide_from = 64;
+  t.fft.vec_first = !t.fft.vec_first;
   t.conv = (kiln__conv_tuning){.qw = 4, .kb = 2, .lq = 8, .lp = 8, .col_kib = 1024};
   return t;
 }

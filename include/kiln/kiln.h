@@ -1232,8 +1232,9 @@ typedef struct kiln_fft_desc {
   size_t batch;     /* 0 counts as 1 */
   int inverse;      /* C2C only: non-zero for the inverse transform */
   kiln_fft_norm norm;
-  kiln_backend backend; /* AUTO, KILN_BACKEND_KILN (1-D C2C of powers of
-                           two), KILN_BACKEND_VKFFT or KILN_BACKEND_CLFFT */
+  kiln_backend backend; /* AUTO, KILN_BACKEND_KILN (C2C of power-of-two
+                           lengths, up to 2^30 points a transform),
+                           KILN_BACKEND_VKFFT or KILN_BACKEND_CLFFT */
 } kiln_fft_desc;
 
 /*! kiln_fft_desc_init() :
@@ -1259,7 +1260,7 @@ static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, siz
  * once per shape, kind, batch, precision and backend, and kept by the
  * runtime; building one can take long on some drivers, so the first call
  * of a shape is slower. AUTO picks the backend by kiln's measured rules
- * (on CPUs kiln's own kernels for 1-D power-of-two C2C, then VkFFT, then
+ * (on CPUs kiln's own kernels for power-of-two C2C, then VkFFT, then
  * clFFT; on GPUs VkFFT first), goes on to the next when one refuses a
  * length, and runs a real transform that none can do as a complex one.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (shape, ndim, kind);

@@ -184,8 +184,11 @@ static const char *package_of(kiln_backend id)
 
 /* AUTO's order of preference, from `kiln bench fft` and single transforms
  * timed on PoCL (complex64, medians). On a CPU kiln's own kernels first,
- * where they apply: 1-D power-of-two C2C, 1.3-2x VkFFT at 2^20, 12x at 2^16,
- * 1.5x at 2^12, and 2x clFFT at 2^16. Then VkFFT, which beat clFFT on 2-D
+ * where they apply: power-of-two C2C; in 1-D 1.3-2x VkFFT at 2^20, 12x at
+ * 2^16, 1.5x at 2^12, and 2x clFFT at 2^16; in 2-D and 3-D (the column
+ * passes, fft_kiln.c) 1.8-3x VkFFT at 1024^2, 2-3x at 256^2, 2x at 128 x
+ * 32 and 1.5-5x at 64^3 (9 transforms each, this 2-core machine loaded by
+ * other builds, so the spread is wide). Then VkFFT, which beat clFFT on 2-D
  * (1024^2 1.7x, 1000^2 1.1x), real 2^20 (2.1x) and most 1-D lengths (10^4
  * 3.5x, 50000 2x, 3^10 1.4x, 3^11 1.4x, 10^6 2.2x); clFFT won 5^7 (1.35x),
  * 10^5 (2x), 2 10^5 (1.2x) and power-of-two lengths from 2^13 to 2^17 (2-7x:

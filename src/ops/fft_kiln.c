@@ -1,17 +1,31 @@
 /*
- * fft_kiln.c — kiln's own backend of kiln_fft(): 1-D complex transforms of
- * power-of-two lengths, batched, as passes of cl/fft.cl's Stockham kernels.
+ * fft_kiln.c — kiln's own backend of kiln_fft(): complex transforms of
+ * power-of-two lengths in 1, 2 and 3 dimensions, batched, as passes of
+ * cl/fft.cl's Stockham kernels.
  *
- * A plan splits n = 2^m into radix-32 passes plus at most one pass of radix
- * 2, 4 or 8, or two of radix 4 for the leftover 16 (see cl/fft.cl for why
- * there is no radix 16). The small passes come first, where the writes of
- * consecutive work-items are R apart: the smaller R, the less scattered.
- * The plan owns the twiddle table (computed in double on the host, so each
- * entry is correctly rounded to the transform's type) and, for two passes or
- * more, a scratch buffer of the batch's size: passes alternate between it and
- * `out`, starting so that the last one lands in `out`; `in` is only read.
- * Like the other FFT backends' working memory, these two buffers sit outside
- * kiln's memory accounting and live as long as the plan (the runtime).
+ * Each axis is a batch of 1-D transforms of its length n = 2^m, split into
+ * radix-32 passes plus at most one pass of radix 2, 4 or 8, or two of radix
+ * 4 for the leftover 16 (see cl/fft.cl for why there is no radix 16). The
+ * first pass (stride 1) is where a work-item's R points are written side by
+ * side, R apart from its neighbour's: with scalar kernels (GPUs; f64; the
+ * leftover 16) the small passes come first, where the smaller R, the less
+ * scattered; where the tuning says so (CPUs) rows of float32 start with
+ * kiln_fft_r32v, which transposes 16 work-items' points in registers and
+ * writes whole vectors, and the small pass comes last. The last axis (rows) runs the
+ * row kernels; the others run the column kernels in place of a transpose:
+ * an axis of n points whose neighbours along it are `cols` elements apart
+ * (the product of the later lengths) is `batch` arrays of (n, cols), and a
+ * column pass reads and writes whole rows of them (cl/fft.cl). Axes run
+ * last first.
+ *
+ * The plan owns one twiddle table per distinct length (computed in double
+ * on the host, so each entry is correctly rounded to the transform's type;
+ * a table is indexed by each pass's stride, so two lengths cannot share one)
+ * and, for two passes or more in all, a scratch buffer of the batch's size:
+ * passes alternate between it and `out`, starting so that the last one
+ * lands in `out`; `in` is only read. Like the other FFT backends' working
+ * memory, these buffers sit outside kiln's memory accounting and live as
+ * long as the plan (the runtime).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,13 +38,25 @@
 
 /* 2^30, the longest length, takes 6 radix-32 passes. */
 #define MAX_PASSES 8
+/* The most points one transform may have (the column kernels index an
+ * array's floats with a uint). */
+#define MAX_POINTS ((size_t)1 << 30)
 
-typedef struct fft_kiln_plan {
+/* One axis's batch of 1-D transforms. */
+typedef struct fft_axis {
+  size_t n, cols, batch; /* n points, neighbours cols apart, batch arrays */
   unsigned npass;
   unsigned radix[MAX_PASSES];
-  size_t row_bytes; /* one complex row */
-  cl_mem twiddles;  /* NULL when no pass needs one */
-  cl_mem scratch;   /* NULL for fewer than two passes */
+  int vec_first;   /* the first pass runs kiln_fft_r32v (rows only) */
+  cl_mem twiddles; /* NULL when no pass needs one */
+  int owns;        /* whether twiddles is this axis's own, else an earlier one's */
+} fft_axis;
+
+typedef struct fft_kiln_plan {
+  unsigned naxis, npass; /* npass: all axes' passes */
+  fft_axis axis[3];      /* in the order they run: the last axis first */
+  size_t bytes;          /* the whole batch */
+  cl_mem scratch;        /* NULL for fewer than two passes */
 } fft_kiln_plan;
 
 static int is_pow2(size_t n)
@@ -43,12 +69,14 @@ static const char *kiln_cannot(kiln_runtime *rt, const kiln__fft *f)
   (void)rt;
   if (f->d.kind != KILN_FFT_C2C)
     return "kiln's own FFT runs complex-to-complex transforms only";
-  if (f->d.ndim != 1)
-    return "kiln's own FFT runs 1-D transforms only";
-  if (!is_pow2(f->d.shape[0]))
-    return "kiln's own FFT runs power-of-two lengths only";
-  if (f->d.shape[0] > (size_t)1 << 30)
-    return "kiln's own FFT runs lengths up to 2^30";
+  size_t points = 1;
+  for (unsigned a = 0; a < f->d.ndim; a++) {
+    if (!is_pow2(f->d.shape[a]))
+      return "kiln's own FFT runs power-of-two lengths only";
+    if (f->d.shape[a] > MAX_POINTS / points)
+      return "kiln's own FFT runs transforms of up to 2^30 points";
+    points *= f->d.shape[a];
+  }
   return NULL;
 }
 
@@ -57,35 +85,41 @@ static void kiln_release(void *p)
   fft_kiln_plan *plan = p;
   if (!plan)
     return;
-  if (plan->twiddles)
-    clReleaseMemObject(plan->twiddles);
+  for (unsigned a = 0; a < plan->naxis; a++)
+    if (plan->axis[a].twiddles && plan->axis[a].owns)
+      clReleaseMemObject(plan->axis[a].twiddles);
   if (plan->scratch)
     clReleaseMemObject(plan->scratch);
   free(plan);
 }
 
-/* The passes of n = 2^m, smallest radix first. */
-static void split(fft_kiln_plan *plan, unsigned m)
+/* The passes of n = 2^m: the smallest radix first, or last after the
+ * radix-32 passes when the first of those runs kiln_fft_r32v. */
+static void split(fft_axis *ax, unsigned m)
 {
   unsigned rest = m % 5;
+  if (ax->vec_first)
+    for (unsigned i = 0; i < m / 5; i++)
+      ax->radix[ax->npass++] = 32;
   if (rest == 4) {
-    plan->radix[plan->npass++] = 4;
-    plan->radix[plan->npass++] = 4;
+    ax->radix[ax->npass++] = 4;
+    ax->radix[ax->npass++] = 4;
   } else if (rest) {
-    plan->radix[plan->npass++] = 1u << rest;
+    ax->radix[ax->npass++] = 1u << rest;
   }
-  for (unsigned i = 0; i < m / 5; i++)
-    plan->radix[plan->npass++] = 32;
+  if (!ax->vec_first)
+    for (unsigned i = 0; i < m / 5; i++)
+      ax->radix[ax->npass++] = 32;
 }
 
 /* The table of cl/fft.cl: at 4 (p + k), for k < p, w = exp(-2 pi i k / (p R))
  * and w^(R/2), for each pass's p and R. */
-static kiln_status upload_twiddles(kiln_runtime *rt, fft_kiln_plan *plan, int f64,
+static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64,
                                    const char *what)
 {
   size_t p_last = 1;
-  for (unsigned s = 0; s + 1 < plan->npass; s++)
-    p_last *= plan->radix[s];
+  for (unsigned s = 0; s + 1 < ax->npass; s++)
+    p_last *= ax->radix[s];
   size_t values = 4 * 2 * p_last, elem = f64 ? 8 : 4;
   double *tw = calloc(values, sizeof *tw); /* [0, 4): unused, p starts at 1 */
   if (!tw)
@@ -94,8 +128,8 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_kiln_plan *plan, int f6
                       "%zu-entry twiddle table",
                       what, 2 * p_last);
   size_t p = 1;
-  for (unsigned s = 0; s < plan->npass; s++) {
-    unsigned r = plan->radix[s];
+  for (unsigned s = 0; s < ax->npass; s++) {
+    unsigned r = ax->radix[s];
     double step = -2 * CL_M_PI / ((double)p * r);
     for (size_t k = 0; k < p; k++) {
       double *e = tw + 4 * (p + k);
@@ -110,15 +144,47 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_kiln_plan *plan, int f6
       tf[i] = (float)tw[i];
   }
   cl_int err;
-  plan->twiddles = clCreateBuffer(rt->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                  values * elem, tw, &err);
+  ax->twiddles = clCreateBuffer(rt->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                values * elem, tw, &err);
   free(tw);
   if (err != CL_SUCCESS) {
-    plan->twiddles = NULL;
+    ax->twiddles = NULL;
     return kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-entry twiddle table",
                          what, 2 * p_last);
   }
+  ax->owns = 1;
   return KILN_OK;
+}
+
+/* Axis a of plan: shape[d] with d = ndim - 1 - a, its passes and its
+ * twiddles (an earlier axis's, when it has the same length). */
+static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__fft *f,
+                             unsigned a, const char *what)
+{
+  fft_axis *ax = &plan->axis[a];
+  unsigned d = f->d.ndim - 1 - a;
+  ax->n = f->d.shape[d];
+  ax->cols = 1;
+  ax->batch = f->d.batch;
+  for (unsigned k = 0; k < f->d.ndim; k++)
+    *(k < d ? &ax->batch : &ax->cols) *= k == d ? 1 : f->d.shape[k];
+  unsigned m = 0;
+  while (((size_t)1 << m) < ax->n)
+    m++;
+  /* kiln_fft_r32v: rows of 2^10 points or more (16 work-items' points a
+   * vector, n/32 of them), float32, and not where the rest is 16, whose
+   * two radix-4 passes first (their writes 4 apart, which the compiler
+   * interleaves) and a wide radix-32 pass beat it (src/tuning.c). */
+  ax->vec_first = rt->tuning->t.fft.vec_first && ax->cols == 1 &&
+                  f->d.dtype == KILN_F32 && m >= 10 && m % 5 != 4;
+  split(ax, m);
+  plan->npass += ax->npass;
+  for (unsigned b = 0; b < a; b++)
+    if (plan->axis[b].n == ax->n) {
+      ax->twiddles = plan->axis[b].twiddles;
+      return KILN_OK;
+    }
+  return ax->npass ? upload_twiddles(rt, ax, f->d.dtype == KILN_F64, what) : KILN_OK;
 }
 
 static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
@@ -127,24 +193,22 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
   fft_kiln_plan *plan = calloc(1, sizeof *plan);
   if (!plan)
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no host memory", what);
-  size_t n = f->d.shape[0];
-  int f64 = f->d.dtype == KILN_F64;
-  unsigned m = 0;
-  while (((size_t)1 << m) < n)
-    m++;
-  split(plan, m);
-  plan->row_bytes = n * 2 * (f64 ? 8 : 4);
+  assert(f->d.ndim >= 1 && f->d.ndim <= 3);
+  plan->naxis = f->d.ndim;
+  plan->bytes = f->d.batch * 2 * (f->d.dtype == KILN_F64 ? 8 : 4);
+  for (unsigned a = 0; a < f->d.ndim; a++)
+    plan->bytes *= f->d.shape[a];
   kiln_status st = KILN_OK;
-  if (plan->npass)
-    st = upload_twiddles(rt, plan, f64, what);
+  for (unsigned a = 0; a < plan->naxis && st == KILN_OK; a++)
+    st = plan_axis(rt, plan, f, a, what);
   if (st == KILN_OK && plan->npass >= 2) {
     cl_int err;
-    size_t bytes = plan->row_bytes * f->d.batch;
-    plan->scratch = clCreateBuffer(rt->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    plan->scratch =
+      clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->bytes, NULL, &err);
     if (err != CL_SUCCESS) {
       plan->scratch = NULL;
       st = kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-byte scratch buffer",
-                         what, bytes);
+                         what, plan->bytes);
     }
   }
   if (st != KILN_OK) {
@@ -155,45 +219,69 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
   return KILN_OK;
 }
 
+/* Pass s of axis ax, at stride p, from src to dst. Rows: a vector first
+ * pass over (i / 16, row), wide radix-32 passes over (k, block, row) in
+ * groups of t.group along k, the others over (i, row), these two in groups
+ * as the driver likes; columns: (column, i, array), in groups of t.group
+ * along the columns. */
+static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
+                            double sign, int f64, cl_mem src, cl_mem dst)
+{
+  static const char what[] = "kiln_fft(kiln)";
+  kiln__fft_tuning t = rt->tuning->t.fft;
+  unsigned r = ax->radix[s];
+  cl_uint n = (cl_uint)ax->n;
+  char variant[16];
+  if (ax->cols > 1) {
+    size_t global[3] = {ax->cols, ax->n / r, ax->batch};
+    size_t local[3] = {ax->cols < t.group ? ax->cols : t.group, 1, 1};
+    snprintf(variant, sizeof variant, "r%u_%s", r, f64 ? "f64" : "f32");
+    return kiln__launch_fft_col(rt, what, variant, 3, global, local, src, dst, p, n,
+                                (cl_uint)ax->cols, sign, ax->twiddles);
+  }
+  if (s == 0 && ax->vec_first) { /* (16 items, row) a work-item */
+    assert(r == 32 && !f64 && ax->n >= 1024);
+    size_t global[2] = {ax->n / r / 16, ax->batch};
+    return kiln__launch_fft(rt, what, "r32v_f32", 2, global, NULL, src, dst, p, n, sign,
+                            ax->twiddles);
+  }
+  int wide = r == 32 && p >= t.wide_from;
+  size_t blocks = ax->n / r / p;
+  size_t global[3] = {wide ? p : ax->n / r, wide ? blocks : ax->batch, ax->batch};
+  size_t local[3] = {p < t.group ? p : t.group, 1, 1};
+  snprintf(variant, sizeof variant, "r%u%s_%s", r, wide ? "w" : "", f64 ? "f64" : "f32");
+  return kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global, wide ? local : NULL,
+                          src, dst, p, n, sign, ax->twiddles);
+}
+
 static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
 {
   static const char what[] = "kiln_fft(kiln)";
   fft_kiln_plan *plan = p;
   int f64 = f->d.dtype == KILN_F64;
-  if (!plan->npass) { /* length 1: the transform is a copy */
+  if (!plan->npass) { /* every length 1: the transform is a copy */
     cl_event ev = NULL;
-    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0,
-                                     plan->row_bytes * f->d.batch, 0, NULL, &ev);
+    cl_int err =
+      clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->bytes, 0, NULL, &ev);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: a transform of length 1",
                            what);
     return kiln__runtime_track(rt, ev, what);
   }
-  cl_uint n = (cl_uint)f->d.shape[0];
   double sign = f->d.inverse ? 1 : -1;
   /* With an odd number of passes the first writes `out`, else the scratch. */
   cl_mem src = f->in, dst = plan->npass % 2 ? f->out : plan->scratch;
-  kiln__fft_tuning t = rt->tuning->t.fft;
-  cl_uint stride = 1;
-  for (unsigned s = 0; s < plan->npass; s++) {
-    /* Wide radix-32 passes: (k, block, row) in groups of t.group along k;
-     * the others: (i, row), groups as the driver likes. */
-    int wide = plan->radix[s] == 32 && stride >= t.wide_from;
-    size_t blocks = n / plan->radix[s] / stride;
-    size_t global[3] = {wide ? stride : n / plan->radix[s], wide ? blocks : f->d.batch,
-                        f->d.batch};
-    size_t local[3] = {stride < t.group ? stride : t.group, 1, 1};
-    char variant[16];
-    snprintf(variant, sizeof variant, "r%u%s_%s", plan->radix[s], wide ? "w" : "",
-             f64 ? "f64" : "f32");
-    kiln_status st =
-      kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global, wide ? local : NULL, src,
-                       dst, stride, n, sign, plan->twiddles);
-    if (st != KILN_OK)
-      return st;
-    stride *= plan->radix[s];
-    src = dst;
-    dst = dst == f->out ? plan->scratch : f->out;
+  for (unsigned a = 0; a < plan->naxis; a++) {
+    const fft_axis *ax = &plan->axis[a];
+    cl_uint stride = 1;
+    for (unsigned s = 0; s < ax->npass; s++) {
+      kiln_status st = run_pass(rt, ax, s, stride, sign, f64, src, dst);
+      if (st != KILN_OK)
+        return st;
+      stride *= ax->radix[s];
+      src = dst;
+      dst = dst == f->out ? plan->scratch : f->out;
+    }
   }
   return KILN_OK;
 }
