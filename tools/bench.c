@@ -587,6 +587,7 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
 int kiln_cmd_bench(int argc, char **argv)
 {
   bench_args a;
+  kiln_cli_pin_pocl();
   if (argc < 2 || argv[1][0] == '-') {
     int p = bench_parse(NULL, &a, argc, argv);
     return p ? (p < 0 ? 2 : 0) : run(groups, NGROUPS, NULL, &a);

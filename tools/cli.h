@@ -59,6 +59,15 @@ int kiln_cmd_run(int argc, char **argv);
  * failure is always one line, whatever the library said. */
 void kiln_cli_say(const char *who, const char *msg);
 
+/* For the commands that time (bench, tune), before any OpenCL call: sets
+ * POCL_AFFINITY=1 unless the environment says otherwise, so that PoCL pins
+ * its worker threads one a core. Unpinned, the scheduler sometimes put two
+ * of them on one core for a whole run: GEMM 1024 ran at 116-229 GFLOP/s
+ * from one process to the next, pinned at 221-231. The library leaves
+ * PoCL's threads alone: several processes on one machine (MPI ranks) would
+ * all pin theirs to the same first cores. */
+void kiln_cli_pin_pocl(void);
+
 /* Says "kiln WHAT: <status> (<name>): <rt's last error>" as one line on
  * stderr (kiln.c); returns 1, the exit status of a failed command. */
 int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt);

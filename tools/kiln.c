@@ -56,6 +56,11 @@ void kiln_cli_say(const char *who, const char *msg)
   fputc('\n', stderr);
 }
 
+void kiln_cli_pin_pocl(void)
+{
+  setenv("POCL_AFFINITY", "1", 0); /* before PoCL reads it, at discovery */
+}
+
 int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt)
 {
   char who[128];

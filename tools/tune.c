@@ -210,6 +210,7 @@ int kiln_cmd_tune(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "--clblast-check") == 0)
     return kiln_cli_clblast_check(argc - 2, argv + 2); /* tune_clblast.c's child */
+  kiln_cli_pin_pocl();
   job j = {.action = TUNE};
   kiln_tune_options_init(&j.opts);
   j.opts.progress = progress;
