@@ -15,7 +15,7 @@
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
- *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 160, "tsm": 64,
+ *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 768, "tsm": 64,
  *                      "tsk": 16, "wpt": 4}, "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
  *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1},

@@ -20,10 +20,16 @@
  * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
  * group), or 32 x 32 tiles where a group cannot hold 256.
  */
-/* Small products (at most SMALL_RULE^3 multiply-adds) skip the packs on a
- * CPU device: each launch costs PoCL about 10 us, three of them more than
- * a 128^3 product takes. */
-#define SMALL_RULE 160
+/* Products of at most SMALL_RULE^3 multiply-adds skip the packs on a CPU
+ * device (one launch, not three, and no copy of A and B). On PoCL with 2
+ * AVX-512 cores, float, GFLOP/s unpacked against packed: 256^3 166-173
+ * against 134-159, 512^3 216-218 against 195-224, 640^3 233-242 against
+ * 179-204, 768^3 225-238 against 196-210, but 1000^3 171 against 218: B's
+ * rows stream from the cache less well than its packed panels once the
+ * product no longer fits. A row pitch of B that is a multiple of 4 KiB
+ * (1024 floats) packs whatever the size (gemm_kiln.c): those rows share
+ * cache sets, and 1024^3 ran at 114 unpacked against 223. */
+#define SMALL_RULE 768
 
 static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {

@@ -145,12 +145,14 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
 }
 
 /* Whether g runs unpacked (cl/gemm.cl's kiln_gemm_small): the CPU shape,
- * float or double, op(B) not transposed, and at most small^3 multiply-adds. */
+ * float or double, op(B) not transposed, at most small^3 multiply-adds,
+ * and B's row pitch not a multiple of 4 KiB (tuning.c says why). */
 static int unpacked(const kiln__gemm_tuning *t, const kiln__gemm *g)
 {
   double s = t->small;
+  size_t pitch = g->ldb * kiln_dtype_size(g->dtype);
   return !t->gpu_shape && g->dtype != KILN_F16 && g->trans_b != KILN_TRANS &&
-         (double)g->m * g->n * g->k <= s * s * s;
+         pitch % 4096 != 0 && (double)g->m * g->n * g->k <= s * s * s;
 }
 
 static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
