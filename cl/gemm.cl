@@ -92,10 +92,22 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
     out[i] = 0;
 }
 
+/* VW lanes of C's storage at p, in the compute type: half storage converts
+ * (rounding to nearest even on the way back), as STORE does one value. */
+#if KILN_PASS == 2
+#define C_VLOAD(p) CAT(vload_half, VW)(0, (p))
+#define C_VSTORE(v, p) CAT(CAT(vstore_half, VW), _rte)((v), 0, (p))
+#else
+#define C_VLOAD(p) VLOAD(VW)(0, (p))
+#define C_VSTORE(v, p) VSTORE(VW)((v), 0, (p))
+#endif
+
 /* The CPU shapes' register tile: TM rows of two VW-lane vectors. ROW_FMA
  * adds row r's A value times the B vectors b0, b1; STORE_TILE updates the
- * tile at rows i0.., columns j0.. of cb (unrolled like the loops that fill
- * acc, so acc stays in registers). */
+ * tile at rows i0.., columns j0.. of cb: a whole tile inside C by vectors,
+ * one at C's edges value by value (unrolled like the loops that fill acc,
+ * so acc stays in registers; the vectors took 3-5% off the product at
+ * 1024^3 on PoCL, against value by value everywhere). */
 #define ROW_FMA(r, a_r, b0, b1)                                                          \
   do {                                                                                   \
     VEC(RT, VW) av = (VEC(RT, VW))(a_r);                                                \
@@ -105,7 +117,20 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
 #define STORE_TILE(cb, i0, j0)                                                           \
   do {                                                                                   \
     RT t[2 * VW];                                                                        \
-    _Pragma("unroll") for (int r = 0; r < TM; r++)                                       \
+    if ((i0) + TM <= M && (j0) + 2 * VW <= N) {                                          \
+      _Pragma("unroll") for (int r = 0; r < TM; r++)                                     \
+      {                                                                                  \
+        global ST *row = cb + ((i0) + r) * ldc + (j0);                                   \
+        VEC(RT, VW) v0 = alpha * acc[r][0], v1 = alpha * acc[r][1];                     \
+        if (!beta_zero) {                                                                \
+          v0 += beta * C_VLOAD(row);                                                     \
+          v1 += beta * C_VLOAD(row + VW);                                                \
+        }                                                                                \
+        C_VSTORE(v0, row);                                                               \
+        C_VSTORE(v1, row + VW);                                                          \
+      }                                                                                  \
+    } else                                                                               \
+      _Pragma("unroll") for (int r = 0; r < TM; r++)                                     \
     {                                                                                    \
       size_t i = (i0) + r;                                                               \
       VSTORE(VW)(acc[r][0], 0, t);                                                       \
