@@ -160,9 +160,14 @@ static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
 {
   int ta = g->trans_a == KILN_TRANS;
   size_t tn = 2 * t->vw;
+  /* Groups as the packed product's, but never the driver's: PoCL makes
+   * the 64 work-items of a 128^3 product one group, on one core. */
   size_t global[3] = {(g->m + t->tm - 1) / t->tm, (g->n + tn - 1) / tn, g->batch};
+  size_t local[3] = {1, 1, 1};
+  while (local[0] * 2 <= t->cg && global[0] % (local[0] * 2) == 0)
+    local[0] *= 2;
   return kiln__launch_gemm_small(
-    rt, what, g->dtype == KILN_F64 ? "f64" : "f32", 3, global, NULL, g->a, g->offset_a,
+    rt, what, g->dtype == KILN_F64 ? "f64" : "f32", 3, global, local, g->a, g->offset_a,
     ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a, g->b, g->offset_b, g->ldb, g->stride_b,
     g->k, g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n, g->alpha, g->beta,
     g->beta == 0.0);
