@@ -92,16 +92,6 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
     out[i] = 0;
 }
 
-/* VW lanes of C's storage at p, in the compute type: half storage converts
- * (rounding to nearest even on the way back), as STORE does one value. */
-#if KILN_PASS == 2
-#define C_VLOAD(p) CAT(vload_half, VW)(0, (p))
-#define C_VSTORE(v, p) CAT(CAT(vstore_half, VW), _rte)((v), 0, (p))
-#else
-#define C_VLOAD(p) VLOAD(VW)(0, (p))
-#define C_VSTORE(v, p) VSTORE(VW)((v), 0, (p))
-#endif
-
 /* The CPU shapes' register tile: TM rows of two VW-lane vectors. ROW_FMA
  * adds row r's A value times the B vectors b0, b1; STORE_TILE updates the
  * tile at rows i0.., columns j0.. of cb: a whole tile inside C by vectors,
@@ -123,11 +113,11 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
         global ST *row = cb + ((i0) + r) * ldc + (j0);                                   \
         VEC(RT, VW) v0 = alpha * acc[r][0], v1 = alpha * acc[r][1];                     \
         if (!beta_zero) {                                                                \
-          v0 += beta * C_VLOAD(row);                                                     \
-          v1 += beta * C_VLOAD(row + VW);                                                \
+          v0 += beta * VLOADS(V, VW, row);                                                     \
+          v1 += beta * VLOADS(V, VW, row + VW);                                                \
         }                                                                                \
-        C_VSTORE(v0, row);                                                               \
-        C_VSTORE(v1, row + VW);                                                          \
+        VSTORES(V, VW, v0, row);                                                               \
+        VSTORES(V, VW, v1, row + VW);                                                          \
       }                                                                                  \
     } else                                                                               \
       _Pragma("unroll") for (int r = 0; r < TM; r++)                                     \

@@ -58,3 +58,14 @@
 /* The same with the suffix a macro, such as a pass's V. */
 #define LOAD(S, p, i) CAT(LOAD_, S)(p, i)
 #define STORE(S, v, p, i) CAT(STORE_, S)(v, p, i)
+
+/* W consecutive elements at p, as a vector of the compute type (half: of
+ * float, stored back rounded to nearest even), for the float types. */
+#define VLOADS_f16(W, p) CAT(vload_half, W)(0, (p))
+#define VLOADS_f32(W, p) VLOAD(W)(0, (p))
+#define VLOADS_f64(W, p) VLOAD(W)(0, (p))
+#define VSTORES_f16(W, v, p) CAT(CAT(vstore_half, W), _rte)((v), 0, (p))
+#define VSTORES_f32(W, v, p) VSTORE(W)((v), 0, (p))
+#define VSTORES_f64(W, v, p) VSTORE(W)((v), 0, (p))
+#define VLOADS(S, W, p) CAT(VLOADS_, S)(W, p)
+#define VSTORES(S, W, v, p) CAT(VSTORES_, S)(W, v, p)
