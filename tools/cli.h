@@ -59,6 +59,10 @@ int kiln_cmd_run(int argc, char **argv);
  * failure is always one line, whatever the library said. */
 void kiln_cli_say(const char *who, const char *msg);
 
+/* A whole file (or stdin for "-") as a malloc'd string; NULL when it cannot
+ * be read or memory runs out. */
+char *kiln_cli_read_file(const char *path);
+
 /* For the commands that time (bench, tune), before any OpenCL call: sets
  * POCL_AFFINITY=1 unless the environment says otherwise, so that PoCL pins
  * its worker threads one a core. Unpinned, the scheduler sometimes put two

@@ -56,6 +56,30 @@ void kiln_cli_say(const char *who, const char *msg)
   fputc('\n', stderr);
 }
 
+char *kiln_cli_read_file(const char *path)
+{
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t len = 0, cap = 4096;
+  char *s = malloc(cap);
+  size_t got;
+  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len - 1 == 0) {
+      char *t = realloc(s, cap *= 2);
+      if (!t)
+        free(s);
+      s = t;
+    }
+  }
+  if (s)
+    s[len] = '\0';
+  if (f != stdin)
+    fclose(f);
+  return s;
+}
+
 void kiln_cli_pin_pocl(void)
 {
   setenv("POCL_AFFINITY", "1", 0); /* before PoCL reads it, at discovery */

@@ -87,31 +87,6 @@ static int progress(const kiln_tune_step *s, void *user)
   return interrupted;
 }
 
-/* Reads a whole file (or stdin for "-") into a malloc'd string. */
-static char *read_all(const char *path)
-{
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t len = 0, cap = 4096;
-  char *s = malloc(cap);
-  size_t got;
-  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len - 1 == 0) {
-      char *t = realloc(s, cap *= 2);
-      if (!t)
-        free(s);
-      s = t;
-    }
-  }
-  if (s)
-    s[len] = '\0';
-  if (f != stdin)
-    fclose(f);
-  return s;
-}
-
 typedef struct job {
   enum { TUNE, SHOW, CLEAR, EXPORT, IMPORT, CLBLAST } action;
   const char *file; /* --export, --import; --tuners DIR for CLBLAST */
@@ -167,7 +142,7 @@ static int one_device(const job *j, const char *sel)
              u.tuned ? "record deleted" : "no record applied");
     break;
   case IMPORT:
-    if (!(text = read_all(j->file))) {
+    if (!(text = kiln_cli_read_file(j->file))) {
       fprintf(stderr, "kiln tune: cannot read %s\n", j->file);
       kiln_cli_runtime_destroy(rt);
       return 1;

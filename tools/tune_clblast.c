@@ -202,27 +202,6 @@ static int run_tuner(const char *path, char *const argv[], const char *dir,
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t len = 0, cap = 1 << 16;
-  char *s = malloc(cap);
-  size_t got;
-  while (s && (got = fread(s + len, 1, cap - len - 1, f)) > 0)
-    if ((len += got) == cap - 1) {
-      char *t = realloc(s, cap *= 2);
-      if (!t)
-        free(s);
-      s = t;
-    }
-  if (s)
-    s[len] = '\0';
-  fclose(f);
-  return s;
-}
-
 static const char *str_at(json_object *o, const char *k)
 {
   json_object *v;
@@ -281,7 +260,8 @@ static int read_results(const char *dir, const tuner *t, const kiln_device_info 
     if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0)
       continue;
     char path[4096];
-    char *text = join(path, sizeof path, dir, e->d_name) == 0 ? slurp(path) : NULL;
+    char *text =
+      join(path, sizeof path, dir, e->d_name) == 0 ? kiln_cli_read_file(path) : NULL;
     json_object *o = text ? json_tokener_parse(text) : NULL, *rs;
     free(text);
     const char *dev = o ? str_at(o, "device") : NULL,
@@ -369,8 +349,9 @@ static int check(const kiln_device_info *d, const char *kernel, const char *tag,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
   char verdict[4096];
-  char *line =
-    join(verdict, sizeof verdict, scratch, "verdict") == 0 ? slurp(verdict) : NULL;
+  char *line = join(verdict, sizeof verdict, scratch, "verdict") == 0
+                 ? kiln_cli_read_file(verdict)
+                 : NULL;
   fprintf(stderr, "%s", line && *line ? line : "no verdict (see check.log)\n");
   free(line);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
