@@ -867,37 +867,8 @@ static void test_oclgrind_conv_cpu_shape(void **state)
 
 /* ---- fft.cl and scale.cl --------------------------------------------------- */
 
-/* The DFT of `rows` complex rows of length n (re, im pairs), with numpy's
- * scaling for norm, and its bound. */
-static void dft(const double *x, size_t rows, size_t n, int inverse, kiln_fft_norm norm,
-                double *want, double *bound, kiln_dtype t)
-{
-  double scale = norm == KILN_FFT_NORM_ORTHO ? 1 / sqrt((double)n)
-                 : (norm == KILN_FFT_NORM_BACKWARD) == (inverse != 0) ? 1 / (double)n
-                                                                      : 1;
-  double sign = inverse ? 1 : -1, log2n = log2((double)n) + 1;
-  for (size_t b = 0; b < rows; b++) {
-    const double *in = x + 2 * b * n;
-    double mag = 0;
-    for (size_t j = 0; j < n; j++)
-      mag += hypot(in[2 * j], in[2 * j + 1]);
-    for (size_t k = 0; k < n; k++) {
-      double re = 0, im = 0;
-      for (size_t j = 0; j < n; j++) {
-        double a = sign * 2 * CL_M_PI * (double)((j * k) % n) / (double)n;
-        re += in[2 * j] * cos(a) - in[2 * j + 1] * sin(a);
-        im += in[2 * j] * sin(a) + in[2 * j + 1] * cos(a);
-      }
-      want[2 * (b * n + k)] = re * scale;
-      want[2 * (b * n + k) + 1] = im * scale;
-      bound[2 * (b * n + k)] = bound[2 * (b * n + k) + 1] =
-        8 * unit(t) * log2n * mag * scale + 1e-13 * mag;
-    }
-  }
-}
-
 /* The DFT of `batch` complex arrays of shape[0..ndim) (C order, re, im
- * pairs), summed directly, with numpy's scaling for norm and dft()'s bound. */
+ * pairs), summed directly, with numpy's scaling for norm, and its bound. */
 static void dft_nd(const double *x, size_t batch, unsigned ndim, const size_t *shape,
                    int inverse, kiln_fft_norm norm, double *want, double *bound,
                    kiln_dtype t)
@@ -931,6 +902,13 @@ static void dft_nd(const double *x, size_t batch, unsigned ndim, const size_t *s
         8 * unit(t) * log2n * mag * scale + 1e-13 * mag;
     }
   }
+}
+
+/* The DFT of `rows` complex rows of length n: dft_nd() in one dimension. */
+static void dft(const double *x, size_t rows, size_t n, int inverse, kiln_fft_norm norm,
+                double *want, double *bound, kiln_dtype t)
+{
+  dft_nd(x, rows, 1, &n, inverse, norm, want, bound, t);
 }
 
 /* A C2C of `batch` arrays of shape[0..ndim) on kiln's own kernels. */
