@@ -448,8 +448,19 @@ static void profile_blocking(kiln_runtime *rt, cl_event ev, const char *fn)
   clReleaseEvent(ev);
 }
 
+/* The queue an internal command goes on and its wait list: lane's, or the
+ * runtime's queue with nothing to wait for. */
+static cl_command_queue lane_queue(const kiln_runtime *rt, const kiln__lane *lane,
+                                   cl_uint *nwait, const cl_event **wait)
+{
+  *nwait = lane ? lane->nwait : 0;
+  *wait = lane && lane->nwait ? lane->wait : NULL;
+  return lane ? lane->queue : rt->queue;
+}
+
 static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offset,
-                            size_t count, void *host, int write, int blocking)
+                            size_t count, void *host, int write, int blocking,
+                            const kiln__lane *lane)
 {
   kiln_status st = check_range(buf, fn, "buf", offset, count);
   if (st != KILN_OK || count == 0)
@@ -467,10 +478,13 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
   kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(buf->dtype));
   cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
-  cl_int err = write ? clEnqueueWriteBuffer(rt->queue, buf->mem, wait, offset * esize,
-                                            count * esize, host, 0, NULL, evp)
-                     : clEnqueueReadBuffer(rt->queue, buf->mem, wait, offset * esize,
-                                           count * esize, host, 0, NULL, evp);
+  cl_uint nwait;
+  const cl_event *waits;
+  cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
+  cl_int err = write ? clEnqueueWriteBuffer(q, buf->mem, wait, offset * esize,
+                                            count * esize, host, nwait, waits, evp)
+                     : clEnqueueReadBuffer(q, buf->mem, wait, offset * esize,
+                                           count * esize, host, nwait, waits, evp);
   if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
                        "%s: %s %zu %s elements at offset %zu", fn,
@@ -486,25 +500,25 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
 KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t count,
                                        const void *src)
 {
-  return transfer(buf, "kiln_buffer_write", offset, count, (void *)src, 1, 1);
+  return transfer(buf, "kiln_buffer_write", offset, count, (void *)src, 1, 1, NULL);
 }
 
 KILN_API kiln_status kiln_buffer_write_async(kiln_buffer *buf, size_t offset,
                                              size_t count, const void *src)
 {
-  return transfer(buf, "kiln_buffer_write_async", offset, count, (void *)src, 1, 0);
+  return transfer(buf, "kiln_buffer_write_async", offset, count, (void *)src, 1, 0, NULL);
 }
 
 KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t count,
                                       void *dst)
 {
-  return transfer(buf, "kiln_buffer_read", offset, count, dst, 0, 1);
+  return transfer(buf, "kiln_buffer_read", offset, count, dst, 0, 1, NULL);
 }
 
 KILN_API kiln_status kiln_buffer_read_async(const kiln_buffer *buf, size_t offset,
                                             size_t count, void *dst)
 {
-  return transfer(buf, "kiln_buffer_read_async", offset, count, dst, 0, 0);
+  return transfer(buf, "kiln_buffer_read_async", offset, count, dst, 0, 0, NULL);
 }
 
 KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
@@ -621,7 +635,8 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
  * or not. For the ops that feed the device in pieces (gemm_host.c,
  * reduce_host.c, host.c). */
 static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *host,
-                        size_t at, size_t ld, size_t rows, size_t cols)
+                        size_t at, size_t ld, size_t rows, size_t cols,
+                        const kiln__lane *lane)
 {
   kiln_runtime *rt = buf->rt;
   size_t es = kiln_dtype_size(buf->dtype);
@@ -634,11 +649,15 @@ static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *h
                          cols, kiln_dtype_name(buf->dtype));
   cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
   cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
+  cl_uint nwait;
+  const cl_event *waits;
+  cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
   cl_int err =
-    write ? clEnqueueWriteBufferRect(rt->queue, buf->mem, wait, zero, host_origin, region,
-                                     cols * es, 0, ld * es, 0, host, 0, NULL, evp)
-          : clEnqueueReadBufferRect(rt->queue, buf->mem, wait, zero, host_origin, region,
-                                    cols * es, 0, ld * es, 0, (void *)host, 0, NULL, evp);
+    write
+      ? clEnqueueWriteBufferRect(q, buf->mem, wait, zero, host_origin, region, cols * es,
+                                 0, ld * es, 0, host, nwait, waits, evp)
+      : clEnqueueReadBufferRect(q, buf->mem, wait, zero, host_origin, region, cols * es,
+                                0, ld * es, 0, (void *)host, nwait, waits, evp);
   kiln_status st = KILN_OK;
   if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err,
@@ -654,17 +673,23 @@ static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *h
 kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
                                     size_t ld, size_t rows, size_t cols)
 {
-  return rect(buf, 1, 1, host, at, ld, rows, cols);
+  return rect(buf, 1, 1, host, at, ld, rows, cols, NULL);
 }
 
 kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
                                    size_t rows, size_t cols)
 {
-  return rect(buf, 0, 1, host, at, ld, rows, cols);
+  return rect(buf, 0, 1, host, at, ld, rows, cols, NULL);
 }
 
-kiln_status kiln__buffer_rect_async(kiln_buffer *buf, int write, void *host, size_t at,
-                                    size_t ld, size_t rows, size_t cols)
+kiln_status kiln__buffer_move_async(kiln_buffer *buf, int write, const void *host,
+                                    size_t at, size_t ld, size_t rows, size_t cols,
+                                    const kiln__lane *lane)
 {
-  return rect(buf, write, 0, host, at, ld, rows, cols);
+  size_t es = kiln_dtype_size(buf->dtype);
+  void *h = (void *)(uintptr_t)host; /* read back only when !write */
+  if (rows == 1 || cols == ld)       /* one contiguous run */
+    return transfer(buf, write ? "kiln_buffer_write_async" : "kiln_buffer_read_async", 0,
+                    rows * cols, (char *)h + at * es, write, 0, lane);
+  return rect(buf, write, 0, host, at, ld, rows, cols, lane);
 }

@@ -398,6 +398,8 @@ struct kiln_runtime {
   cl_command_queue queue;       /* in order, profiling: all user-visible work */
   cl_command_queue alloc_queue; /* makes new buffers resident without waiting
                                    for the work on `queue` */
+  cl_command_queue copy_queue;  /* in order, profiling: the host loops' transfers,
+                                   beside the compute on `queue` (ops/host.c) */
   /* kernels: the builtin programs, built on first use (program.c) */
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
@@ -460,10 +462,21 @@ kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t a
 kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
                                    size_t rows, size_t cols);
 
-/* The same without waiting (write: host to buf, else buf to host): host
- * must stay as it is, or be left unread, until kiln_finish(). */
-kiln_status kiln__buffer_rect_async(kiln_buffer *buf, int write, void *host, size_t at,
-                                    size_t ld, size_t rows, size_t cols);
+/* Where an internal command is enqueued: on `queue`, after the nwait
+ * events of `wait`. The host loops (ops/host.c) move pieces on the
+ * runtime's copy queue with it; NULL stands for the runtime's queue and
+ * nothing to wait for. */
+typedef struct kiln__lane {
+  cl_command_queue queue;
+  cl_uint nwait;
+  const cl_event *wait;
+} kiln__lane;
+
+/* The same without waiting (write: host to buf, else buf to host), on
+ * lane: host must stay as it is, or be left unread, until kiln_finish(). */
+kiln_status kiln__buffer_move_async(kiln_buffer *buf, int write, const void *host,
+                                    size_t at, size_t ld, size_t rows, size_t cols,
+                                    const kiln__lane *lane);
 
 /* Takes ownership of an event of a command enqueued without waiting; its
  * status is checked by kiln_finish(). Returns a failure status only when the

@@ -17,13 +17,15 @@
  *
  * When memory may be reused: every command kiln enqueues for the caller
  * (kernels, transfers, fills, CLBlast, clFFT, VkFFT) goes on the runtime's
- * one in-order queue, and kiln_buffer_destroy() comes after the last
+ * in-order queue, and kiln_buffer_destroy() comes after the last
  * command on that buffer was enqueued (kiln.h says so). A block handed out
  * again is therefore only ever touched by commands enqueued later on the
  * same queue, which start after every command of its previous owner has
- * finished: PyTorch's rule for a block reused on its own stream. The only
- * other queue, the one that makes new buffers resident, only ever sees
- * fresh blocks. Memory the caller hands to its own queues through
+ * finished: PyTorch's rule for a block reused on its own stream. The other
+ * queues: the one that makes new buffers resident only ever sees fresh
+ * blocks; the copy queue of the host loops (ops/host.c) starts with a wait
+ * for everything on the runtime's queue, and is finished before the loop
+ * destroys its buffers. Memory the caller hands to its own queues through
  * kiln_buffer_cl_mem() must be done with before the buffer is destroyed.
  *
  * Accounting (under rt->lock, with buffer.c's): live buffers hold their

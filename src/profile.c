@@ -87,6 +87,10 @@ void kiln__profile_attach(kiln_runtime *rt, cl_event ev, const char *label)
   memset(c, 0, sizeof *c);
   c->ev = ev;
   snprintf(c->label, sizeof c->label, "%s", label);
+  cl_command_queue q = NULL;
+  c->copy =
+    clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS &&
+    q == rt->copy_queue;
 }
 
 void kiln__profile_marker(kiln_runtime *rt)

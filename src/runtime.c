@@ -96,7 +96,10 @@ static kiln_status open_device(kiln_runtime *rt)
   rt->queue = clCreateCommandQueue(rt->context, dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
   if (rt->queue)
     rt->alloc_queue = clCreateCommandQueue(rt->context, dev->id, 0, &err);
-  if (!rt->queue || !rt->alloc_queue)
+  if (rt->alloc_queue)
+    rt->copy_queue =
+      clCreateCommandQueue(rt->context, dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
+  if (!rt->queue || !rt->alloc_queue || !rt->copy_queue)
     return kiln__fail_cl(NULL, err, "clCreateCommandQueue",
                          "kiln_runtime_create: creating a command queue on '%s'",
                          dev->info.name);
@@ -115,6 +118,8 @@ static void runtime_free(kiln_runtime *rt)
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);
+  if (rt->copy_queue)
+    clReleaseCommandQueue(rt->copy_queue);
   if (rt->alloc_queue)
     clReleaseCommandQueue(rt->alloc_queue);
   if (rt->queue)
@@ -222,7 +227,8 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
                       (unsigned long long)live, live == 1 ? "" : "s",
                       live == 1 ? "is" : "are", kiln__format_bytes(held, b, sizeof b));
   }
-  clFinish(rt->queue); /* errors no longer have anyone to go to */
+  clFinish(rt->copy_queue); /* errors no longer have anyone to go to */
+  clFinish(rt->queue);
   /* The trace's failure is the thread's to read: the runtime is gone. */
   kiln_status st =
     rt->prof && rt->prof->trace
@@ -303,7 +309,9 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_finish: rt is NULL; expected a runtime from "
                       "kiln_runtime_create()");
-  cl_int err = clFinish(rt->queue);
+  cl_int err = clFinish(rt->queue), copy_err = clFinish(rt->copy_queue);
+  if (err == CL_SUCCESS)
+    err = copy_err;
   pthread_mutex_lock(&rt->lock);
   reap_finished(rt); /* everything has finished: this empties the list */
   if (rt->profile)

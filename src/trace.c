@@ -12,8 +12,10 @@
  *
  * Tracks (tid): DEVICE_TID holds one event per call, from its first
  * command's start to its last command's end; COMMANDS_TID one per command
- * (kernels by name); HOST_TID + n the calls of host thread n, from entry to
- * return. Device times are moved onto the host's clock with the offset
+ * (kernels by name); COPY_TID the transfers of the copy queue, which the
+ * host loops (ops/host.c) run beside the compute, so that their overlap
+ * shows (each is one command, not repeated on COMMANDS_TID); HOST_TID + n
+ * the calls of host thread n, from entry to return. Device times are moved onto the host's clock with the offset
  * measured at creation (profile.c), and every time counts from the
  * runtime's creation.
  */
@@ -28,6 +30,7 @@
 
 #define DEVICE_TID 1
 #define COMMANDS_TID 2
+#define COPY_TID 3
 #define HOST_TID 10
 
 /* Writes s as a JSON string: quotes, backslashes and control characters
@@ -107,13 +110,14 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
   if (op->state != KILN__PROF_DONE)
     return;
   double d0 = device_us(p, op->start), d1 = device_us(p, op->end);
-  put_complete(f, op->name, "device", pid, DEVICE_TID, d0, d1 - d0);
+  int copy = op->ncmds && op->cmds[0].copy, device = copy ? COPY_TID : DEVICE_TID;
+  put_complete(f, op->name, "device", pid, device, d0, d1 - d0);
   put_call_args(f, op);
   fprintf(f,
           ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
           "\"host_us\":%.3f}}",
           op->ncmds, device_us(p, op->queued), device_us(p, op->submit), h1 - h0);
-  for (size_t i = 0; i < op->ncmds; i++) {
+  for (size_t i = 0; i < op->ncmds && !copy; i++) {
     const kiln__prof_cmd *c = &op->cmds[i];
     double c0 = device_us(p, c->start), c1 = device_us(p, c->end);
     put_complete(f, c->label, "command", pid, COMMANDS_TID, c0, c1 - c0);
@@ -129,10 +133,10 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
   fprintf(f,
           ",\n{\"name\":\"enqueue\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\","
           "\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
-          id, pid, DEVICE_TID, d0);
+          id, pid, device, d0);
 }
 
-/* Names the tracks: the process, the device's two, one per host thread. */
+/* Names the tracks: the process, the device's three, one per host thread. */
 static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
 {
   const kiln__profiler *p = rt->prof;
@@ -146,6 +150,7 @@ static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
   fputs("}}", f);
   put_meta(f, pid, DEVICE_TID, "thread_name", "device: calls", 1);
   put_meta(f, pid, COMMANDS_TID, "thread_name", "device: commands", 2);
+  put_meta(f, pid, COPY_TID, "thread_name", "device: copy queue", 3);
   unsigned named = 0; /* host threads are numbered 1, 2, ...: name up to the last seen */
   for (size_t i = 0; i < p->nops; i++)
     named = p->ops[i].thread > named ? p->ops[i].thread : named;

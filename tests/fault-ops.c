@@ -432,26 +432,69 @@ static kiln_status run_conv_direct(fx *f)
   return run_conv_on(f, KILN_BACKEND_DIRECT);
 }
 
-/* NCHW, stride 1, padding 1: the output is as large as the input. */
+/* A 3 x 3 filter over n images of c x h x w, NCHW, stride 1, padding 1
+ * (the output is as large as the input), bias and ReLU, in double. */
+static void conv_reference(const float *x, const float *wt, const float *bias, size_t n,
+                           size_t c, size_t h, size_t w, size_t k, double *want)
+{
+  for (size_t i = 0; i < n; i++)
+    for (size_t o = 0; o < k; o++)
+      for (size_t y = 0; y < h; y++)
+        for (size_t xx = 0; xx < w; xx++) {
+          double s = bias[o];
+          for (size_t ci = 0; ci < c; ci++)
+            for (size_t r = 0; r < 3; r++)
+              for (size_t q = 0; q < 3; q++) {
+                long iy = (long)(y + r) - 1, ix = (long)(xx + q) - 1;
+                if (iy >= 0 && iy < (long)h && ix >= 0 && ix < (long)w)
+                  s += (double)x[((i * c + ci) * h + (size_t)iy) * w + (size_t)ix] *
+                       wt[((o * c + ci) * 3 + r) * 3 + q];
+              }
+          want[((i * k + o) * h + y) * w + xx] = s > 0 ? s : 0;
+        }
+}
+
 static const char *verify_conv(fx *f)
 {
   static double want[CN * CK * CH * CW];
-  for (size_t n = 0; n < CN; n++)
-    for (size_t k = 0; k < CK; k++)
-      for (size_t y = 0; y < CH; y++)
-        for (size_t x = 0; x < CW; x++) {
-          double s = in_at(f, 2, k);
-          for (size_t c = 0; c < CC; c++)
-            for (size_t r = 0; r < CR; r++)
-              for (size_t q = 0; q < CR; q++) {
-                long iy = (long)(y + r) - 1, ix = (long)(x + q) - 1;
-                if (iy >= 0 && iy < CH && ix >= 0 && ix < CW)
-                  s += in_at(f, 0, ((n * CC + c) * CH + (size_t)iy) * CW + (size_t)ix) *
-                       in_at(f, 1, ((k * CC + c) * CR + r) * CR + q);
-              }
-          want[((n * CK + k) * CH + y) * CW + x] = s > 0 ? s : 0;
-        }
+  conv_reference(f->want[0], f->want[1], f->want[2], CN, CC, CH, CW, CK, want);
   return compare(f, 3, want, COUNT(want), 0);
+}
+
+/* kiln_conv2d_host() under a budget (the op's memory_limit) that fits one
+ * set of 3 images of 4 KiB in and out, or two sets of one: 4 pieces whose
+ * transfers go on the copy queue, tied to the compute by markers and
+ * barriers (ops/host.c), each of which fails in turn. */
+enum { HN = 4, HC = 4, HH = 16, HW = 16, HK = 4 };
+
+static void setup_conv_host(fx *f)
+{
+  fx_host(f, IN, KILN_F32, HN * HC * HH * HW);
+  fx_host(f, IN, KILN_F32, HK * HC * 9);
+  fx_host(f, IN, KILN_F32, HK);
+  fx_host(f, OUT, KILN_F32, HN * HK * HH * HW);
+}
+
+static kiln_status run_conv_host(fx *f)
+{
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, HN, HC, HH, HW, HK, 3, 3);
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  d.relu = 1;
+  d.backend = KILN_BACKEND_DIRECT;
+  return kiln_conv2d_host(f->rt, &d, f->host[0], f->host[1], f->host[2], f->host[3]);
+}
+
+static const char *verify_conv_host(fx *f)
+{
+  static double want[HN * HK * HH * HW];
+  conv_reference(f->host_copy[0], f->host_copy[1], f->host_copy[2], HN, HC, HH, HW, HK,
+                 want);
+  const float *y = f->host[3];
+  for (size_t i = 0; i < COUNT(want); i++)
+    if (!near(y[i], want[i]))
+      return "y differs from the double-precision reference";
+  return NULL;
 }
 
 /* ---- FFT ------------------------------------------------------------------------- */
@@ -708,6 +751,14 @@ const op fault_ops[] = {
   COLD("reduce_host", setup_reduce_host, run_reduce_host, verify_reduce_host),
   COLD("conv2d_im2col", setup_conv, run_conv_im2col, verify_conv),
   COLD("conv2d_direct", setup_conv, run_conv_direct, verify_conv),
+  /* room for one set of 3 images (24 KiB of blocks) or two of one (16 KiB),
+   * after the weights' 4 KiB block: (36000 - 4096) * 0.9 = 28714 bytes */
+  {.name = "conv2d_host",
+   .setup = setup_conv_host,
+   .run = run_conv_host,
+   .verify = verify_conv_host,
+   .memory_limit = 36000,
+   .survives_oom = 1},
   COLD("convert", setup_convert, run_convert, verify_convert),
   COLD("fft_c2c_kiln", setup_fft_kiln, run_fft_c2c_kiln, verify_fft_c2c),
   NEEDS(KILN_BACKEND_VKFFT, "fft_c2c_vkfft", setup_fft_c2c, run_fft_c2c_vkfft,

@@ -7,6 +7,7 @@
 #define KILN_TESTS_FAULT_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kiln/kiln.h"
 
@@ -44,6 +45,11 @@ typedef struct op {
   /* The classes (bits 1 << clfault_class) in which the cold sweep fails
    * only kiln's own calls, not those a library makes: see the table. */
   unsigned kiln_only;
+  /* The runtime's memory budget in bytes (0: the device's memory). */
+  uint64_t memory_limit;
+  /* Retries with smaller pieces when its memory is refused (ops/host.c):
+   * an injected out-of-memory may end in success, with the right result. */
+  int survives_oom;
 } op;
 
 #define BIT(k) (1u << (k))

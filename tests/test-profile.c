@@ -659,6 +659,130 @@ static void test_profile_trace_ops(void **state)
   remove(path);
 }
 
+/* ---- kiln_conv2d_host(): the copy queue in the trace --------------------- */
+
+#if HAVE_JSON_C
+/* The device events named name on track tid, by start time (each queue
+ * runs in order, so this is the order they were enqueued in); how many. */
+static size_t device_events(json_object *events, const char *name, int tid, double *ts,
+                            double *end, size_t cap)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    json_object *e = json_object_array_get_idx(events, i);
+    const char *c = str_of(e, "cat"), *nm = str_of(e, "name");
+    if (!c || strcmp(c, "device") || strcmp(nm, name) || num_of(e, "tid") != tid)
+      continue;
+    assert_true(n < cap);
+    size_t at = n++;
+    double t0 = num_of(e, "ts"), t1 = t0 + num_of(e, "dur");
+    for (; at > 0 && ts[at - 1] > t0; at--)
+      ts[at] = ts[at - 1], end[at] = end[at - 1];
+    ts[at] = t0, end[at] = t1;
+  }
+  return n;
+}
+
+/* 8 images of 8 x 32 x 32 (32 KiB in and out each), a 3 x 3 filter with
+ * padding 1, through kiln_conv2d_host() under `limit` bytes with profiling
+ * and a trace; y against loops over small integers, whose sums float32
+ * holds exactly; the trace, loaded, into *root. */
+static void host_conv_traced(uint64_t limit, const char *path, json_object **root)
+{
+  enum { NI = 8, C = 8, H = 32, W = 32, K = 8 };
+  kiln_conv2d_desc d;
+  kiln_conv2d_desc_init(&d, KILN_F32, NI, C, H, W, K, 3, 3);
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  d.backend = KILN_BACKEND_DIRECT; /* no workspace: the budget is the pieces' */
+  float *x = malloc(sizeof(float) * NI * C * H * W),
+        *w = malloc(sizeof(float) * K * C * 9),
+        *y = malloc(sizeof(float) * NI * K * H * W);
+  for (size_t i = 0; i < (size_t)NI * C * H * W; i++)
+    x[i] = (float)((int)(i * 7 % 13) - 6);
+  for (size_t i = 0; i < (size_t)K * C * 9; i++)
+    w[i] = (float)((int)(i % 5) - 2);
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.memory_limit = limit;
+  opts.no_memory_pool = 1; /* the budget to the byte */
+  opts.trace = path;
+  kiln_runtime *rt = kiln_test_runtime_with(&opts);
+  assert_kiln_ok(rt, kiln_conv2d_host(rt, &d, x, w, NULL, y));
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt)); /* writes the trace */
+  for (int n = 0; n < NI; n++)
+    for (int k = 0; k < K; k++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < W; j++) {
+          double want = 0;
+          for (int c = 0; c < C; c++)
+            for (int r = 0; r < 3; r++)
+              for (int s = 0; s < 3; s++) {
+                int ii = i + r - 1, jj = j + s - 1;
+                if (ii >= 0 && ii < H && jj >= 0 && jj < W)
+                  want += (double)x[((n * C + c) * H + ii) * W + jj] *
+                          w[((k * C + c) * 3 + r) * 3 + s];
+              }
+          double got = y[((n * K + k) * H + i) * W + j];
+          if (got != want)
+            fail_msg("under %llu bytes: y[%d][%d][%d][%d] = %g, expected %g",
+                     (unsigned long long)limit, n, k, i, j, got, want);
+        }
+  free(x), free(w), free(y);
+  *root = json_object_from_file(path);
+  if (!*root)
+    fail_msg("%s does not parse as JSON", path);
+  remove(path);
+}
+
+/* With room for two sets of pieces, the pieces' transfers run on the copy
+ * queue, a track of their own, and piece i + 1's input goes in before piece
+ * i's output comes out, which waits for piece i's compute: the next input
+ * never waits for the current compute. With room for one, everything is
+ * on the runtime's queue. */
+static void test_profile_trace_host_overlap(void **state)
+{
+  (void)state;
+  enum { CAP = 64 };
+  char path[128];
+  tmp_path(path, sizeof path, "host.json");
+  /* 300 KiB: two sets of 2 images (256 KiB), 4 pieces */
+  json_object *root, *events;
+  host_conv_traced(300 * 1024 + 2304, path, &root);
+  assert_true(json_object_object_get_ex(root, "traceEvents", &events));
+  double cs[CAP], ce[CAP], ws[CAP], we[CAP], rs[CAP], re[CAP];
+  size_t nc = device_events(events, "conv2d", 1, cs, ce, CAP),
+         nw = device_events(events, "write", 3, ws, we, CAP),
+         nr = device_events(events, "read", 3, rs, re, CAP);
+  assert_int_equal(nc, 4);
+  assert_int_equal(nw, 4); /* the weights went on the queue: track 1 */
+  assert_int_equal(nr, 4);
+  assert_int_equal(device_events(events, "read", 1, rs + nr, re + nr, CAP - nr), 0);
+  for (size_t i = 0; i < nc; i++) {
+    if (rs[i] < ce[i])
+      fail_msg("piece %zu's output was read at %.3f us, before its compute ended at %.3f",
+               i, rs[i], ce[i]);
+    if (i + 1 < nc && !(ws[i + 1] < rs[i]))
+      fail_msg("piece %zu's input went in at %.3f us, after piece %zu's output came out "
+               "at %.3f",
+               i + 1, ws[i + 1], i, rs[i]);
+  }
+  json_object_put(root);
+  /* 100 KiB: one set of one image, 8 pieces, no copy queue */
+  host_conv_traced(100 * 1024 + 2304, path, &root);
+  assert_true(json_object_object_get_ex(root, "traceEvents", &events));
+  assert_int_equal(device_events(events, "conv2d", 1, cs, ce, CAP), 8);
+  assert_int_equal(device_events(events, "read", 1, rs, re, CAP), 8);
+  assert_int_equal(device_events(events, "write", 3, ws, we, CAP), 0);
+  json_object_put(root);
+}
+#else
+static void test_profile_trace_host_overlap(void **state)
+{
+  (void)state;
+  skip(); /* the trace is read with json-c */
+}
+#endif
+
 static int group_setup(void **state)
 {
   (void)state;
@@ -669,7 +793,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
   (void)state;
-  static const char *const files[] = {"env.json", "buffer.json", "ops.json"};
+  static const char *const files[] = {"env.json", "buffer.json", "ops.json", "host.json"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[128];
     tmp_path(path, sizeof path, files[i]);
@@ -698,8 +822,9 @@ int main(int argc, char **argv)
     /* then the operations */
     cmocka_unit_test(test_profile_ops),
     cmocka_unit_test(test_profile_trace_ops),
+    cmocka_unit_test(test_profile_trace_host_overlap),
   };
   size_t count = sizeof tests / sizeof tests[0];
-  return _cmocka_run_group_tests("profile", tests, core ? count - 2 : count, group_setup,
+  return _cmocka_run_group_tests("profile", tests, core ? count - 3 : count, group_setup,
                                  group_teardown);
 }

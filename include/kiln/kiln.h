@@ -1401,8 +1401,9 @@ KILN_API kiln_status kiln_profile_reset(kiln_runtime *rt);
  * Writes the records finished so far to path as a Chrome trace-event JSON
  * file, which Perfetto (ui.perfetto.dev) and chrome://tracing open: a track
  * of each host thread's calls (the time spent enqueueing), a track of the
- * device's operations, and one of the commands each enqueued (kernels by
- * name), on one clock, with each call's backend, shape, bytes and flops in
+ * device's operations, one of the commands each enqueued (kernels by
+ * name), and one of the transfers the _host operations run beside their
+ * compute on a second queue ("device: copy queue"), on one clock, with each call's backend, shape, bytes and flops in
  * its args. KILN_TRACE writes the same file at kiln_runtime_destroy().
  * With profiling off the file has no events.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_IO when the

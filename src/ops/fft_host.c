@@ -65,7 +65,7 @@ static kiln_status move(const kiln__host_job *j, size_t i, kiln_buffer *buf, int
 {
   const fft_job *t = j->op;
   size_t one = write ? t->in_one : t->out_one;
-  return kiln__host_move(buf, write, write ? (const void *)t->in : t->out,
+  return kiln__host_move(j, buf, write, write ? (const void *)t->in : t->out,
                          i * j->per * one, 1, 1, count(j, i) * one);
 }
 
@@ -118,7 +118,7 @@ KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
   t.in_es = kiln_dtype_size(kiln__fft_type(&t.f, 0));
   t.out_es = kiln_dtype_size(kiln__fft_type(&t.f, 1));
   kiln__host_room(rt, &t.room, &t.max_alloc);
-  kiln__host_job j = {&t, 0, 1, fits, pieces, create, put, run, get};
+  kiln__host_job j = {&t, 0, 1, fits, pieces, create, put, run, get, NULL};
   if (!kiln__host_choose(&j, batch)) {
     uint64_t in_b = t.in_one * t.in_es, out_b = t.out_one * t.out_es;
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,

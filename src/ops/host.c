@@ -4,13 +4,25 @@
  * budget, the largest piece that fits it, and the loop that moves pieces
  * through device buffers.
  *
- * The loop enqueues everything without waiting: piece i's input is written,
- * computed on and read back, and the next piece's input is written as soon
- * as piece i's computation is enqueued, so the host never waits for the
- * device between pieces. With room for two sets of piece buffers, the next
- * piece goes into the other set while the current one computes; with one
- * set, after the current one's output is read (the queue runs in order, so
- * either is safe, and the second set is what lets a driver overlap them).
+ * The loop enqueues everything without waiting, so the host never waits
+ * for the device between pieces. With room for one set of piece buffers,
+ * every command goes on the runtime's in-order queue: piece i's input is
+ * written, computed on and read back, then piece i + 1's. With room for
+ * two, the transfers go on the runtime's copy queue (also in order) and
+ * overlap the compute, which stays on the runtime's queue:
+ *
+ *   queue:      ... | compute i     | compute i + 1 | ...
+ *   copy queue: put i + 1, get i - 1 | put i + 2, get i | ...
+ *
+ * Events tie the two: compute i waits for a marker on the copy queue
+ * enqueued after put i (so also after get i - 2, which read the output
+ * buffer compute i writes), and get i waits for a marker on the queue after
+ * compute i. Put i + 1 comes after get i - 1 on the copy queue, and so
+ * after compute i - 1, the last reader of the input buffer it fills. The
+ * first put waits for a marker of everything enqueued before the loop: the
+ * sets may be blocks of the pool whose last owners' commands are still on
+ * the queue (pool.c). Commands waited for on the other queue are flushed
+ * first, as OpenCL asks for events of another queue.
  */
 #include "internal.h"
 #include "ops.h"
@@ -58,33 +70,81 @@ int kiln__host_choose(kiln__host_job *j, size_t units)
   return 1;
 }
 
-kiln_status kiln__host_move(kiln_buffer *buf, int write, const void *host, size_t at,
-                            size_t ld, size_t rows, size_t cols)
+kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, int write,
+                            const void *host, size_t at, size_t ld, size_t rows,
+                            size_t cols)
 {
-  size_t es = kiln_dtype_size(kiln_buffer_dtype(buf));
-  void *h = (void *)(uintptr_t)host; /* read back only when !write */
-  if (rows == 1 || cols == ld)       /* one contiguous run */
-    return write
-             ? kiln_buffer_write_async(buf, 0, rows * cols, (const char *)host + at * es)
-             : kiln_buffer_read_async(buf, 0, rows * cols, (char *)h + at * es);
-  return kiln__buffer_rect_async(buf, write, h, at, ld, rows, cols);
+  return kiln__buffer_move_async(buf, write, host, at, ld, rows, cols, j->lane);
 }
 
-/* Every piece through the sets io[0 .. j->sets), enqueued. */
-static kiln_status pass(kiln_runtime *rt, const kiln__host_job *j, kiln_buffer *io[2][2])
+/* Every piece through one set, on the runtime's queue. */
+static kiln_status pass_one(kiln_runtime *rt, const kiln__host_job *j, kiln_buffer *io[2])
 {
   size_t n = j->pieces(j);
-  kiln_status st = j->put(rt, j, 0, io[0][0]);
+  kiln_status st = KILN_OK;
   for (size_t i = 0; i < n && st == KILN_OK; i++) {
-    kiln_buffer **cur = io[i % j->sets], **next = io[(i + 1) % j->sets];
-    st = j->run(rt, j, i, cur[0], cur[1]);
-    if (st == KILN_OK && i + 1 < n && j->sets == 2)
+    st = j->put(rt, j, i, io[0]);
+    if (st == KILN_OK)
+      st = j->run(rt, j, i, io[0], io[1]);
+    if (st == KILN_OK)
+      st = j->get(rt, j, i, io[1]);
+  }
+  return st;
+}
+
+/* A marker on q into *ev, q flushed for the other queue's waits. */
+static kiln_status mark(kiln_runtime *rt, cl_command_queue q, cl_event *ev)
+{
+  cl_int err = clEnqueueMarkerWithWaitList(q, 0, NULL, ev);
+  if (err == CL_SUCCESS)
+    err = clFlush(q);
+  return err == CL_SUCCESS ? KILN_OK
+                           : kiln__fail_cl(rt, err, "clEnqueueMarkerWithWaitList",
+                                           "a host loop: ordering its transfers");
+}
+
+/* Every piece through two sets, the transfers on the copy queue (above). */
+static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io[2][2])
+{
+  size_t n = j->pieces(j);
+  cl_event before = NULL, in = NULL, computed = NULL;
+  kiln__lane lane = {.queue = rt->copy_queue, .nwait = 1, .wait = &before};
+  j->lane = &lane;
+  kiln_status st = mark(rt, rt->queue, &before);
+  if (st == KILN_OK)
+    st = j->put(rt, j, 0, io[0][0]);
+  lane.nwait = 0;
+  if (st == KILN_OK)
+    st = mark(rt, rt->copy_queue, &in);
+  for (size_t i = 0; i < n && st == KILN_OK; i++) {
+    kiln_buffer **cur = io[i % 2], **next = io[(i + 1) % 2];
+    cl_int err = clEnqueueBarrierWithWaitList(rt->queue, 1, &in, NULL);
+    clReleaseEvent(in);
+    in = NULL;
+    if (err != CL_SUCCESS)
+      st = kiln__fail_cl(rt, err, "clEnqueueBarrierWithWaitList",
+                         "a host loop: waiting for piece %zu's input", i);
+    if (st == KILN_OK)
+      st = j->run(rt, j, i, cur[0], cur[1]);
+    if (st == KILN_OK)
+      st = mark(rt, rt->queue, &computed);
+    if (st == KILN_OK && i + 1 < n)
       st = j->put(rt, j, i + 1, next[0]); /* goes in while piece i computes */
+    if (st == KILN_OK && i + 1 < n)
+      st = mark(rt, rt->copy_queue, &in); /* before get i: piece i + 1 needs not wait */
+    lane.nwait = 1, lane.wait = &computed;
     if (st == KILN_OK)
       st = j->get(rt, j, i, cur[1]);
-    if (st == KILN_OK && i + 1 < n && j->sets == 1)
-      st = j->put(rt, j, i + 1, next[0]);
+    lane.nwait = 0;
+    if (computed)
+      clReleaseEvent(computed);
+    computed = NULL;
   }
+  if (in)
+    clReleaseEvent(in);
+  if (before)
+    clReleaseEvent(before);
+  j->lane = NULL;
   return st;
 }
 
@@ -96,7 +156,7 @@ kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j)
     for (int s = 0; s < j->sets && st == KILN_OK; s++)
       st = j->create(rt, j, io[s]);
     if (st == KILN_OK)
-      st = pass(rt, j, io);
+      st = j->sets == 2 ? pass_two(rt, j, io) : pass_one(rt, j, io[0]);
     /* Transfers still in flight read and write the caller's arrays: wait
      * for them whatever happened. */
     kiln_status done = kiln_finish(rt);

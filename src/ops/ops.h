@@ -62,6 +62,7 @@ typedef struct kiln__host_job {
                      kiln_buffer *in, kiln_buffer *out);
   kiln_status (*get)(kiln_runtime *rt, const struct kiln__host_job *j, size_t i,
                      kiln_buffer *out);
+  const kiln__lane *lane; /* where kiln__host_move() enqueues: kiln__host_run()'s */
 } kiln__host_job;
 
 /* Sets j->per to the largest piece of at most `units` that fits, and
@@ -78,9 +79,11 @@ kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j);
 
 /* Enqueues, without waiting, the copy of a rows x cols block between host
  * memory (row pitch ld elements, the block at element `at`) and the packed
- * start of buf: host to buf when `write`, else back. */
-kiln_status kiln__host_move(kiln_buffer *buf, int write, const void *host, size_t at,
-                            size_t ld, size_t rows, size_t cols);
+ * start of buf: host to buf when `write`, else back. For put() and get():
+ * it goes where j's loop moves pieces (the copy queue with two sets). */
+kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, int write,
+                            const void *host, size_t at, size_t ld, size_t rows,
+                            size_t cols);
 
 /* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
 
