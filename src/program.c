@@ -165,6 +165,22 @@ static kiln_status check_out(kiln_runtime *rt, const char *fn, kiln_program **ou
   return KILN_OK;
 }
 
+/* build() for the caller's programs: with -cl-kernel-arg-info, so that
+ * kernel.c can check each argument against its declaration. */
+static kiln_status build_user(kiln_runtime *rt, const char *fn, const char *src,
+                              size_t len, const char *options, cl_program *out,
+                              char **log)
+{
+  kiln__str opts = {0};
+  kiln__str_appendf(&opts, "-cl-kernel-arg-info%s%s", options && *options ? " " : "",
+                    options ? options : "");
+  kiln_status st = opts.failed ? kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                                            "%s: out of host memory", fn)
+                               : build(rt, fn, src, len, kiln__str_get(&opts), out, log);
+  kiln__str_free(&opts);
+  return st;
+}
+
 KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
                                          const char *options, kiln_program **out)
 {
@@ -178,7 +194,7 @@ KILN_API kiln_status kiln_program_create(kiln_runtime *rt, const char *source,
                       source ? "empty" : "NULL");
   cl_program p;
   char *log;
-  st = build(rt, fn, source, strlen(source), options, &p, &log);
+  st = build_user(rt, fn, source, strlen(source), options, &p, &log);
   return st == KILN_OK ? program_new(rt, p, log, out) : st;
 }
 
@@ -231,7 +247,7 @@ KILN_API kiln_status kiln_program_create_file(kiln_runtime *rt, const char *path
   }
   cl_program p;
   char *log;
-  st = build(rt, fn, text, len, options, &p, &log);
+  st = build_user(rt, fn, text, len, options, &p, &log);
   free(text);
   return st == KILN_OK ? program_new(rt, p, log, out) : st;
 }

@@ -211,21 +211,17 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
   uint64_t live = rt->live_buffers, held = rt->mem_current;
   uint64_t programs = rt->live_programs, kernels = rt->live_kernels;
   pthread_mutex_unlock(&rt->lock);
-  if (programs || kernels)
-    return kiln__fail(rt, KILN_ERR_BUSY,
-                      "kiln_runtime_destroy: %llu program%s and %llu kernel%s of "
-                      "this runtime are still alive; destroy them with "
-                      "kiln_program_destroy() and kiln_kernel_destroy() first",
-                      (unsigned long long)programs, programs == 1 ? "" : "s",
-                      (unsigned long long)kernels, kernels == 1 ? "" : "s");
-  if (live) {
+  if (programs || kernels || live) {
     char b[32];
     return kiln__fail(rt, KILN_ERR_BUSY,
-                      "kiln_runtime_destroy: %llu buffer%s of this runtime "
-                      "%s still alive, holding %s; destroy them with "
-                      "kiln_buffer_destroy() first",
+                      "kiln_runtime_destroy: this runtime still has %llu buffer%s "
+                      "(holding %s), %llu program%s and %llu kernel%s alive; destroy "
+                      "them first with kiln_buffer_destroy(), kiln_program_destroy() "
+                      "and kiln_kernel_destroy()",
                       (unsigned long long)live, live == 1 ? "" : "s",
-                      live == 1 ? "is" : "are", kiln__format_bytes(held, b, sizeof b));
+                      kiln__format_bytes(held, b, sizeof b), (unsigned long long)programs,
+                      programs == 1 ? "" : "s", (unsigned long long)kernels,
+                      kernels == 1 ? "" : "s");
   }
   clFinish(rt->copy_queue); /* errors no longer have anyone to go to */
   clFinish(rt->queue);

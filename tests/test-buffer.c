@@ -657,8 +657,10 @@ static void test_buffer_runtime_destroy_busy(void **state)
   kiln_buffer *b = NULL;
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_I64, 3, 0, &b));
   kiln_memory_usage before = stats(rt);
-  assert_kiln_fails(rt, KILN_ERR_BUSY, "still alive", kiln_runtime_destroy(rt));
-  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 buffer", kiln_runtime_destroy(rt));
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "alive", kiln_runtime_destroy(rt));
+  assert_kiln_fails(rt, KILN_ERR_BUSY,
+                    "1 buffer (holding 24 bytes), 0 programs and 0 kernels",
+                    kiln_runtime_destroy(rt));
   assert_intact(rt, &before);
   const int64_t v[3] = {-1, INT64_MAX, INT64_MIN};
   int64_t got[3] = {0, 0, 0};

@@ -87,7 +87,7 @@ static void test_kernels_build_error_has_log(void **state)
 {
   kiln_runtime *rt = *state;
   kiln_program *p = (kiln_program *)&p;
-  assert_kiln_fails(rt, KILN_ERR_BUILD, "options: -DWIDTH=7",
+  assert_kiln_fails(rt, KILN_ERR_BUILD, "options: -cl-kernel-arg-info -DWIDTH=7",
                     kiln_program_create(rt,
                                         "kernel void broken(global float *x)\n"
                                         "{ x[0] = undeclared_thing; }\n",
@@ -118,12 +118,37 @@ static void test_kernels_kernel_api_errors(void **state)
                     kiln_kernel_create(p, "sxpy", &k));
   assert_null(k);
   assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
-  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_ARG_INDEX",
+  kiln_buffer *buf = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 8, 0, &buf));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 9 of saxpy, which takes 4 arguments (a, x, y, n)",
                     kiln_kernel_set_arg(k, 9, sizeof(float), &(float){1}));
-  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_ARG_SIZE",
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 0 (a: float) of saxpy: given raw bytes of 2 bytes; "
+                    "expected the 4 bytes of a float",
                     kiln_kernel_set_arg(k, 0, 2, &(float){1}));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 0 (a: float) of saxpy: given local memory",
+                    kiln_kernel_set_arg(k, 0, 4, NULL));
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "format letter 'q'",
                     kiln_kernel_set_args(k, "fq", 1.0, 2));
+  /* a letter of another type than the kernel's, though of the same size */
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 0 (a: float) of saxpy: format letter 'i' gives a int; "
+                    "expected 'f'",
+                    kiln_kernel_set_args(k, "i", 2));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 3 (n: int) of saxpy: format letter 'f' gives a float; "
+                    "expected 'i'",
+                    kiln_kernel_set_args(k, "fbbf", 1.0, buf, buf, 2.0));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 0 (a: float) of saxpy: given a buffer (8 float32); "
+                    "expected a value of its type",
+                    kiln_kernel_set_buffer(k, 0, buf));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 1 (x: __global float*) of saxpy: given float; expected "
+                    "a buffer",
+                    kiln_kernel_set_args(k, "ff", 1.0, 2.0));
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "expected 1, 2 or 3",
                     kiln_kernel_launch(k, 4, (size_t[]){1, 1, 1, 1}, NULL));
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "global size 0",
@@ -132,12 +157,22 @@ static void test_kernels_kernel_api_errors(void **state)
                     kiln_kernel_launch(k, 1, (size_t[]){10}, (size_t[]){4}));
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buffer is NULL",
                     kiln_kernel_set_buffer(k, 1, NULL));
-  /* Launching with arguments unset is OpenCL's error, named. */
-  assert_kiln_fails(rt, KILN_ERR_OPENCL, "CL_INVALID_KERNEL_ARGS",
-                    kiln_kernel_launch(k, 1, (size_t[]){8}, NULL));
-  /* Programs and kernels keep their runtime busy. */
-  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 program and 1 kernel",
+  /* Launching with arguments unset names the first. */
+  kiln_kernel *fresh = NULL;
+  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &fresh));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 0 (a: float) of saxpy is not set",
+                    kiln_kernel_launch(fresh, 1, (size_t[]){8}, NULL));
+  assert_kiln_ok(rt, kiln_kernel_set_args(fresh, "fbb", 1.0, buf, buf));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "argument 3 (n: int) of saxpy is not set",
+                    kiln_kernel_launch(fresh, 1, (size_t[]){8}, NULL));
+  assert_kiln_ok(rt, kiln_kernel_destroy(fresh));
+  /* Buffers, programs and kernels keep their runtime busy. */
+  assert_kiln_fails(rt, KILN_ERR_BUSY,
+                    "1 buffer (holding 4.0 KiB), 1 program and 1 kernel alive",
                     kiln_runtime_destroy(rt));
+  assert_kiln_ok(rt, kiln_buffer_destroy(buf));
   assert_kiln_ok(rt, kiln_kernel_destroy(k));
   assert_kiln_ok(rt, kiln_program_destroy(p));
   assert_kiln_ok(rt, kiln_kernel_destroy(NULL));
@@ -274,8 +309,8 @@ static void test_kernels_cache_entry_refused_by_driver(void **state)
   kiln__config cfg = {.cache_dir = cache_dir};
   kiln__cache plant;
   kiln__cache_open(&plant, &cfg, NULL);
-  kiln__cache_key key =
-    kiln__cache_key_of(saxpy, sizeof saxpy - 1, "-DCACHE_TEST", kiln_runtime_device(rt));
+  kiln__cache_key key = kiln__cache_key_of(
+    saxpy, sizeof saxpy - 1, "-cl-kernel-arg-info -DCACHE_TEST", kiln_runtime_device(rt));
   static const unsigned char junk[] = "this is not a program binary";
   assert_int_equal(kiln__cache_store(&plant, &key, junk, sizeof junk), 0);
   kiln__cache_close(&plant);

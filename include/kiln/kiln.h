@@ -377,7 +377,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
  * KILN_TRACE names a file, then releases the queue, the context and every
  * resource of the runtime. NULL is ignored.
  * @return : KILN_OK;
- *           KILN_ERR_BUSY while buffers of this runtime are still alive:
+ *           KILN_ERR_BUSY while buffers, programs or kernels of this
+ *             runtime are still alive (the message counts each kind):
  *             destroy them first; the runtime is then left intact;
  *           KILN_ERR_IO when the trace could not be written: the runtime
  *             is destroyed all the same, and kiln_last_error(NULL) says
@@ -867,7 +868,16 @@ KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
 /*! kiln_kernel_set_arg() : sets argument `index` to `size` bytes at value
  * (a scalar, vector or struct), or local memory of `size` bytes when value
  * is NULL. kiln_kernel_set_buffer() sets it to a buffer of the same runtime.
- * The errors name the argument and what OpenCL expected. */
+ * Programs are built with -cl-kernel-arg-info, and each argument is checked
+ * against the kernel's declaration before OpenCL sees it: an index past the
+ * last argument, a value for a __local argument or local memory for another,
+ * a buffer for a value or a value for a pointer, a scalar or vector of the
+ * wrong size. KILN_ERR_INVALID_ARGUMENT, and the message names the argument
+ * by index and name, its declared type, and what was given ("argument 3
+ * (n: int) of saxpy: given float of 8 bytes ..."). Where the driver keeps no
+ * argument information (some cached binaries) the index is checked, and
+ * OpenCL's own errors come back as KILN_ERR_OPENCL. A buffer of any dtype
+ * may go to any __global or __constant pointer. */
 KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index, size_t size,
                                          const void *value);
 KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
@@ -880,14 +890,17 @@ KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
  *   u  uint32_t             l  int64_t
  *   L  uint64_t             z  size_t, sent as a ulong
  * e.g. kiln_kernel_set_args(k, "fbbi", 2.0, x, y, n). KILN_ERR_INVALID_ARGUMENT
- * for another letter. */
+ * for another letter, and for a letter whose type is not the scalar the
+ * kernel declares ('f' for an int: the message gives the letter to use);
+ * the checks of kiln_kernel_set_arg() besides. */
 KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *format, ...);
 
 /*! kiln_kernel_launch() :
  * Enqueues the kernel over `dims` (1 to 3) dimensions of global work-items;
  * local gives the work-group size, or NULL for the driver's choice. With
- * local, each global size must be a multiple of it. Returns without waiting;
- * kiln_finish() reports failures on the device. */
+ * local, each global size must be a multiple of it. Every argument must have
+ * been set: KILN_ERR_INVALID_ARGUMENT names the first that was not. Returns
+ * without waiting; kiln_finish() reports failures on the device. */
 KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                                         const size_t *global, const size_t *local);
 
