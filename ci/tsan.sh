@@ -44,4 +44,4 @@ fi
 
 "${run[@]}" meson test -C "$builddir" --no-rebuild --print-errorlogs \
   --timeout-multiplier 3 threads profile-core profile runtime buffer pool \
-  tuning-threads
+  tuning-threads fft-memory-threads

@@ -19,6 +19,16 @@
  * runtime's pool (pool.c) for the next creation of that class; the budget
  * counts the pool's blocks too, and a creation that does not fit trims the
  * pool and tries again before it fails (PyTorch's order).
+ *
+ * Cached plans hold device memory outside any kiln_buffer: kiln's FFT
+ * scratch and twiddles, the buffers VkFFT makes while it plans, clFFT's
+ * temporary buffer. kiln__plan_mem_create() makes each of them, resident at
+ * once like a buffer, against the same budget (counted in mem_plans, which
+ * kiln_memory_stats() reports as plan_bytes). A creation of either kind
+ * that does not fit, or that the driver refuses, trims the pool, then
+ * releases the cached FFT plans no call is using (fft.c), trying again
+ * after each; the plans come last because building one again costs a
+ * compile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +39,48 @@
 #define DTYPE_LIST                                                                       \
   "KILN_F16, KILN_F32, KILN_F64, KILN_C32, KILN_C64, KILN_I32 or KILN_I64"
 
+/* What the budget holds when a reservation does not fit it. */
+typedef struct budget_view {
+  uint64_t left, current, live, plans, limit;
+} budget_view;
+
+/* Takes bytes from the budget, which counts live buffers, creations in
+ * progress, the pool's blocks and cached plans' memory: 1, or 0 when they
+ * do not fit, with what is held in *v. */
+static int budget_take(kiln_runtime *rt, uint64_t bytes, budget_view *v)
+{
+  pthread_mutex_lock(&rt->lock);
+  uint64_t used = rt->mem_current + rt->mem_reserving + rt->pool.cached + rt->mem_plans;
+  uint64_t left = used < rt->mem_limit ? rt->mem_limit - used : 0;
+  int fits = bytes <= left;
+  if (fits)
+    rt->mem_reserving += bytes;
+  *v =
+    (budget_view){left, rt->mem_current, rt->live_buffers, rt->mem_plans, rt->mem_limit};
+  pthread_mutex_unlock(&rt->lock);
+  return fits;
+}
+
+/* "kiln holds 1.0 MiB in 2 buffers" and, when plans hold memory, "and
+ * 512 KiB in FFT plans" (cached ones, and one being built). */
+static const char *held_text(const budget_view *v, char *out, size_t size)
+{
+  char held[32], plans[32];
+  int n = snprintf(out, size, "kiln holds %s in %llu buffer%s",
+                   kiln__format_bytes(v->current, held, sizeof held),
+                   (unsigned long long)v->live, v->live == 1 ? "" : "s");
+  if (v->plans && n > 0 && (size_t)n < size)
+    snprintf(out + n, size - (size_t)n, " and %s in FFT plans",
+             kiln__format_bytes(v->plans, plans, sizeof plans));
+  return out;
+}
+
 /* Reserves bytes of the runtime's budget, or says why they are not there. */
 static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                            size_t count, size_t bytes)
 {
   const kiln__device *dev = kiln__runtime_device(rt);
-  char need[32], have[32], held[32];
+  char need[32], have[32], held[128];
   kiln__format_bytes(bytes, need, sizeof need);
   if (bytes > dev->info.max_alloc_bytes)
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
@@ -54,26 +100,17 @@ static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                       fn, count, kiln_dtype_name(dtype), bytes, need, dev->info.name,
                       (long long)device_free,
                       kiln__format_bytes((uint64_t)device_free, have, sizeof have));
-  pthread_mutex_lock(&rt->lock);
-  uint64_t used = rt->mem_current + rt->mem_reserving + rt->pool.cached;
-  uint64_t left = used < rt->mem_limit ? rt->mem_limit - used : 0;
-  if (bytes <= left) {
-    rt->mem_reserving += bytes;
-    pthread_mutex_unlock(&rt->lock);
+  budget_view v;
+  if (budget_take(rt, bytes, &v))
     return KILN_OK;
-  }
-  uint64_t current = rt->mem_current, live = rt->live_buffers, limit = rt->mem_limit;
-  pthread_mutex_unlock(&rt->lock);
-  return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                    "%s: %zu %s elements need %zu bytes (%s), but only %llu "
-                    "bytes (%s) are available: kiln holds %s in %llu buffer%s "
-                    "of a %llu-byte budget set by %s; destroy buffers or raise "
-                    "the limit",
-                    fn, count, kiln_dtype_name(dtype), bytes, need,
-                    (unsigned long long)left, kiln__format_bytes(left, have, sizeof have),
-                    kiln__format_bytes(current, held, sizeof held),
-                    (unsigned long long)live, live == 1 ? "" : "s",
-                    (unsigned long long)limit, rt->mem_limit_source);
+  return kiln__fail(
+    rt, KILN_ERR_OUT_OF_MEMORY,
+    "%s: %zu %s elements need %zu bytes (%s), but only %llu "
+    "bytes (%s) are available: %s of a %llu-byte budget set by %s; "
+    "destroy buffers or raise the limit",
+    fn, count, kiln_dtype_name(dtype), bytes, need, (unsigned long long)v.left,
+    kiln__format_bytes(v.left, have, sizeof have), held_text(&v, held, sizeof held),
+    (unsigned long long)v.limit, rt->mem_limit_source);
 }
 
 /* Ends a creation's reservation: the buffer exists and is held, or it was
@@ -118,24 +155,27 @@ static cl_int wait_status(cl_event ev, const char **call)
   return err != CL_SUCCESS ? err : qerr;
 }
 
-static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
-                                 int wrapped)
+/* Makes a new block of `bytes` resident on the device: filled with zeros
+ * (elements of `pattern` bytes) with KILN_BUFFER_ZERO in flags, else
+ * migrated, its contents kept only when `keep` (host memory, a copy of
+ * it). fn begins the message. */
+static kiln_status make_resident(kiln_runtime *rt, cl_mem mem, size_t bytes,
+                                 size_t pattern, unsigned flags, int keep, const char *fn)
 {
   static const unsigned char zero[16] = {0};
-  kiln_runtime *rt = b->rt;
   cl_event ev = NULL;
   const char *call;
   cl_int err;
   if (flags & KILN_BUFFER_ZERO) {
     call = "clEnqueueFillBuffer";
-    err = clEnqueueFillBuffer(rt->alloc_queue, b->mem, zero, kiln_dtype_size(b->dtype), 0,
-                              b->bytes, 0, NULL, &ev);
+    err =
+      clEnqueueFillBuffer(rt->alloc_queue, mem, zero, pattern, 0, bytes, 0, NULL, &ev);
   } else {
     /* Host memory's contents matter; a new buffer's do not. */
     call = "clEnqueueMigrateMemObjects";
-    err = clEnqueueMigrateMemObjects(
-      rt->alloc_queue, 1, &b->mem, wrapped ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
-      0, NULL, &ev);
+    err = clEnqueueMigrateMemObjects(rt->alloc_queue, 1, &mem,
+                                     keep ? 0 : CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
+                                     0, NULL, &ev);
   }
   if (err == CL_SUCCESS) {
     err = wait_status(ev, &call);
@@ -145,8 +185,8 @@ static kiln_status make_resident(kiln_buffer *b, const char *fn, unsigned flags,
     return KILN_OK;
   char need[32];
   return kiln__fail_cl(
-    rt, err, call, "%s: making %zu bytes (%s) resident on '%s' at creation", fn, b->bytes,
-    kiln__format_bytes(b->bytes, need, sizeof need), kiln__runtime_device(rt)->info.name);
+    rt, err, call, "%s: making %zu bytes (%s) resident on '%s' at creation", fn, bytes,
+    kiln__format_bytes(bytes, need, sizeof need), kiln__runtime_device(rt)->info.name);
 }
 
 /* Checks a creation request; on success *bytes is count * element size. */
@@ -181,7 +221,9 @@ static kiln_status check_create(kiln_runtime *rt, const char *fn, kiln_dtype dty
 
 /* Reserves the budget for a block of *block bytes for a request of bytes:
  * its class, then, when that does not fit, the class again after trimming
- * the pool, then bytes alone (*block becomes bytes). */
+ * the pool, then bytes alone (*block becomes bytes), then that again after
+ * releasing the cached FFT plans no call is using (dearer: they are built
+ * again on their next use). */
 static kiln_status reserve_block(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                                  size_t count, size_t bytes, size_t *block)
 {
@@ -192,6 +234,8 @@ static kiln_status reserve_block(kiln_runtime *rt, const char *fn, kiln_dtype dt
     *block = bytes;
     st = reserve(rt, fn, dtype, count, bytes);
   }
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__fft_trim_plans(rt))
+    st = reserve(rt, fn, dtype, count, *block);
   return st;
 }
 
@@ -209,7 +253,8 @@ static kiln_status allocate(kiln_buffer *b, const char *fn, unsigned flags, void
                          fn, b->count, kiln_dtype_name(b->dtype),
                          kiln__format_bytes(b->block, need, sizeof need));
   }
-  kiln_status st = make_resident(b, fn, flags, host != NULL);
+  kiln_status st = make_resident(rt, b->mem, b->bytes, kiln_dtype_size(b->dtype), flags,
+                                 host != NULL, fn);
   if (st != KILN_OK) {
     clReleaseMemObject(b->mem);
     b->mem = NULL;
@@ -217,14 +262,13 @@ static kiln_status allocate(kiln_buffer *b, const char *fn, unsigned flags, void
   return st;
 }
 
-/* KILN_OOM_WAIT: retries an allocation the driver refused, waiting 1, 2,
- * 4, ... ms between tries (the last wait cut to the time left) until one
- * succeeds or rt->oom_wait_ms have passed; then the last refusal, with the
- * wait added to its message. */
-static kiln_status allocate_waiting(kiln_buffer *b, const char *fn, unsigned flags,
-                                    void *host)
+/* KILN_OOM_WAIT: tries again(arg), an allocation the driver refused,
+ * waiting 1, 2, 4, ... ms between tries (the last wait cut to the time
+ * left) until one succeeds or rt->oom_wait_ms have passed; then the last
+ * refusal, with the wait added to its message (fn when it has none). */
+static kiln_status allocate_waiting(kiln_runtime *rt, const char *fn,
+                                    kiln_status (*again)(void *arg), void *arg)
 {
-  kiln_runtime *rt = b->rt;
   uint64_t waited = 0, wait = 1, limit = rt->oom_wait_ms;
   kiln_status st = KILN_ERR_OUT_OF_MEMORY;
   for (unsigned tries = 0; st == KILN_ERR_OUT_OF_MEMORY && waited < limit; tries++) {
@@ -232,7 +276,7 @@ static kiln_status allocate_waiting(kiln_buffer *b, const char *fn, unsigned fla
     kiln__sleep_ms(ms);
     waited += ms;
     wait *= 2;
-    st = allocate(b, fn, flags, host);
+    st = again(arg);
   }
   if (st == KILN_ERR_OUT_OF_MEMORY) {
     char *why = strdup(kiln_last_error(rt));
@@ -241,6 +285,20 @@ static kiln_status allocate_waiting(kiln_buffer *b, const char *fn, unsigned fla
     free(why);
   }
   return st;
+}
+
+/* allocate()'s arguments, for allocate_waiting(). */
+typedef struct buffer_try {
+  kiln_buffer *b;
+  const char *fn;
+  unsigned flags;
+  void *host;
+} buffer_try;
+
+static kiln_status buffer_again(void *arg)
+{
+  const buffer_try *t = arg;
+  return allocate(t->b, t->fn, t->flags, t->host);
 }
 
 /* A block from the pool for a new buffer: zeroed on the runtime's queue
@@ -272,7 +330,8 @@ static kiln_status reuse(kiln_buffer *b, const char *fn, kiln_dtype dtype, size_
 
 /* Creates a checked request: bytes is count * element size. Pooled memory
  * when the pool has a block of the request's class; else a new block, after
- * the pool is trimmed if the budget or the driver has no room. */
+ * the pool is trimmed, and then the unused FFT plans released, if the
+ * budget or the driver has no room. */
 static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
                               size_t count, size_t bytes, unsigned flags, void *host,
                               kiln_buffer **out)
@@ -296,11 +355,14 @@ static kiln_status buffer_new(kiln_runtime *rt, const char *fn, kiln_dtype dtype
                      .bytes = bytes,
                      .block = block,
                      .wrapped = host != NULL};
+  buffer_try t = {b, fn, flags, host};
   st = allocate(b, fn, flags, host);
   if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt)) /* the driver's refusal */
     st = allocate(b, fn, flags, host);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__fft_trim_plans(rt))
+    st = allocate(b, fn, flags, host);
   if (st == KILN_ERR_OUT_OF_MEMORY && rt->oom_wait_ms)
-    st = allocate_waiting(b, fn, flags, host);
+    st = allocate_waiting(rt, fn, buffer_again, &t);
   if (st != KILN_OK) {
     free(b);
     settle(rt, block, 0);
@@ -343,6 +405,110 @@ kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
                   copy ? copy : kiln_status_name(st));
   free(copy);
   return st;
+}
+
+/* ---- memory that cached plans hold ------------------------------------- */
+
+/* Reserves a plan buffer's bytes; head is "<op>: its <what> of N bytes
+ * (X)", which each message begins with. */
+static kiln_status plan_reserve(kiln_runtime *rt, const char *head, size_t bytes)
+{
+  const kiln__device *dev = kiln__runtime_device(rt);
+  char have[32], held[128];
+  if (bytes > dev->info.max_alloc_bytes)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                      "%s is more than the largest single allocation of '%s', %llu "
+                      "bytes (%s, CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
+                      head, dev->info.name, (unsigned long long)dev->info.max_alloc_bytes,
+                      kiln__format_bytes(dev->info.max_alloc_bytes, have, sizeof have));
+  int64_t device_free = kiln__device_free_memory(dev);
+  if (device_free >= 0 && bytes > (uint64_t)device_free)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
+                      "%s could not be made: '%s' reports only %lld bytes (%s) free "
+                      "(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
+                      head, dev->info.name, (long long)device_free,
+                      kiln__format_bytes((uint64_t)device_free, have, sizeof have));
+  budget_view v;
+  if (budget_take(rt, bytes, &v))
+    return KILN_OK;
+  return kiln__fail(
+    rt, KILN_ERR_OUT_OF_MEMORY,
+    "%s could not be made: only %llu bytes (%s) are available: %s of "
+    "a %llu-byte budget set by %s; destroy buffers or raise the limit",
+    head, (unsigned long long)v.left, kiln__format_bytes(v.left, have, sizeof have),
+    held_text(&v, held, sizeof held), (unsigned long long)v.limit, rt->mem_limit_source);
+}
+
+/* A plan buffer's creation: its arguments, for allocate_waiting(). */
+typedef struct plan_try {
+  kiln_runtime *rt;
+  const char *head;
+  cl_mem_flags flags;
+  size_t bytes;
+  void *host;
+  cl_mem *out;
+} plan_try;
+
+/* Asks the driver for a plan buffer and makes it resident. */
+static kiln_status plan_allocate(void *arg)
+{
+  const plan_try *t = arg;
+  cl_int err;
+  cl_mem mem = clCreateBuffer(t->rt->context, t->flags, t->bytes, t->host, &err);
+  if (!mem)
+    return kiln__fail_cl(t->rt, err, "clCreateBuffer", "%s could not be made", t->head);
+  kiln_status st = make_resident(t->rt, mem, t->bytes, 1, 0,
+                                 (t->flags & CL_MEM_COPY_HOST_PTR) != 0, t->head);
+  if (st != KILN_OK) {
+    clReleaseMemObject(mem);
+    return st;
+  }
+  *t->out = mem;
+  return KILN_OK;
+}
+
+kiln_status kiln__plan_mem_create(kiln_runtime *rt, const char *op, const char *what,
+                                  cl_mem_flags flags, size_t bytes, void *host,
+                                  cl_mem *out)
+{
+  assert(bytes > 0 && out);
+  *out = NULL;
+  char head[192], need[32];
+  snprintf(head, sizeof head, "%s: its %s of %zu bytes (%s)", op, what, bytes,
+           kiln__format_bytes(bytes, need, sizeof need));
+  /* The order of buffer_new(): the pool's blocks first, then the plans. */
+  kiln_status st = plan_reserve(rt, head, bytes);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt))
+    st = plan_reserve(rt, head, bytes);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__fft_trim_plans(rt))
+    st = plan_reserve(rt, head, bytes);
+  if (st != KILN_OK)
+    return st;
+  plan_try t = {rt, head, flags, bytes, host, out};
+  st = plan_allocate(&t);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt)) /* the driver's refusal */
+    st = plan_allocate(&t);
+  if (st == KILN_ERR_OUT_OF_MEMORY && kiln__fft_trim_plans(rt))
+    st = plan_allocate(&t);
+  if (st == KILN_ERR_OUT_OF_MEMORY && rt->oom_wait_ms)
+    st = allocate_waiting(rt, head, plan_allocate, &t);
+  pthread_mutex_lock(&rt->lock);
+  rt->mem_reserving -= bytes;
+  if (st == KILN_OK)
+    rt->mem_plans += bytes;
+  pthread_mutex_unlock(&rt->lock);
+  return st;
+}
+
+void kiln__plan_mem_release(kiln_runtime *rt, cl_mem mem, size_t bytes)
+{
+  if (!mem)
+    return;
+  clReleaseMemObject(mem); /* freed once enqueued commands are done */
+  pthread_mutex_lock(&rt->lock);
+  assert(rt->mem_plans >= bytes);
+  rt->mem_plans -= bytes;
+  pthread_mutex_unlock(&rt->lock);
 }
 
 KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t count,
@@ -601,6 +767,7 @@ KILN_API kiln_status kiln_memory_trim(kiln_runtime *rt)
                       "kiln_memory_trim: rt is NULL; expected a runtime from "
                       "kiln_runtime_create()");
   kiln__pool_trim(rt);
+  kiln__fft_trim_plans(rt);
   return KILN_OK;
 }
 
@@ -624,6 +791,7 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
   u.pool_misses = rt->pool.misses;
   u.trims = rt->pool.trims;
   u.largest_free_block = kiln__pool_largest_free(rt);
+  u.plan_bytes = rt->mem_plans;
   pthread_mutex_unlock(&rt->lock);
   u.device_free_bytes = kiln__device_free_memory(dev);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);

@@ -29,8 +29,11 @@
  * kiln_buffer_cl_mem() must be done with before the buffer is destroyed.
  *
  * Accounting (under rt->lock, with buffer.c's): live buffers hold their
- * blocks' bytes (mem_current), the pool holds mem_cached; the budget counts
- * both. A creation that does not fit first trims the pool and tries again.
+ * blocks' bytes (mem_current), the pool holds `cached`, cached FFT plans
+ * hold mem_plans (their scratch and temporary buffers, which are not
+ * pooled: kiln__plan_mem_create()); the budget counts all three. A
+ * creation that does not fit first trims the pool and tries again, then
+ * releases the plans no call is using and tries once more.
  */
 #include <stdlib.h>
 

@@ -442,7 +442,8 @@ KILN_API const char *kiln_runtime_selection(const kiln_runtime *rt);
  *  - kiln_finish(): it waits for every thread's work on the runtime, and
  *    the failure of a command of any thread goes to the first kiln_finish()
  *    after it;
- *  - kiln_memory_stats(), kiln_cache_stats(), kiln_cache_contents(),
+ *  - kiln_memory_stats(), kiln_memory_trim() (a plan another thread is
+ *    running stays), kiln_cache_stats(), kiln_cache_contents(),
  *    kiln_cache_clear(), the profiling calls, and the getters;
  *  - kiln_runtime_create() and kiln_device_list_create(), and destroying
  *    other runtimes and lists.
@@ -1272,17 +1273,22 @@ static inline void kiln_fft_desc_init(kiln_fft_desc *desc, kiln_dtype dtype, siz
  * out complex with the last axis n/2 + 1. C2R: the reverse. Plans are built
  * once per shape, kind, batch, precision and backend, and kept by the
  * runtime; building one can take long on some drivers, so the first call
- * of a shape is slower. AUTO picks the backend by kiln's measured rules
- * (on CPUs kiln's own kernels for power-of-two C2C, then VkFFT, then
- * clFFT; on GPUs VkFFT first), goes on to the next when one refuses a
- * length, and runs a real transform that none can do as a complex one.
+ * of a shape is slower. The device memory a plan holds counts against the
+ * memory budget (kiln_memory_usage.plan_bytes); kiln_memory_trim(), or a
+ * creation that finds no room, releases the plans no call is using, and
+ * the next call of their shape builds them again. AUTO picks the backend
+ * by kiln's measured rules (on CPUs kiln's own kernels for power-of-two
+ * C2C, then VkFFT, then clFFT; on GPUs VkFFT first), goes on to the next
+ * when one refuses a length or its plan's memory does not fit, and runs a
+ * real transform that none can do as a complex one.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (shape, ndim, kind);
  *           KILN_ERR_INVALID_DTYPE; KILN_ERR_OUT_OF_BOUNDS (buffers too
  *           small: elements needed and held); KILN_ERR_UNSUPPORTED (float64
  *           without fp64; no FFT library built in: the message names the
  *           Debian packages; a backend that cannot do the length);
- *           KILN_ERR_OUT_OF_MEMORY (a plan's scratch or a real transform's
- *           complex workspace, named in the message);
+ *           KILN_ERR_OUT_OF_MEMORY (a plan's scratch or temporary buffer,
+ *           or a real transform's complex workspace, named in the message
+ *           with its bytes; the runtime stays usable);
  *           KILN_ERR_WRONG_RUNTIME; KILN_ERR_OPENCL. */
 KILN_API kiln_status kiln_fft(kiln_runtime *rt, const kiln_fft_desc *desc,
                               const kiln_buffer *in, kiln_buffer *out);
@@ -1534,6 +1540,12 @@ typedef struct kiln_memory_usage {
   uint64_t pool_misses;        /* creations that asked the driver */
   uint64_t trims;              /* times the pool gave its memory back */
   uint64_t largest_free_block; /* the pool's largest block, in bytes */
+  /* Device memory held by cached FFT plans (kiln's scratch and twiddle
+   * tables, VkFFT's and clFFT's temporary buffers), in bytes, outside
+   * current_bytes; the budget counts it. kiln_memory_trim() releases the
+   * plans no call is using. Buffers that a library makes inside itself and
+   * kiln cannot see (some of clFFT's) are not counted. */
+  uint64_t plan_bytes;
 } kiln_memory_usage;
 
 /*! kiln_memory_usage_init() :
@@ -1546,9 +1558,14 @@ static inline void kiln_memory_usage_init(kiln_memory_usage *usage)
 
 /*! kiln_memory_trim() :
  * Gives every block the pool holds back to the driver, as PyTorch's
- * torch.cuda.empty_cache(): for a service that shares its device, after a
- * burst. Buffers alive are not touched. kiln trims by itself before a
- * creation fails for want of memory.
+ * torch.cuda.empty_cache(), and releases the cached FFT plans that no call
+ * is using, with the device memory they hold (plan_bytes), as clearing
+ * cuFFT's plan cache does: for a service that shares its device, after a
+ * burst. Buffers alive are not touched, nor a plan a call on another
+ * thread is running; a released plan is built again by the next kiln_fft()
+ * that needs it (a compile for VkFFT and clFFT). kiln does the same by
+ * itself, the pool first and the plans only if that was not enough,
+ * before a buffer or a plan's memory fails for want of room.
  * @return : KILN_OK, or KILN_ERR_INVALID_ARGUMENT for a NULL rt. */
 KILN_API kiln_status kiln_memory_trim(kiln_runtime *rt);
 

@@ -21,10 +21,15 @@
  * process (call_lock). A bake holds it for as long as clFFT compiles;
  * enqueueing holds it only while clFFT sets arguments and enqueues.
  *
- * What clFFT does that kiln does not see: its bake generates and compiles
- * OpenCL kernels (seconds on a CPU device), and the temporary buffer some
- * plans need (allocated here, once per plan) sits outside kiln's memory
- * accounting.
+ * Memory. The temporary buffer some plans need (clfftGetTmpBufSize) is
+ * kiln's: made here once per plan by kiln__plan_mem_create(), so it counts
+ * against the memory budget as the plan's bytes and is passed to every
+ * clfftEnqueueTransform. What clFFT allocates inside itself is not counted,
+ * because kiln can neither see nor size it: the small constant buffer of
+ * each of its plans' kernels (FFTPlan's const_buffer), and the
+ * intermediate buffers it makes on its own for some real transforms
+ * (intBufferRC, intBufferC2R). Its bake also generates and compiles OpenCL
+ * kernels (seconds on a CPU device).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -137,7 +142,8 @@ static void plans_release(void)
 
 typedef struct clfft_plan {
   clfftPlanHandle handle;
-  cl_mem tmp; /* clFFT's temporary buffer, or NULL */
+  cl_mem tmp;       /* clFFT's temporary buffer, or NULL */
+  size_t tmp_bytes; /* its size */
 } clfft_plan;
 
 static int small_primes_only(size_t n)
@@ -158,7 +164,7 @@ static const char *clfft_cannot(kiln_runtime *rt, const kiln__fft *f)
   return NULL;
 }
 
-static void clfft_release(void *p)
+static void clfft_release(kiln_runtime *rt, void *p)
 {
   clfft_plan *plan = p;
   if (!plan)
@@ -166,8 +172,7 @@ static void clfft_release(void *p)
   pthread_mutex_lock(&call_lock);
   clfftDestroyPlan(&plan->handle);
   pthread_mutex_unlock(&call_lock);
-  if (plan->tmp)
-    clReleaseMemObject(plan->tmp);
+  kiln__plan_mem_release(rt, plan->tmp, plan->tmp_bytes);
   free(plan);
   plans_release();
 }
@@ -239,19 +244,16 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   pthread_mutex_unlock(&call_lock);
   if (err != CLFFT_SUCCESS) {
     st = fail_clfft(rt, err, call, what);
-    clfft_release(plan);
+    clfft_release(rt, plan);
     return st;
   }
   if (tmp_bytes) {
-    cl_int cerr;
-    plan->tmp = clCreateBuffer(rt->context, CL_MEM_READ_WRITE, tmp_bytes, NULL, &cerr);
-    if (cerr != CL_SUCCESS) {
-      plan->tmp = NULL;
-      clfft_release(plan);
-      return kiln__fail_cl(rt, cerr, "clCreateBuffer",
-                           "%s: its %zu-byte temporary "
-                           "buffer",
-                           what, tmp_bytes);
+    plan->tmp_bytes = tmp_bytes;
+    st = kiln__plan_mem_create(rt, "kiln_fft", "clFFT plan's temporary buffer",
+                               CL_MEM_READ_WRITE, tmp_bytes, NULL, &plan->tmp);
+    if (st != KILN_OK) {
+      clfft_release(rt, plan);
+      return st;
     }
   }
   *out = plan;

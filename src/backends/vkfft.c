@@ -15,11 +15,23 @@
  * Each kiln plan is one direction (the cache's key holds it), so VkFFT
  * generates kernels for that direction only.
  *
- * What VkFFT does that kiln does not see: its plan generates and compiles
- * OpenCL kernels; the scratch buffer and VkFFT's own buffers (Bluestein's
- * chirp, lookup tables, a temporary for the four-step algorithm) sit outside
- * kiln's memory accounting. VkFFT enqueues kernels without events, so run()
- * enqueues a marker after them and tracks the marker.
+ * Memory. VkFFT makes buffers of its own while it plans: the temporary
+ * buffer of its four-step and multi-upload Bluestein passes, Bluestein's
+ * chirp and its transforms, lookup tables of twiddles. Its OpenCL calls go
+ * through kiln's wrappers (below), and while a plan of kiln's is built or
+ * deleted on a thread (vk_owner), VkFFT's clCreateBuffer is
+ * kiln__plan_mem_create(): each buffer it makes counts against the memory
+ * budget as the plan's bytes, is made resident, and, when it does not fit
+ * even after the pool and the unused plans are given back, fails the plan
+ * with kiln's message naming it; its clReleaseMemObject gives the bytes
+ * back. kiln does not hand VkFFT a temporary buffer of its own
+ * (userTempBuffer, tempBuffer, tempBufferSize): VkFFT 1.2 decides whether
+ * it needs one, and its size, only while it plans each axis, so kiln would
+ * have to make one for every plan, needed or not; through the wrapper the
+ * one VkFFT makes is counted the same. The scratch copy of an inverse's
+ * input is kiln's, from the same path. VkFFT also generates and compiles
+ * OpenCL kernels when it plans. It enqueues kernels without events, so
+ * run() enqueues a marker after them and tracks the marker.
  *
  * Locale. VkFFT's code generator calls setlocale(LC_ALL, "C"), so that
  * printf writes "0.5" and not "0,5", and puts the old name back when it is
@@ -62,6 +74,90 @@ static cl_int vk_note(cl_int err, const char *call)
   return err;
 }
 
+/* The buffers VkFFT made for one plan, through kiln (see "Memory" above). */
+typedef struct vk_mem {
+  kiln_runtime *rt;
+  struct vk_block {
+    cl_mem mem;
+    size_t bytes;
+  } * blocks;
+  size_t n, cap;
+} vk_mem;
+
+/* The plan whose VkFFT application this thread is building or deleting,
+ * or NULL; and what kiln__plan_mem_create() returned when it refused one of
+ * its buffers (the thread's kiln_last_error() says why), else KILN_OK. */
+static _Thread_local vk_mem *vk_owner;
+static _Thread_local kiln_status vk_refused;
+
+/* Room in m's list for one more buffer: 0, or -1 (out of host memory). */
+static int vk_mem_room(vk_mem *m)
+{
+  if (m->n < m->cap)
+    return 0;
+  size_t cap = 2 * m->cap + 4;
+  struct vk_block *grown = realloc(m->blocks, cap * sizeof *grown);
+  if (!grown)
+    return -1;
+  m->blocks = grown, m->cap = cap;
+  return 0;
+}
+
+static cl_mem vk_clCreateBuffer(cl_context c, cl_mem_flags f, size_t s, void *h,
+                                cl_int *e)
+{
+  vk_mem *m = vk_owner;
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = NULL;
+  if (!m) {
+    mem = clCreateBuffer(c, f, s, h, &err);
+    if (!mem)
+      vk_note(err, "clCreateBuffer");
+  } else {
+    assert(c == m->rt->context);
+    const char *what = f & CL_MEM_COPY_HOST_PTR ? "VkFFT plan's lookup table"
+                                                : "VkFFT plan's working buffer";
+    kiln_status st = vk_mem_room(m)
+                       ? kiln__fail(m->rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                                    "kiln_fft(vkfft): building a plan: no host memory "
+                                    "to count its buffers")
+                       : kiln__plan_mem_create(m->rt, "kiln_fft", what, f, s, h, &mem);
+    if (st == KILN_OK) {
+      m->blocks[m->n++] = (struct vk_block){mem, s};
+    } else {
+      vk_refused = st;
+      err = st == KILN_ERR_OUT_OF_HOST_MEMORY ? CL_OUT_OF_HOST_MEMORY
+                                              : CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    }
+  }
+  if (e)
+    *e = err;
+  return mem;
+}
+
+static cl_int vk_clReleaseMemObject(cl_mem mem)
+{
+  vk_mem *m = vk_owner;
+  for (size_t i = 0; m && i < m->n; i++)
+    if (m->blocks[i].mem == mem) {
+      kiln__plan_mem_release(m->rt, mem, m->blocks[i].bytes);
+      m->blocks[i] = m->blocks[--m->n];
+      return CL_SUCCESS;
+    }
+  return vk_note(clReleaseMemObject(mem), "clReleaseMemObject");
+}
+
+/* Releases what VkFFT made for a plan and never released itself (none, as
+ * far as kiln's tests see), and the list. */
+static void vk_mem_free(vk_mem *m)
+{
+  for (size_t i = 0; i < m->n; i++)
+    kiln__plan_mem_release(m->rt, m->blocks[i].mem, m->blocks[i].bytes);
+  free(m->blocks);
+  m->blocks = NULL;
+  m->n = m->cap = 0;
+}
+
 /* A call that returns its error; one that returns an object and reports
  * through its parameter e. */
 #define VK_INT(name, params, args)                                                       \
@@ -91,8 +187,6 @@ VK_INT(clEnqueueWriteBuffer,
        (q, m, b, o, s, p, nw, w, ev))
 VK_INT(clSetKernelArg, (cl_kernel k, cl_uint i, size_t s, const void *v), (k, i, s, v))
 VK_INT(clFinish, (cl_command_queue q), (q))
-VK_OBJ(cl_mem, clCreateBuffer,
-       (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *e), (c, f, s, h, e))
 VK_OBJ(cl_program, clCreateProgramWithSource,
        (cl_context c, cl_uint n, const char **s, const size_t *l, cl_int *e),
        (c, n, s, l, e))
@@ -113,6 +207,7 @@ VK_OBJ(cl_command_queue, clCreateCommandQueue,
 #define clSetKernelArg vk_clSetKernelArg
 #define clFinish vk_clFinish
 #define clCreateBuffer vk_clCreateBuffer
+#define clReleaseMemObject vk_clReleaseMemObject
 #define clCreateProgramWithSource vk_clCreateProgramWithSource
 #define clCreateProgramWithBinary vk_clCreateProgramWithBinary
 #define clCreateKernel vk_clCreateKernel
@@ -145,6 +240,7 @@ static char *vkfft_setlocale(int category, const char *name)
 #undef clSetKernelArg
 #undef clFinish
 #undef clCreateBuffer
+#undef clReleaseMemObject
 #undef clCreateProgramWithSource
 #undef clCreateProgramWithBinary
 #undef clCreateKernel
@@ -216,6 +312,10 @@ static const vkfft_status statuses[] = {
 static kiln_status fail_vkfft(kiln_runtime *rt, VkFFTResult code, const char *call,
                               const char *what)
 {
+  kiln_status refused = vk_refused;
+  vk_refused = KILN_OK;
+  if (refused != KILN_OK) /* kiln refused one of VkFFT's buffers, and said why */
+    return refused;
   const vkfft_status *row = NULL;
   for (size_t i = 0; i < sizeof statuses / sizeof statuses[0] && !row; i++)
     if (statuses[i].code == (int)code)
@@ -236,6 +336,7 @@ static kiln_status fail_vkfft(kiln_runtime *rt, VkFFTResult code, const char *ca
 
 typedef struct vkfft_plan {
   VkFFTApplication app;
+  vk_mem mem; /* the buffers VkFFT made for app */
   /* VkFFT keeps pointers to these, so they live in the plan. */
   cl_platform_id platform;
   cl_device_id device;
@@ -315,18 +416,21 @@ static void release_bluestein_uploads(VkFFTApplication *app, VkFFTPlan *fft)
   }
 }
 
-static void vkfft_release(void *p)
+static void vkfft_release(kiln_runtime *rt, void *p)
 {
   vkfft_plan *plan = p;
   if (!plan)
     return;
   if (!plan->copy_only) {
+    vk_mem *outer = vk_owner; /* a plan being built, whose buffer made room */
+    vk_owner = &plan->mem;
     release_bluestein_uploads(&plan->app, plan->app.localFFTPlan);
     release_bluestein_uploads(&plan->app, plan->app.localFFTPlan_inverse);
     deleteVkFFT(&plan->app);
+    vk_owner = outer;
   }
-  if (plan->scratch)
-    clReleaseMemObject(plan->scratch);
+  vk_mem_free(&plan->mem);
+  kiln__plan_mem_release(rt, plan->scratch, plan->in_bytes);
   free(plan);
 }
 
@@ -406,26 +510,29 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
                       what);
   }
   locale_t before = uselocale(c_locale); /* this thread's only */
+  vk_mem *outer = vk_owner;
+  vk_owner = &plan->mem;
+  plan->mem.rt = rt;
   vk_last.err = CL_SUCCESS;
+  vk_refused = KILN_OK;
   VkFFTResult res = initializeVkFFT(&plan->app, c);
+  vk_owner = outer;
   uselocale(before);
   freelocale(c_locale);
   if (res != VKFFT_SUCCESS) {
     /* initializeVkFFT() cleans up after itself on failure. */
+    vk_mem_free(&plan->mem);
     free(plan);
     return fail_vkfft(rt, res, "initializeVkFFT", what);
   }
   if (plan->inverse) {
     plan->in_bytes = f->in_count * elem * 2; /* the complex side */
-    cl_int err;
-    plan->scratch =
-      clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->in_bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-      size_t bytes = plan->in_bytes;
-      plan->scratch = NULL;
-      vkfft_release(plan);
-      return kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-byte scratch buffer",
-                           what, bytes);
+    kiln_status st =
+      kiln__plan_mem_create(rt, "kiln_fft", "plan's scratch buffer", CL_MEM_READ_WRITE,
+                            plan->in_bytes, NULL, &plan->scratch);
+    if (st != KILN_OK) {
+      vkfft_release(rt, plan);
+      return st;
     }
   }
   *out = plan;
@@ -465,6 +572,7 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   lp.inputBuffer = &input;
   /* VkFFT: -1 forward, 1 inverse. */
   vk_last.err = CL_SUCCESS;
+  vk_refused = KILN_OK;
   VkFFTResult res = VkFFTAppend(&plan->app, plan->inverse ? 1 : -1, &lp);
   if (res != VKFFT_SUCCESS)
     return fail_vkfft(rt, res, "VkFFTAppend", what);

@@ -10,9 +10,17 @@
  * The plan cache is a list hanging off rt->fft_plans, guarded by rt->lock.
  * Plans are built without holding the lock (clFFT's bake takes seconds on
  * PoCL): two threads that ask for the same new plan at once may both build
- * it; the first to insert wins and the other releases its copy. Plans live
- * until the runtime is destroyed (kiln__fft_release_plans), so a plan found
- * in the list stays valid while any call uses it.
+ * it; the first to insert wins and the other releases its copy. A plan
+ * holds device memory (a scratch buffer, VkFFT's and clFFT's temporary
+ * buffers: kiln__plan_mem_create(), counted in the budget), so the cache
+ * gives back the plans no call is using when kiln_memory_trim() asks, or
+ * when a buffer or another plan finds no room (kiln__fft_trim_plans), like
+ * cuFFT's plan cache in PyTorch; the next call of the shape builds the plan
+ * again. A call holds its plan from finding it to the end of its run:
+ * `users`, under rt->lock, counts such calls, and a plan is only taken out
+ * of the list and released while it is 0, so no plan is released under a
+ * running call. What the device still has to run of a released plan's
+ * commands is safe: OpenCL frees its buffers and kernels after them.
  *
  * A plan is state, not only a recipe: kiln's own keeps a scratch buffer its
  * passes go through, VkFFT's sets the arguments of its own kernels at each
@@ -48,6 +56,7 @@ struct kiln__fft_plan {
   const kiln__fft_backend *backend;
   void *plan;
   pthread_mutex_t run_lock; /* held while a call enqueues this plan's work */
+  unsigned users;           /* calls holding the plan, under rt->lock */
   struct kiln__fft_plan *next;
 };
 
@@ -308,12 +317,35 @@ static struct kiln__fft_plan *plan_find(kiln_runtime *rt, const kiln__fft *f,
   for (struct kiln__fft_plan *p = rt->fft_plans; p && !found; p = p->next)
     if (plan_matches(p, f, be))
       found = p;
+  if (found)
+    found->users++;
   pthread_mutex_unlock(&rt->lock);
   return found;
 }
 
+/* Frees plans taken out of the cache, a list through next. */
+static void plans_free(kiln_runtime *rt, struct kiln__fft_plan *p)
+{
+  while (p) {
+    struct kiln__fft_plan *next = p->next;
+    p->backend->release(rt, p->plan);
+    pthread_mutex_destroy(&p->run_lock);
+    free(p);
+    p = next;
+  }
+}
+
+/* The end of a call's hold on a plan of plan_get(). */
+static void plan_put(kiln_runtime *rt, struct kiln__fft_plan *plan)
+{
+  pthread_mutex_lock(&rt->lock);
+  assert(plan->users > 0);
+  plan->users--;
+  pthread_mutex_unlock(&rt->lock);
+}
+
 /* The cached plan for f on be, built (without holding rt->lock) when the
- * cache has none. */
+ * cache has none, and held by the caller until plan_put(). */
 static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
                             const kiln__fft_backend *be, struct kiln__fft_plan **out)
 {
@@ -346,13 +378,16 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   for (struct kiln__fft_plan *p = rt->fft_plans; p && !raced; p = p->next)
     if (plan_matches(p, f, be))
       raced = p;
-  if (!raced) {
+  if (raced) {
+    raced->users++;
+  } else {
+    node->users = 1;
     node->next = rt->fft_plans;
     rt->fft_plans = node;
   }
   pthread_mutex_unlock(&rt->lock);
   if (raced) { /* another thread built the same plan first */
-    be->release(plan);
+    be->release(rt, plan);
     pthread_mutex_destroy(&node->run_lock);
     free(node);
     node = raced;
@@ -361,17 +396,34 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   return KILN_OK;
 }
 
+size_t kiln__fft_trim_plans(kiln_runtime *rt)
+{
+  struct kiln__fft_plan *gone = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(&rt->lock);
+  for (struct kiln__fft_plan **at = &rt->fft_plans; *at;) {
+    struct kiln__fft_plan *p = *at;
+    if (p->users) {
+      at = &p->next;
+      continue;
+    }
+    *at = p->next;
+    p->next = gone;
+    gone = p;
+    n++;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  plans_free(rt, gone); /* outside the lock: clFFT's lock, VkFFT's frees */
+  return n;
+}
+
 void kiln__fft_release_plans(kiln_runtime *rt)
 {
   struct kiln__fft_plan *p = rt->fft_plans;
   rt->fft_plans = NULL;
-  while (p) {
-    struct kiln__fft_plan *next = p->next;
-    p->backend->release(p->plan);
-    pthread_mutex_destroy(&p->run_lock);
-    free(p);
-    p = next;
-  }
+  for (const struct kiln__fft_plan *q = p; q; q = q->next)
+    assert(q->users == 0); /* kiln_runtime_destroy(): no call in flight */
+  plans_free(rt, p);
 }
 
 /* ---- normalisation ------------------------------------------------------- */
@@ -449,6 +501,7 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
     pthread_mutex_lock(&plan->run_lock);
     st = be->run(rt, plan->plan, &f);
     pthread_mutex_unlock(&plan->run_lock);
+    plan_put(rt, plan);
   }
   return st;
 }
@@ -497,9 +550,14 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
     benchmark(rt, &f, out, be, n);
   /* A backend may refuse a shape only when it plans it (VkFFT's multi-pass
    * R2C of odd lengths): AUTO then goes on to the next, and runs a real
-   * transform that none can do as a complex one (fft_real.c). */
+   * transform that none can do as a complex one (fft_real.c). AUTO goes on
+   * as well when a plan's memory does not fit (after the pool and the
+   * unused plans were given back): another backend's may, and the last
+   * one's refusal is the call's. */
   unsigned i = 0;
-  while (i < n && (st = plan_get(rt, &f, be[i], &plan)) == KILN_ERR_UNSUPPORTED &&
+  while (i < n &&
+         ((st = plan_get(rt, &f, be[i], &plan)) == KILN_ERR_UNSUPPORTED ||
+          (st == KILN_ERR_OUT_OF_MEMORY && f.d.backend == KILN_BACKEND_AUTO)) &&
          i + 1 < n)
     i++;
   if (st == KILN_ERR_UNSUPPORTED && f.d.kind != KILN_FFT_C2C &&
@@ -513,6 +571,7 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
     pthread_mutex_lock(&plan->run_lock); /* see the top of this file */
     st = be[i]->run(rt, plan->plan, &f);
     pthread_mutex_unlock(&plan->run_lock);
+    plan_put(rt, plan);
   }
   if (st == KILN_OK)
     st = scale(rt, &f);

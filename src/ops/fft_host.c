@@ -5,10 +5,14 @@
  * The batch is cut into pieces of one fixed size, the largest whose input
  * and output fit what is left of the memory budget and the largest
  * allocation, and a last smaller piece: the runtime caches a plan per
- * batch size, so a long batch builds two plans at most. The plans' own
- * scratch is the backends' (not counted in the budget); the complex
- * workspace of a real transform that no backend runs is not foreseen, and
- * kiln__host_run() shrinks the pieces when it does not fit.
+ * batch size, so a long batch builds two plans at most. Two things the
+ * pieces need are not foreseen: the plan's own memory (a scratch buffer
+ * the size of a piece for kiln's multi-pass kernels and VkFFT's inverses,
+ * VkFFT's and clFFT's temporary buffers; counted in the budget as plan
+ * bytes, kiln__plan_mem_create()), and the complex workspace of a real
+ * transform that no backend runs. When either does not fit, AUTO tries the
+ * other backends, and then kiln__host_run() shrinks the pieces, whose
+ * smaller plans need less.
  */
 #include "internal.h"
 #include "ops.h"

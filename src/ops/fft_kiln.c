@@ -23,9 +23,10 @@
  * a table is indexed by each pass's stride, so two lengths cannot share one)
  * and, for two passes or more in all, a scratch buffer of the batch's size:
  * passes alternate between it and `out`, starting so that the last one
- * lands in `out`; `in` is only read. Like the other FFT backends' working
- * memory, these buffers sit outside kiln's memory accounting and live as
- * long as the plan (the runtime).
+ * lands in `out`; `in` is only read. Both come from kiln__plan_mem_create(),
+ * so they count against the memory budget as the plan's bytes, and live as
+ * long as the plan (until kiln_memory_trim() or a want of room releases it
+ * between calls).
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,9 +48,10 @@ typedef struct fft_axis {
   size_t n, cols, batch; /* n points, neighbours cols apart, batch arrays */
   unsigned npass;
   unsigned radix[MAX_PASSES];
-  int vec_first;   /* the first pass runs kiln_fft_r32v (rows only) */
-  cl_mem twiddles; /* NULL when no pass needs one */
-  int owns;        /* whether twiddles is this axis's own, else an earlier one's */
+  int vec_first;        /* the first pass runs kiln_fft_r32v (rows only) */
+  cl_mem twiddles;      /* NULL when no pass needs one */
+  size_t twiddle_bytes; /* of the table, when owned */
+  int owns;             /* whether twiddles is this axis's own, else an earlier one's */
 } fft_axis;
 
 typedef struct fft_kiln_plan {
@@ -80,16 +82,15 @@ static const char *kiln_cannot(kiln_runtime *rt, const kiln__fft *f)
   return NULL;
 }
 
-static void kiln_release(void *p)
+static void kiln_release(kiln_runtime *rt, void *p)
 {
   fft_kiln_plan *plan = p;
   if (!plan)
     return;
   for (unsigned a = 0; a < plan->naxis; a++)
-    if (plan->axis[a].twiddles && plan->axis[a].owns)
-      clReleaseMemObject(plan->axis[a].twiddles);
-  if (plan->scratch)
-    clReleaseMemObject(plan->scratch);
+    if (plan->axis[a].owns)
+      kiln__plan_mem_release(rt, plan->axis[a].twiddles, plan->axis[a].twiddle_bytes);
+  kiln__plan_mem_release(rt, plan->scratch, plan->bytes);
   free(plan);
 }
 
@@ -114,8 +115,7 @@ static void split(fft_axis *ax, unsigned m)
 
 /* The table of cl/fft.cl: at 4 (p + k), for k < p, w = exp(-2 pi i k / (p R))
  * and w^(R/2), for each pass's p and R. */
-static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64,
-                                   const char *what)
+static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
 {
   size_t p_last = 1;
   for (unsigned s = 0; s + 1 < ax->npass; s++)
@@ -124,9 +124,9 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64,
   double *tw = calloc(values, sizeof *tw); /* [0, 4): unused, p starts at 1 */
   if (!tw)
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "%s: no host memory for a "
+                      "kiln_fft(kiln): building a plan: no host memory for a "
                       "%zu-entry twiddle table",
-                      what, 2 * p_last);
+                      2 * p_last);
   size_t p = 1;
   for (unsigned s = 0; s < ax->npass; s++) {
     unsigned r = ax->radix[s];
@@ -143,23 +143,21 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64,
     for (size_t i = 0; i < values; i++)
       tf[i] = (float)tw[i];
   }
-  cl_int err;
-  ax->twiddles = clCreateBuffer(rt->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                values * elem, tw, &err);
-  free(tw);
-  if (err != CL_SUCCESS) {
-    ax->twiddles = NULL;
-    return kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-entry twiddle table",
-                         what, 2 * p_last);
+  kiln_status st = kiln__plan_mem_create(rt, "kiln_fft", "plan's twiddle table",
+                                         CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                         values * elem, tw, &ax->twiddles);
+  free(tw); /* copied, and resident on the device */
+  if (st == KILN_OK) {
+    ax->owns = 1;
+    ax->twiddle_bytes = values * elem;
   }
-  ax->owns = 1;
-  return KILN_OK;
+  return st;
 }
 
 /* Axis a of plan: shape[d] with d = ndim - 1 - a, its passes and its
  * twiddles (an earlier axis's, when it has the same length). */
 static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__fft *f,
-                             unsigned a, const char *what)
+                             unsigned a)
 {
   fft_axis *ax = &plan->axis[a];
   unsigned d = f->d.ndim - 1 - a;
@@ -184,7 +182,7 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
       ax->twiddles = plan->axis[b].twiddles;
       return KILN_OK;
     }
-  return ax->npass ? upload_twiddles(rt, ax, f->d.dtype == KILN_F64, what) : KILN_OK;
+  return ax->npass ? upload_twiddles(rt, ax, f->d.dtype == KILN_F64) : KILN_OK;
 }
 
 static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
@@ -200,19 +198,12 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
     plan->bytes *= f->d.shape[a];
   kiln_status st = KILN_OK;
   for (unsigned a = 0; a < plan->naxis && st == KILN_OK; a++)
-    st = plan_axis(rt, plan, f, a, what);
-  if (st == KILN_OK && plan->npass >= 2) {
-    cl_int err;
-    plan->scratch =
-      clCreateBuffer(rt->context, CL_MEM_READ_WRITE, plan->bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-      plan->scratch = NULL;
-      st = kiln__fail_cl(rt, err, "clCreateBuffer", "%s: its %zu-byte scratch buffer",
-                         what, plan->bytes);
-    }
-  }
+    st = plan_axis(rt, plan, f, a);
+  if (st == KILN_OK && plan->npass >= 2)
+    st = kiln__plan_mem_create(rt, "kiln_fft", "plan's scratch buffer", CL_MEM_READ_WRITE,
+                               plan->bytes, NULL, &plan->scratch);
   if (st != KILN_OK) {
-    kiln_release(plan);
+    kiln_release(rt, plan);
     return st;
   }
   *out = plan;

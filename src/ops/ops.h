@@ -247,7 +247,9 @@ typedef struct kiln__fft {
 } kiln__fft;
 
 /* A backend's plan, opaque to fft.c: built once per key and cached by the
- * runtime (fft.c), released when the runtime is destroyed. */
+ * runtime (fft.c), released when no call uses it and kiln_memory_trim() or
+ * a want of memory asks, or when the runtime is destroyed. The device
+ * memory a plan holds comes from kiln__plan_mem_create(). */
 typedef struct kiln__fft_backend {
   kiln_backend id;
   /* NULL when the backend can run f; else why not (static text). */
@@ -256,7 +258,9 @@ typedef struct kiln__fft_backend {
   kiln_status (*plan)(kiln_runtime *rt, const kiln__fft *f, void **plan);
   /* Enqueues f with a plan from plan(); events go to kiln__runtime_track. */
   kiln_status (*run)(kiln_runtime *rt, void *plan, const kiln__fft *f);
-  void (*release)(void *plan);
+  /* Releases a plan of rt (NULL is ignored), its memory with
+   * kiln__plan_mem_release(). */
+  void (*release)(kiln_runtime *rt, void *plan);
 } kiln__fft_backend;
 
 extern const kiln__fft_backend kiln__fft_kiln;  /* src/ops/fft_kiln.c */
