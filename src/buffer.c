@@ -530,9 +530,36 @@ KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t
   return buffer_new(rt, fn, dtype, count, bytes, 0, host, out);
 }
 
+void kiln__buffer_count_view(kiln_runtime *rt, int delta)
+{
+  pthread_mutex_lock(&rt->lock);
+  if (delta > 0)
+    rt->live_buffers++;
+  else
+    rt->live_buffers--;
+  pthread_mutex_unlock(&rt->lock);
+}
+
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf)
 {
-  if (!buf || kiln__pool_give(buf))
+  if (!buf)
+    return KILN_OK;
+  pthread_mutex_lock(&buf->rt->lock);
+  size_t views = buf->views;
+  pthread_mutex_unlock(&buf->rt->lock);
+  if (views)
+    return kiln__fail(buf->rt, KILN_ERR_BUSY,
+                      "kiln_buffer_destroy: %zu view%s of this buffer %s alive; destroy "
+                      "%s first (kiln_buffer_destroy() on each view)",
+                      views, views == 1 ? "" : "s", views == 1 ? "is" : "are",
+                      views == 1 ? "it" : "them");
+  if (buf->mapped)
+    kiln_buffer_unmap(buf, buf->mapped); /* enqueued before the memory is reused */
+  if (buf->parent) {
+    kiln__view_destroy(buf);
+    return KILN_OK;
+  }
+  if (kiln__pool_give(buf))
     return KILN_OK;
   if (buf->mem)
     clReleaseMemObject(buf->mem); /* freed once enqueued commands are done */
@@ -558,6 +585,11 @@ kiln_status kiln__check_operand(kiln_runtime *rt, const char *fn, const char *na
   if (b->dtype != want)
     return kiln__fail(rt, KILN_ERR_INVALID_DTYPE, "%s: %s holds %s; expected %s", fn,
                       name, kiln_dtype_name(b->dtype), kiln_dtype_name(want));
+  if (b->mapped)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is mapped into host memory (kiln_buffer_map()); expected "
+                      "kiln_buffer_unmap() before the device uses it",
+                      fn, name);
   if (b->count < need)
     return kiln__fail(rt, KILN_ERR_OUT_OF_BOUNDS,
                       "%s: %s needs %zu elements%s%s but "
@@ -587,13 +619,18 @@ KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buf)
 }
 
 /* Checks that buf exists and [offset, offset + count) lies inside it. */
-static kiln_status check_range(const kiln_buffer *buf, const char *fn, const char *name,
-                               size_t offset, size_t count)
+kiln_status kiln__check_range(const kiln_buffer *buf, const char *fn, const char *name,
+                              size_t offset, size_t count)
 {
   if (!buf)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s is NULL; expected a buffer from "
                       "kiln_buffer_create()",
+                      fn, name);
+  if (buf->mapped)
+    return kiln__fail(buf->rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is mapped into host memory (kiln_buffer_map()); expected "
+                      "kiln_buffer_unmap() before the device uses it",
                       fn, name);
   if (offset > buf->count || count > buf->count - offset)
     return kiln__fail(buf->rt, KILN_ERR_OUT_OF_BOUNDS,
@@ -628,7 +665,7 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
                             size_t count, void *host, int write, int blocking,
                             const kiln__lane *lane)
 {
-  kiln_status st = check_range(buf, fn, "buf", offset, count);
+  kiln_status st = kiln__check_range(buf, fn, "buf", offset, count);
   if (st != KILN_OK || count == 0)
     return st;
   kiln_runtime *rt = buf->rt;
@@ -692,9 +729,9 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
                                       size_t count)
 {
   static const char fn[] = "kiln_buffer_copy";
-  kiln_status st = check_range(dst, fn, "dst", dst_offset, count);
+  kiln_status st = kiln__check_range(dst, fn, "dst", dst_offset, count);
   if (st == KILN_OK)
-    st = check_range(src, fn, "src", src_offset, count);
+    st = kiln__check_range(src, fn, "src", src_offset, count);
   if (st != KILN_OK)
     return st;
   kiln_runtime *rt = dst->rt;
@@ -735,7 +772,7 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t co
                                       const void *value)
 {
   static const char fn[] = "kiln_buffer_fill";
-  kiln_status st = check_range(buf, fn, "buf", offset, count);
+  kiln_status st = kiln__check_range(buf, fn, "buf", offset, count);
   if (st != KILN_OK)
     return st;
   kiln_runtime *rt = buf->rt;

@@ -465,11 +465,28 @@ struct kiln_buffer {
   size_t count, bytes;
   size_t block;                  /* the bytes mem holds: bytes rounded up to
                                     its size class when pooled (pool.c) */
-  int wrapped;                   /* mem is the caller's host memory: never pooled */
+  int wrapped;                   /* mem is the caller's host memory, or a view's
+                                    sub-buffer: never pooled */
   struct kiln_buffer *next_free; /* in the pool's list of its class */
+  struct kiln_buffer *parent;    /* a view's buffer (buffer_view.c), else NULL */
+  size_t views;                  /* views of this buffer alive; under rt->lock */
+  size_t view_offset;            /* a view's first element in parent */
+  void *mapped;                  /* the host pointer while mapped, else NULL */
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
+
+/* KILN_OK when [offset, offset + count) lies in buf, else the failure of
+ * fn, naming the buffer as `name` (buffer.c). */
+kiln_status kiln__check_range(const kiln_buffer *buf, const char *fn, const char *name,
+                              size_t offset, size_t count);
+
+/* Counts a view as a live buffer of no bytes of its own, or one gone
+ * (delta -1); takes the runtime's lock (buffer.c). */
+void kiln__buffer_count_view(kiln_runtime *rt, int delta);
+
+/* Releases a view (buffer_view.c): its sub-buffer, its count. */
+void kiln__view_destroy(kiln_buffer *v);
 
 /* Checks an operation's operand before anything is enqueued: not NULL,
  * rt's, of dtype `want`, and holding at least `need` elements. fn names the

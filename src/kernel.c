@@ -287,6 +287,11 @@ static kiln_status set_buffer(kiln_kernel *kernel, const char *fn, unsigned inde
                       "%s: %s of %s is a buffer of another runtime; expected one of the "
                       "kernel's runtime",
                       fn, what, kernel->name);
+  if (buffer->mapped)
+    return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s of %s is mapped into host memory (kiln_buffer_map()); "
+                      "expected kiln_buffer_unmap() before the device uses it",
+                      fn, what, kernel->name);
   if (kernel->info && !is_buffer_arg(&kernel->args[index]))
     return kiln__fail(kernel->rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s of %s: given a buffer (%zu %s); expected %s", fn, what,

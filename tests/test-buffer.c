@@ -769,6 +769,178 @@ static void test_buffer_transfer_faults(void **state)
   pair_close(rt, &p);
 }
 
+/* ---- views and mapping ------------------------------------------------------ */
+
+/* The device's base-address alignment in bytes: where views may start. */
+static size_t view_align(kiln_runtime *rt)
+{
+  cl_uint bits = 0;
+  assert_int_equal(clGetDeviceInfo(kiln_runtime_cl_device(rt),
+                                   CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits,
+                                   NULL),
+                   CL_SUCCESS);
+  assert_true(bits >= 8);
+  return bits / 8;
+}
+
+/* Views alias their buffer: writes through a view land in the buffer at the
+ * view's offset and the other way round; a view of a view; views hold no
+ * bytes but count as live; the buffer waits for its views. */
+static void test_buffer_views(void **state)
+{
+  kiln_runtime *rt = *state;
+  size_t at = view_align(rt) / sizeof(float); /* the first offset a view may have */
+  size_t n = 4 * at + 5;
+  float *host = malloc(n * sizeof *host), *got = malloc(n * sizeof *got);
+  for (size_t i = 0; i < n; i++)
+    host[i] = (float)i;
+  kiln_buffer *b = NULL, *v = NULL, *vv = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, n, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_write(b, 0, n, host));
+  kiln_memory_usage before = stats(rt);
+  assert_kiln_ok(rt, kiln_buffer_view(b, at, 2 * at + 3, &v));
+  assert_int_equal(kiln_buffer_count(v), 2 * at + 3);
+  assert_int_equal(kiln_buffer_dtype(v), KILN_F32);
+  kiln_memory_usage with = stats(rt);
+  assert_int_equal(with.current_bytes, before.current_bytes);
+  assert_int_equal(with.live_buffers, before.live_buffers + 1);
+  /* reads through the view start at its offset */
+  assert_kiln_ok(rt, kiln_buffer_read(v, 0, 2 * at + 3, got));
+  for (size_t i = 0; i < 2 * at + 3; i++)
+    assert_true(got[i] == host[at + i]);
+  /* a write through a view of the view lands in b */
+  assert_kiln_ok(rt, kiln_buffer_view(v, at, 3, &vv));
+  const float three[3] = {-1, -2, -3};
+  assert_kiln_ok(rt, kiln_buffer_write(vv, 0, 3, three));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, n, got));
+  for (size_t i = 0; i < n; i++)
+    assert_true(got[i] == (i >= 2 * at && i < 2 * at + 3 ? three[i - 2 * at] : host[i]));
+  /* and a fill of b shows through the views */
+  const float seven = 7;
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 2 * at + 1, 1, &seven));
+  assert_kiln_ok(rt, kiln_buffer_read(vv, 0, 3, got));
+  assert_true(got[0] == -1 && got[1] == 7 && got[2] == -3);
+  /* the buffer waits for its views; views go in any order */
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "2 views of this buffer are alive",
+                    kiln_buffer_destroy(b));
+  assert_kiln_ok(rt, kiln_buffer_destroy(v));
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "1 view of this buffer is alive",
+                    kiln_buffer_destroy(b));
+  assert_kiln_ok(rt, kiln_buffer_destroy(vv));
+  assert_int_equal(stats(rt).live_buffers, before.live_buffers);
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, 1, got)); /* b intact */
+  assert_true(got[0] == host[0]);
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+  free(host), free(got);
+}
+
+/* Views refused: out of the buffer, empty, misaligned (the message gives
+ * the multiple), NULL. */
+static void test_buffer_view_refused(void **state)
+{
+  kiln_runtime *rt = *state;
+  size_t at = view_align(rt) / sizeof(double);
+  kiln_buffer *b = NULL, *v = (kiln_buffer *)&v;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F64, 3 * at, 0, &b));
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "lies outside buf",
+                    kiln_buffer_view(b, at, 2 * at + 1, &v));
+  assert_null(v);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "count is 0",
+                    kiln_buffer_view(b, 0, 0, &v));
+  char want[256];
+  snprintf(
+    want, sizeof want,
+    "not a multiple of the device's base-address alignment of %zu bytes "
+    "(CL_DEVICE_MEM_BASE_ADDR_ALIGN); expected an offset that is a multiple of %zu "
+    "float64 elements",
+    at * sizeof(double), at);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, want, kiln_buffer_view(b, 1, 4, &v));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "out is NULL",
+                    kiln_buffer_view(b, 0, 1, NULL));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "buf is NULL",
+                    kiln_buffer_view(NULL, 0, 1, &v));
+  assert_int_equal(stats(rt).live_buffers, 1);
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+}
+
+/* Mapping: the host reads what the device holds and writes what it will
+ * see after the unmap; a mapped buffer is refused to commands; a view maps
+ * its part. */
+static void test_buffer_map(void **state)
+{
+  kiln_runtime *rt = *state;
+  enum { N = 1000 };
+  int32_t src[N], got[N];
+  for (int i = 0; i < N; i++)
+    src[i] = 3 * i - 7;
+  kiln_buffer *b = NULL, *v = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_I32, N, 0, &b));
+  assert_kiln_ok(rt, kiln_buffer_write_async(b, 0, N, src));
+  int32_t *p = NULL;
+  assert_kiln_ok(rt, kiln_buffer_map(b, KILN_MAP_READ | KILN_MAP_WRITE, (void **)&p));
+  assert_non_null(p);
+  for (int i = 0; i < N; i++) /* the map waited for the write */
+    assert_int_equal(p[i], src[i]);
+  for (int i = 0; i < N; i++)
+    p[i] = -p[i];
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "buf is mapped into host memory",
+                    kiln_buffer_read(b, 0, N, got));
+  void *again = NULL;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "mapped already",
+                    kiln_buffer_map(b, KILN_MAP_READ, &again));
+  assert_null(again);
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "is not where the buffer is mapped",
+                    kiln_buffer_unmap(b, got));
+  assert_kiln_ok(rt, kiln_buffer_unmap(b, p));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, N, got));
+  for (int i = 0; i < N; i++)
+    assert_int_equal(got[i], -src[i]);
+  /* a view maps its part only */
+  size_t at = view_align(rt) / sizeof(int32_t);
+  assert_kiln_ok(rt, kiln_buffer_view(b, at, 5, &v));
+  assert_kiln_ok(rt, kiln_buffer_map(v, KILN_MAP_READ, (void **)&p));
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(p[i], -src[at + (size_t)i]);
+  assert_kiln_ok(rt, kiln_buffer_unmap(v, p));
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "flags 0x4",
+                    kiln_buffer_map(b, 4, (void **)&p));
+  assert_kiln_ok(rt, kiln_buffer_destroy(v));
+  /* destroyed while mapped: unmapped first, and the memory is whole */
+  assert_kiln_ok(rt, kiln_buffer_map(b, KILN_MAP_WRITE, (void **)&p));
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+  assert_kiln_ok(rt, kiln_finish(rt));
+}
+
+/* kiln_buffer_wrap()'s rules (kiln.h): what the device writes is in the
+ * host array once a read map returns, and the map gives the array itself;
+ * what the host writes reaches the device through a write map. */
+static void test_buffer_wrap_coherence(void **state)
+{
+  kiln_runtime *rt = *state;
+  enum { N = 256 };
+  float *host = aligned_alloc(4096, N * sizeof *host), got[N];
+  for (int i = 0; i < N; i++)
+    host[i] = (float)i;
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(rt, kiln_buffer_wrap(rt, KILN_F32, N, host, &b));
+  const float half = 0.5f;
+  assert_kiln_ok(rt, kiln_buffer_fill(b, 10, 20, &half)); /* the device writes */
+  float *p = NULL;
+  assert_kiln_ok(rt, kiln_buffer_map(b, KILN_MAP_READ, (void **)&p));
+  assert_ptr_equal(p, host);
+  for (int i = 0; i < N; i++)
+    assert_true(host[i] == (i >= 10 && i < 30 ? 0.5f : (float)i));
+  assert_kiln_ok(rt, kiln_buffer_unmap(b, p));
+  assert_kiln_ok(rt, kiln_buffer_map(b, KILN_MAP_WRITE, (void **)&p));
+  p[100] = -100; /* the host writes */
+  assert_kiln_ok(rt, kiln_buffer_unmap(b, p));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 100, 1, got));
+  assert_true(got[0] == -100);
+  assert_kiln_ok(rt, kiln_buffer_destroy(b));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  free(host);
+}
+
 /* A command enqueued without waiting that fails on the device is reported by
  * the next kiln_finish(), naming the call that enqueued it; then the runtime
  * carries on. */
@@ -847,6 +1019,10 @@ int main(void)
     cmocka_unit_test(test_buffer_transfer_faults),
     cmocka_unit_test(test_buffer_async_failure_reported_by_finish),
     cmocka_unit_test(test_buffer_many_pending_commands),
+    cmocka_unit_test(test_buffer_views),
+    cmocka_unit_test(test_buffer_view_refused),
+    cmocka_unit_test(test_buffer_map),
+    cmocka_unit_test(test_buffer_wrap_coherence),
   };
   return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
 }

@@ -180,6 +180,60 @@ static void test_kernels_kernel_api_errors(void **state)
   assert_kiln_ok(rt, kiln_finish(rt));
 }
 
+/* Views wherever a buffer goes: saxpy on views of one buffer, and a GEMM
+ * whose A, B and C are views of another, each against loops over small
+ * integers (exact in float). */
+static void test_kernels_views_in_kernels_and_ops(void **state)
+{
+  kiln_runtime *rt = *state;
+  cl_uint bits = 0;
+  assert_int_equal(clGetDeviceInfo(kiln_runtime_cl_device(rt),
+                                   CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits,
+                                   NULL),
+                   CL_SUCCESS);
+  size_t at = bits / 8 / sizeof(float); /* elements between views */
+  enum { M = 7, N = 5, K = 9 };
+  size_t stride = at * ((M * K + at - 1) / at); /* each matrix on a boundary */
+  float *host = calloc(3 * stride, sizeof *host), c[M * N];
+  for (size_t i = 0; i < M * K; i++)
+    host[i] = (float)((int)(i % 7) - 3);
+  for (size_t i = 0; i < K * N; i++)
+    host[stride + i] = (float)((int)(i % 5) - 2);
+  kiln_buffer *all = NULL, *a = NULL, *b = NULL, *cv = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 3 * stride, 0, &all));
+  assert_kiln_ok(rt, kiln_buffer_write(all, 0, 3 * stride, host));
+  assert_kiln_ok(rt, kiln_buffer_view(all, 0, M * K, &a));
+  assert_kiln_ok(rt, kiln_buffer_view(all, stride, K * N, &b));
+  assert_kiln_ok(rt, kiln_buffer_view(all, 2 * stride, M * N, &cv));
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, KILN_F32, M, N, K);
+  assert_kiln_ok(rt, kiln_gemm(rt, &d, a, b, cv));
+  /* y = 2 x + y with x the view of A and y the view of C's first M */
+  kiln_program *p = NULL;
+  kiln_kernel *k = NULL;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, NULL, &p));
+  assert_kiln_ok(rt, kiln_kernel_create(p, "saxpy", &k));
+  assert_kiln_ok(rt, kiln_kernel_set_args(k, "fbbi", 2.0, a, cv, (int32_t)M));
+  assert_kiln_ok(rt, kiln_kernel_launch(k, 1, (size_t[]){M}, NULL));
+  assert_kiln_ok(rt, kiln_buffer_read(cv, 0, M * N, c));
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double want = 0;
+      for (int q = 0; q < K; q++)
+        want += (double)host[i * K + q] * host[stride + (size_t)(q * N + j)];
+      int e = i * N + j;
+      if (e < M)
+        want += 2.0 * host[e];
+      if (c[e] != want)
+        fail_msg("C[%d][%d] = %g through views; expected %g", i, j, c[e], want);
+    }
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(p);
+  kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(cv);
+  assert_kiln_ok(rt, kiln_buffer_destroy(all));
+  free(host);
+}
+
 /* The counters of a runtime that built saxpy; dir is copied into `where`,
  * since the runtime that owned it is gone. */
 static char where[256];
@@ -412,6 +466,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_kernels_program_from_source_and_file),
     cmocka_unit_test(test_kernels_build_error_has_log),
     cmocka_unit_test(test_kernels_kernel_api_errors),
+    cmocka_unit_test(test_kernels_views_in_kernels_and_ops),
     cmocka_unit_test(test_kernels_cache_hit_after_miss),
     cmocka_unit_test(test_kernels_cache_entry_refused_by_driver),
     cmocka_unit_test(test_kernels_cl_dir_joins_as_embedded),

@@ -758,14 +758,65 @@ KILN_API kiln_status kiln_buffer_create(kiln_runtime *rt, kiln_dtype dtype, size
  * The memory stays the caller's: it must outlive the buffer and be aligned to
  * the element size; its contents are what the device sees at first use.
  * Counted against the memory limit like any buffer, because a discrete GPU
- * may mirror it. Returns the same statuses as kiln_buffer_create(). */
+ * may mirror it. Returns the same statuses as kiln_buffer_create().
+ * Coherence, as OpenCL defines it: a discrete GPU may work on a copy, so
+ *  - what the device writes is in the host array once kiln_buffer_map()
+ *    with KILN_MAP_READ returns (the pointer it gives is the host array
+ *    itself, and on a CPU device or an integrated GPU the map copies
+ *    nothing), or after kiln_buffer_read() into it; before that, after
+ *    kiln_finish() alone, the array may still hold the old values;
+ *  - what the host writes into the array after the first use reaches the
+ *    device only through kiln_buffer_map() with KILN_MAP_WRITE and
+ *    kiln_buffer_unmap(), or kiln_buffer_write(). */
 KILN_API kiln_status kiln_buffer_wrap(kiln_runtime *rt, kiln_dtype dtype, size_t count,
                                       void *host, kiln_buffer **out);
 
 /*! kiln_buffer_destroy() :
- * Releases the buffer once the commands already enqueued on it have run.
- * NULL is ignored. @return : KILN_OK. */
+ * Releases the buffer once the commands already enqueued on it have run
+ * (and unmaps it first when it is mapped). NULL is ignored.
+ * @return : KILN_OK; KILN_ERR_BUSY while views of it are alive (the
+ *           buffer is then left as it was). */
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf);
+
+/*! kiln_buffer_view() :
+ * A buffer that is elements [offset, offset + count) of buf, without a
+ * copy: usable wherever a buffer is (operations, kiln_kernel_set_buffer(),
+ * transfers, more views), where its first element is index 0. Writes
+ * through either are writes to the same memory. The view holds no memory
+ * of its own (it counts as a live buffer of 0 bytes) and must be destroyed,
+ * with kiln_buffer_destroy(), before buf. A view of a view is a view of the
+ * first buffer.
+ * @return : KILN_OK; KILN_ERR_OUT_OF_BOUNDS when the range leaves buf;
+ *           KILN_ERR_INVALID_ARGUMENT (NULL, count 0, or an offset whose
+ *             bytes are not a multiple of the device's base-address
+ *             alignment, CL_DEVICE_MEM_BASE_ADDR_ALIGN: 128 bytes on PoCL,
+ *             up to 4096 on GPUs; the message gives the multiple to use). */
+KILN_API kiln_status kiln_buffer_view(kiln_buffer *buf, size_t offset, size_t count,
+                                      kiln_buffer **out);
+
+/* Flags for kiln_buffer_map(). */
+#define KILN_MAP_READ 1u  /* the host reads: the device's data is there */
+#define KILN_MAP_WRITE 2u /* the host writes: the device sees it after unmap */
+
+/*! kiln_buffer_map() :
+ * Gives the host the whole buffer at *host, after everything enqueued
+ * before (it waits): where the device shares host memory (CPU devices,
+ * integrated GPUs) this is the buffer's own memory and nothing is copied;
+ * elsewhere the driver copies. Until kiln_buffer_unmap(), kiln refuses the
+ * buffer to every command (KILN_ERR_INVALID_ARGUMENT: transfers,
+ * operations, kiln_kernel_set_buffer()), as OpenCL leaves such use
+ * undefined; map a view to give the host part of a buffer.
+ * @flags : KILN_MAP_READ, KILN_MAP_WRITE or both.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, bad flags, mapped
+ *           already); KILN_ERR_OPENCL and others of the driver's map. */
+KILN_API kiln_status kiln_buffer_map(kiln_buffer *buf, unsigned flags, void **host);
+
+/*! kiln_buffer_unmap() :
+ * Ends the map that gave host (enqueued: commands enqueued after it see
+ * what the host wrote); host must not be used after.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT when host is not where buf
+ *           is mapped. */
+KILN_API kiln_status kiln_buffer_unmap(kiln_buffer *buf, void *host);
 
 /* Getters: 0 or KILN_DTYPE 0 / NULL for buf == NULL. */
 KILN_API kiln_dtype kiln_buffer_dtype(const kiln_buffer *buf);
