@@ -313,8 +313,8 @@ static kiln_status reuse(kiln_buffer *b, const char *fn, kiln_dtype dtype, size_
   if (flags & KILN_BUFFER_ZERO) {
     static const unsigned char zero[16] = {0};
     cl_event ev = NULL;
-    cl_int err = clEnqueueFillBuffer(rt->queue, b->mem, zero, kiln_dtype_size(dtype), 0,
-                                     bytes, 0, NULL, &ev);
+    cl_int err = clEnqueueFillBuffer(kiln__queue(rt), b->mem, zero,
+                                     kiln_dtype_size(dtype), 0, bytes, 0, NULL, &ev);
     kiln_status st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
                                                        "%s: zeroing %zu %s elements", fn,
                                                        count, kiln_dtype_name(dtype))
@@ -652,13 +652,13 @@ static void profile_blocking(kiln_runtime *rt, cl_event ev, const char *fn)
 }
 
 /* The queue an internal command goes on and its wait list: lane's, or the
- * runtime's queue with nothing to wait for. */
-static cl_command_queue lane_queue(const kiln_runtime *rt, const kiln__lane *lane,
+ * thread's queue of the runtime with nothing to wait for. */
+static cl_command_queue lane_queue(kiln_runtime *rt, const kiln__lane *lane,
                                    cl_uint *nwait, const cl_event **wait)
 {
   *nwait = lane ? lane->nwait : 0;
   *wait = lane && lane->nwait ? lane->wait : NULL;
-  return lane ? lane->queue : rt->queue;
+  return lane ? lane->queue : kiln__queue(rt);
 }
 
 static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offset,
@@ -759,8 +759,9 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
   kiln__profile_describe(&ps, "opencl", 2 * (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(src->dtype));
   cl_event ev = NULL;
-  cl_int err = clEnqueueCopyBuffer(rt->queue, src->mem, dst->mem, src_offset * esize,
-                                   dst_offset * esize, count * esize, 0, NULL, &ev);
+  cl_int err =
+    clEnqueueCopyBuffer(kiln__queue(rt), src->mem, dst->mem, src_offset * esize,
+                        dst_offset * esize, count * esize, 0, NULL, &ev);
   st = err != CL_SUCCESS
          ? kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying %zu %s elements",
                          fn, count, kiln_dtype_name(src->dtype))
@@ -788,8 +789,8 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t co
   kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(buf->dtype));
   cl_event ev = NULL;
-  cl_int err = clEnqueueFillBuffer(rt->queue, buf->mem, value, esize, offset * esize,
-                                   count * esize, 0, NULL, &ev);
+  cl_int err = clEnqueueFillBuffer(kiln__queue(rt), buf->mem, value, esize,
+                                   offset * esize, count * esize, 0, NULL, &ev);
   st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
                                          "%s: filling %zu %s elements at offset %zu", fn,
                                          count, kiln_dtype_name(buf->dtype), offset)

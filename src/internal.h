@@ -425,6 +425,9 @@ struct kiln_runtime {
                                    for the work on `queue` */
   cl_command_queue copy_queue;  /* in order, profiling: the host loops' transfers,
                                    beside the compute on `queue` (ops/host.c) */
+  struct kiln_stream **streams; /* the caller's streams (stream.c); under lock */
+  size_t nstreams, cap_streams;
+  unsigned stream_ids; /* streams made so far: the next one's number - 1 */
   /* kernels: the builtin programs, built on first use (program.c) */
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
@@ -468,6 +471,8 @@ struct kiln_buffer {
   int wrapped;                   /* mem is the caller's host memory, or a view's
                                     sub-buffer: never pooled */
   struct kiln_buffer *next_free; /* in the pool's list of its class */
+  cl_event *fence;               /* in the pool: kiln__fence() of its release */
+  cl_uint nfence;
   struct kiln_buffer *parent;    /* a view's buffer (buffer_view.c), else NULL */
   size_t views;                  /* views of this buffer alive; under rt->lock */
   size_t view_offset;            /* a view's first element in parent */
@@ -487,6 +492,41 @@ void kiln__buffer_count_view(kiln_runtime *rt, int delta);
 
 /* Releases a view (buffer_view.c): its sub-buffer, its count. */
 void kiln__view_destroy(kiln_buffer *v);
+
+/* ---- streams (stream.c) ------------------------------------------------- */
+
+/* The queue this thread's calls on rt go to: its bound stream's, else the
+ * runtime's. Every command kiln enqueues for the caller goes there. */
+cl_command_queue kiln__queue(kiln_runtime *rt);
+
+/* Which of rt's queues q is, for the trace: 0 the runtime's (or one not
+ * known), -1 the copy queue, k > 0 the stream numbered k, in the order the
+ * runtime made its streams. */
+int kiln__queue_lane(kiln_runtime *rt, cl_command_queue q);
+
+/* With streams, a flushed marker on every queue of rt (the runtime's, then
+ * each stream's) into a malloc'd *fence of *n events; none (*n 0)
+ * without. For the pool: a block waits for its fence. */
+cl_int kiln__fence(kiln_runtime *rt, cl_event **fence, cl_uint *n);
+
+/* clFinish on every stream; the first failure into *first_err, when it is
+ * still CL_SUCCESS. */
+void kiln__streams_finish(kiln_runtime *rt, cl_int *first_err);
+
+/* State that the runs of some object share whatever queue they go on (an
+ * FFT plan's scratch): the queue of its last run, and a marker after it
+ * (NULL when none was needed). Held under the object's own lock. */
+typedef struct kiln__serial {
+  cl_command_queue queue;
+  cl_event last;
+} kiln__serial;
+
+/* Before a run: on another queue than the last run's, the current queue
+ * waits for that run. */
+kiln_status kiln__serial_begin(kiln_runtime *rt, kiln__serial *s, const char *fn);
+/* After a run's commands are enqueued. */
+void kiln__serial_end(kiln_runtime *rt, kiln__serial *s);
+void kiln__serial_free(kiln__serial *s);
 
 /* Checks an operation's operand before anything is enqueued: not NULL,
  * rt's, of dtype `want`, and holding at least `need` elements. fn names the

@@ -390,7 +390,7 @@ static kiln_status kiln__enqueue(kiln_runtime *rt, const char *what, const char 
 {
   cl_event ev = NULL;
   cl_int err =
-    clEnqueueNDRangeKernel(rt->queue, k, dims, NULL, global, local, 0, NULL, &ev);
+    clEnqueueNDRangeKernel(kiln__queue(rt), k, dims, NULL, global, local, 0, NULL, &ev);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(rt, err, "clEnqueueNDRangeKernel", "%s: launching %s", what,
                          name);

@@ -21,8 +21,11 @@
  * command on that buffer was enqueued (kiln.h says so). A block handed out
  * again is therefore only ever touched by commands enqueued later on the
  * same queue, which start after every command of its previous owner has
- * finished: PyTorch's rule for a block reused on its own stream. The other
- * queues: the one that makes new buffers resident only ever sees fresh
+ * finished: PyTorch's rule for a block reused on its own stream. With the
+ * caller's streams (stream.c) a buffer may have been used on any queue, so
+ * a block released then carries a fence, a marker on every queue, and
+ * serves a new buffer only once all have passed (a block still fenced is
+ * skipped, never waited for). The other internal queues: the one that makes new buffers resident only ever sees fresh
  * blocks; the copy queue of the host loops (ops/host.c) starts with a wait
  * for everything on the runtime's queue, and is finished before the loop
  * destroys its buffers. Memory the caller hands to its own queues through
@@ -67,6 +70,39 @@ size_t kiln__pool_block_bytes(const kiln_runtime *rt, size_t bytes)
   return size <= kiln__runtime_device(rt)->info.max_alloc_bytes ? size : bytes;
 }
 
+/* Drops a block's fence (its events). */
+static void unfence(kiln_buffer *b)
+{
+  for (cl_uint i = 0; i < b->nfence; i++)
+    clReleaseEvent(b->fence[i]);
+  free(b->fence);
+  b->fence = NULL;
+  b->nfence = 0;
+}
+
+/* Whether every queue has passed b's release (always, without streams). */
+static int fence_passed(const kiln_buffer *b)
+{
+  for (cl_uint i = 0; i < b->nfence; i++) {
+    cl_int status = CL_QUEUED;
+    if (clGetEventInfo(b->fence[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                       &status, NULL) != CL_SUCCESS ||
+        status > CL_COMPLETE)
+      return 0;
+  }
+  return 1;
+}
+
+/* The link that holds the first block of list *at of at least `bytes`
+ * whose fence has passed, or NULL. */
+static kiln_buffer **first_ready(kiln_buffer **at, size_t bytes)
+{
+  for (; *at; at = &(*at)->next_free)
+    if ((*at)->block >= bytes && fence_passed(*at))
+      return at;
+  return NULL;
+}
+
 kiln_buffer *kiln__pool_take(kiln_runtime *rt, size_t bytes)
 {
   kiln__pool *p = &rt->pool;
@@ -76,14 +112,14 @@ kiln_buffer *kiln__pool_take(kiln_runtime *rt, size_t bytes)
   pthread_mutex_lock(&rt->lock);
   /* Every block of class c holds the request; an exact-size block that
    * holds it may be one class below (kiln__pool_give). */
-  kiln_buffer **at = &p->free[c];
-  if (!*at && c > 0)
-    for (at = &p->free[c - 1]; *at && (*at)->block < bytes;)
-      at = &(*at)->next_free;
-  kiln_buffer *b = *at;
+  kiln_buffer **at = first_ready(&p->free[c], bytes);
+  if (!at && c > 0)
+    at = first_ready(&p->free[c - 1], bytes);
+  kiln_buffer *b = at ? *at : NULL;
   if (b) {
     *at = b->next_free;
     b->next_free = NULL;
+    unfence(b);
     p->cached -= b->block;
     p->hits++;
     rt->mem_current += b->block;
@@ -108,6 +144,8 @@ int kiln__pool_give(kiln_buffer *b)
    * files under the class below, each of whose requests it holds. */
   if (size > b->block && c > 0)
     c--;
+  if (kiln__fence(rt, &b->fence, &b->nfence) != CL_SUCCESS)
+    return 0; /* released instead: OpenCL frees it after its commands */
   pthread_mutex_lock(&rt->lock);
   rt->mem_current -= b->block;
   rt->live_buffers--;
@@ -140,6 +178,7 @@ uint64_t kiln__pool_trim(kiln_runtime *rt)
   while (all) { /* outside the lock: the driver may take its time */
     kiln_buffer *b = all;
     all = b->next_free;
+    unfence(b);
     clReleaseMemObject(b->mem);
     free(b);
   }

@@ -88,9 +88,8 @@ void kiln__profile_attach(kiln_runtime *rt, cl_event ev, const char *label)
   c->ev = ev;
   snprintf(c->label, sizeof c->label, "%s", label);
   cl_command_queue q = NULL;
-  c->copy =
-    clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS &&
-    q == rt->copy_queue;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS)
+    c->lane = kiln__queue_lane(rt, q);
 }
 
 void kiln__profile_marker(kiln_runtime *rt)
@@ -99,7 +98,7 @@ void kiln__profile_marker(kiln_runtime *rt)
   if (!ps || ps->rt != rt || ps->ncmds)
     return;
   cl_event ev = NULL;
-  if (clEnqueueMarkerWithWaitList(rt->queue, 0, NULL, &ev) != CL_SUCCESS) {
+  if (clEnqueueMarkerWithWaitList(kiln__queue(rt), 0, NULL, &ev) != CL_SUCCESS) {
     ps->lost = 1; /* the call's start would be wrong */
     return;
   }
@@ -252,7 +251,7 @@ static cl_int align_clocks(kiln_runtime *rt, int64_t *offset)
 {
   cl_event ev = NULL;
   uint64_t t0 = kiln__now_ns();
-  cl_int err = clEnqueueMarkerWithWaitList(rt->queue, 0, NULL, &ev);
+  cl_int err = clEnqueueMarkerWithWaitList(kiln__queue(rt), 0, NULL, &ev);
   uint64_t t1 = kiln__now_ns();
   cl_ulong queued = 0;
   if (err == CL_SUCCESS) {

@@ -16,7 +16,8 @@ typedef struct kiln__prof_cmd {
   cl_event ev;
   char label[48]; /* the kernel's name, or the call that enqueued it */
   cl_ulong queued, submit, start, end;
-  int copy; /* on the runtime's copy queue (ops/host.c), not its queue */
+  int lane; /* its queue: 0 the runtime's, -1 the copy queue (ops/host.c),
+               k > 0 the caller's stream numbered k (kiln__queue_lane) */
 } kiln__prof_cmd;
 
 enum { KILN__PROF_PENDING, KILN__PROF_DONE, KILN__PROF_FAILED };

@@ -118,6 +118,7 @@ static void runtime_free(kiln_runtime *rt)
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);
+  free(rt->streams);
   if (rt->copy_queue)
     clReleaseCommandQueue(rt->copy_queue);
   if (rt->alloc_queue)
@@ -210,7 +211,13 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
   pthread_mutex_lock(&rt->lock);
   uint64_t live = rt->live_buffers, held = rt->mem_current;
   uint64_t programs = rt->live_programs, kernels = rt->live_kernels;
+  size_t streams = rt->nstreams;
   pthread_mutex_unlock(&rt->lock);
+  if (streams)
+    return kiln__fail(rt, KILN_ERR_BUSY,
+                      "kiln_runtime_destroy: this runtime still has %zu stream%s alive; "
+                      "destroy %s first with kiln_stream_destroy()",
+                      streams, streams == 1 ? "" : "s", streams == 1 ? "it" : "them");
   if (programs || kernels || live) {
     char b[32];
     return kiln__fail(rt, KILN_ERR_BUSY,
@@ -308,6 +315,7 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
   cl_int err = clFinish(rt->queue), copy_err = clFinish(rt->copy_queue);
   if (err == CL_SUCCESS)
     err = copy_err;
+  kiln__streams_finish(rt, &err);
   pthread_mutex_lock(&rt->lock);
   reap_finished(rt); /* everything has finished: this empties the list */
   if (rt->profile)

@@ -13,9 +13,11 @@
  * Tracks (tid): DEVICE_TID holds one event per call, from its first
  * command's start to its last command's end; COMMANDS_TID one per command
  * (kernels by name); COPY_TID the transfers of the copy queue, which the
- * host loops (ops/host.c) run beside the compute, so that their overlap
- * shows (each is one command, not repeated on COMMANDS_TID); HOST_TID + n
- * the calls of host thread n, from entry to return. Device times are moved onto the host's clock with the offset
+ * host loops (ops/host.c) run beside the compute, and STREAM_TID + k the
+ * calls on the caller's stream k (stream.c), so that work on other queues
+ * shows beside the runtime's (their commands are not repeated on
+ * COMMANDS_TID, which is the runtime queue's); HOST_TID + n the calls of
+ * host thread n, from entry to return. Device times are moved onto the host's clock with the offset
  * measured at creation (profile.c), and every time counts from the
  * runtime's creation.
  */
@@ -32,6 +34,13 @@
 #define COMMANDS_TID 2
 #define COPY_TID 3
 #define HOST_TID 10
+#define STREAM_TID 10000 /* after any host thread's */
+
+/* The track of a call whose first command went on queue `lane`. */
+static int lane_tid(int lane)
+{
+  return lane == 0 ? DEVICE_TID : lane < 0 ? COPY_TID : STREAM_TID + lane;
+}
 
 /* Writes s as a JSON string: quotes, backslashes and control characters
  * escaped; other bytes (UTF-8) as they are. */
@@ -110,14 +119,14 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
   if (op->state != KILN__PROF_DONE)
     return;
   double d0 = device_us(p, op->start), d1 = device_us(p, op->end);
-  int copy = op->ncmds && op->cmds[0].copy, device = copy ? COPY_TID : DEVICE_TID;
+  int lane = op->ncmds ? op->cmds[0].lane : 0, device = lane_tid(lane);
   put_complete(f, op->name, "device", pid, device, d0, d1 - d0);
   put_call_args(f, op);
   fprintf(f,
           ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
           "\"host_us\":%.3f}}",
           op->ncmds, device_us(p, op->queued), device_us(p, op->submit), h1 - h0);
-  for (size_t i = 0; i < op->ncmds && !copy; i++) {
+  for (size_t i = 0; i < op->ncmds && lane == 0; i++) {
     const kiln__prof_cmd *c = &op->cmds[i];
     double c0 = device_us(p, c->start), c1 = device_us(p, c->end);
     put_complete(f, c->label, "command", pid, COMMANDS_TID, c0, c1 - c0);
@@ -136,7 +145,8 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
           id, pid, device, d0);
 }
 
-/* Names the tracks: the process, the device's three, one per host thread. */
+/* Names the tracks: the process, the device's (one per queue), one per host
+ * thread. */
 static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
 {
   const kiln__profiler *p = rt->prof;
@@ -151,6 +161,24 @@ static void put_tracks(FILE *f, kiln_runtime *rt, int pid)
   put_meta(f, pid, DEVICE_TID, "thread_name", "device: calls", 1);
   put_meta(f, pid, COMMANDS_TID, "thread_name", "device: commands", 2);
   put_meta(f, pid, COPY_TID, "thread_name", "device: copy queue", 3);
+  int *seen = NULL; /* the streams' tracks, each named once */
+  size_t nseen = 0;
+  for (size_t i = 0; i < p->nops; i++) {
+    int lane = p->ops[i].ncmds ? p->ops[i].cmds[0].lane : 0;
+    size_t j = 0;
+    while (j < nseen && seen[j] != lane)
+      j++;
+    if (lane <= 0 || j < nseen)
+      continue;
+    int *grown = realloc(seen, (nseen + 1) * sizeof *seen);
+    if (!grown)
+      break; /* the track goes unnamed */
+    seen = grown;
+    seen[nseen++] = lane;
+    snprintf(name, sizeof name, "device: stream %d", lane);
+    put_meta(f, pid, lane_tid(lane), "thread_name", name, 3 + lane);
+  }
+  free(seen);
   unsigned named = 0; /* host threads are numbered 1, 2, ...: name up to the last seen */
   for (size_t i = 0; i < p->nops; i++)
     named = p->ops[i].thread > named ? p->ops[i].thread : named;

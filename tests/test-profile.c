@@ -775,8 +775,52 @@ static void test_profile_trace_host_overlap(void **state)
   assert_int_equal(device_events(events, "write", 3, ws, we, CAP), 0);
   json_object_put(root);
 }
+/* Calls on a stream go on a track of their own, named after the stream;
+ * the runtime queue's stay on track 1. */
+static void test_profile_trace_streams(void **state)
+{
+  (void)state;
+  char path[128];
+  tmp_path(path, sizeof path, "streams.json");
+  kiln_runtime *rt = runtime_with(1, path);
+  kiln_buffer *b = NULL;
+  float v[64] = {0};
+  kiln_stream *s = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 64, 0, &b));
+  assert_kiln_ok(rt, kiln_stream_create(rt, &s));
+  assert_kiln_ok(rt, kiln_stream_use(rt, s));
+  assert_kiln_ok(rt, kiln_buffer_write(b, 0, 64, v));
+  assert_kiln_ok(rt, kiln_stream_use(rt, NULL));
+  assert_kiln_ok(rt, kiln_buffer_read(b, 0, 64, v));
+  assert_kiln_ok(rt, kiln_stream_destroy(s));
+  kiln_buffer_destroy(b);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  json_object *root = json_object_from_file(path), *events;
+  assert_non_null(root);
+  assert_true(json_object_object_get_ex(root, "traceEvents", &events));
+  double ts[4], end[4];
+  assert_int_equal(device_events(events, "write", 10001, ts, end, 4), 1);
+  assert_int_equal(device_events(events, "read", 1, ts, end, 4), 1);
+  int named = 0;
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    json_object *e = json_object_array_get_idx(events, i), *args, *name;
+    named += !strcmp(str_of(e, "ph"), "M") && num_of(e, "tid") == 10001 &&
+             json_object_object_get_ex(e, "args", &args) &&
+             json_object_object_get_ex(args, "name", &name) &&
+             !strcmp(json_object_get_string(name), "device: stream 1");
+  }
+  assert_int_equal(named, 1);
+  json_object_put(root);
+  remove(path);
+}
 #else
 static void test_profile_trace_host_overlap(void **state)
+{
+  (void)state;
+  skip(); /* the trace is read with json-c */
+}
+
+static void test_profile_trace_streams(void **state)
 {
   (void)state;
   skip(); /* the trace is read with json-c */
@@ -823,8 +867,9 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_profile_ops),
     cmocka_unit_test(test_profile_trace_ops),
     cmocka_unit_test(test_profile_trace_host_overlap),
+    cmocka_unit_test(test_profile_trace_streams),
   };
   size_t count = sizeof tests / sizeof tests[0];
-  return _cmocka_run_group_tests("profile", tests, core ? count - 3 : count, group_setup,
+  return _cmocka_run_group_tests("profile", tests, core ? count - 4 : count, group_setup,
                                  group_teardown);
 }

@@ -386,7 +386,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
 KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt);
 
 /*! kiln_finish() :
- * Waits until everything enqueued on the runtime's queue has finished.
+ * Waits until everything enqueued on the runtime has finished: on its queue
+ * and on every stream of it.
  * @return : KILN_OK, or the status of the first enqueued command that failed
  *           since the last kiln_finish() (KILN_ERR_OUT_OF_MEMORY when the
  *           driver could not allocate at first use, KILN_ERR_OPENCL ...). */
@@ -862,6 +863,91 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
  * of the buffer's dtype (e.g. a float for KILN_F32, two for KILN_C32). */
 KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t count,
                                       const void *value);
+
+/*====================================================================
+ * Streams and events
+ *====================================================================*/
+
+/* A runtime runs its work on one in-order queue. A stream is another queue
+ * of the same runtime, on the model of CUDA's streams: work on two streams
+ * may run at the same time (a transfer on one beside a kernel on the
+ * other), and buffers are usable from every stream of their runtime.
+ *
+ *   kiln_stream *copy;  kiln_event *ready;
+ *   kiln_stream_create(rt, &copy);
+ *   kiln_stream_use(rt, copy);            // this thread's calls on rt: copy
+ *   kiln_buffer_write_async(next, 0, n, host);
+ *   kiln_event_record(rt, &ready);        // the point copy has reached
+ *   kiln_stream_use(rt, NULL);            // back to the runtime's queue
+ *   kiln_gemm(rt, &d, a, b, c);           // runs while `next` goes in
+ *   kiln_stream_wait_event(rt, ready);    // later work waits for the copy
+ *   kiln_gemm(rt, &d, next, b, c2);
+ *
+ * The binding is per thread: kiln_stream_use() changes where the calling
+ * thread's later calls on rt go (every call that enqueues: operations,
+ * transfers, fills, copies, kernel launches, maps), and nothing for other
+ * threads. Ordering between streams is yours, through events, as in CUDA;
+ * kiln keeps its own state safe across streams (its memory pool reuses a
+ * block only after every queue has passed its release; an FFT plan's run
+ * on another stream waits for its last run). kiln_finish() waits for all
+ * streams. Destroy streams before their runtime (KILN_ERR_BUSY). */
+
+typedef struct kiln_stream kiln_stream;
+typedef struct kiln_event kiln_event;
+
+/*! kiln_stream_create() :
+ * A new in-order queue of the runtime's device, with profiling.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_OPENCL. */
+KILN_API kiln_status kiln_stream_create(kiln_runtime *rt, kiln_stream **out);
+
+/*! kiln_stream_destroy() :
+ * Waits for the stream's work, then releases it (and unbinds it from the
+ * calling thread; no other thread may still use it). NULL is ignored.
+ * Failures of its commands go to kiln_finish(). @return : KILN_OK. */
+KILN_API kiln_status kiln_stream_destroy(kiln_stream *s);
+
+/*! kiln_stream_use() :
+ * Sends the calling thread's later calls on rt to stream s, or to the
+ * runtime's queue for NULL. A thread may have streams bound on up to 8
+ * runtimes at once.
+ * @return : KILN_OK; KILN_ERR_WRONG_RUNTIME (s is another runtime's);
+ *           KILN_ERR_UNSUPPORTED (a ninth runtime). */
+KILN_API kiln_status kiln_stream_use(kiln_runtime *rt, kiln_stream *s);
+
+/*! kiln_stream_finish() : waits for the work enqueued on s so far. */
+KILN_API kiln_status kiln_stream_finish(kiln_stream *s);
+
+/*! kiln_event_record() :
+ * An event that completes when everything the calling thread's queue of rt
+ * (its bound stream, or the runtime's) holds now has finished: record it
+ * after an operation or a transfer to wait for that one alone.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_OPENCL. */
+KILN_API kiln_status kiln_event_record(kiln_runtime *rt, kiln_event **out);
+
+/*! kiln_stream_wait_event() :
+ * Makes later work on the calling thread's queue of rt wait for ev (of any
+ * stream of rt), without the host waiting. */
+KILN_API kiln_status kiln_stream_wait_event(kiln_runtime *rt, const kiln_event *ev);
+
+/*! kiln_event_wait() :
+ * Waits on the host for ev. @return : KILN_OK, or the failure of a command
+ * before it (KILN_ERR_OUT_OF_MEMORY, KILN_ERR_OPENCL ...). */
+KILN_API kiln_status kiln_event_wait(const kiln_event *ev);
+
+/*! kiln_event_query() :
+ * *done = 1 when ev has completed, 0 while work before it runs; does not
+ * wait. */
+KILN_API kiln_status kiln_event_query(const kiln_event *ev, int *done);
+
+/*! kiln_event_elapsed() :
+ * Milliseconds of device time from start to end, two completed events
+ * (cudaEventElapsedTime): record one before and one after the work to time.
+ * @return : KILN_OK; KILN_ERR_BUSY when one has not completed yet. */
+KILN_API kiln_status kiln_event_elapsed(const kiln_event *start, const kiln_event *end,
+                                        double *ms);
+
+/*! kiln_event_destroy() : NULL is ignored. @return : KILN_OK. */
+KILN_API kiln_status kiln_event_destroy(kiln_event *ev);
 
 /*====================================================================
  * Kernels

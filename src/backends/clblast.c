@@ -389,7 +389,7 @@ static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
     g->trans_a == KILN_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose tb =
     g->trans_b == KILN_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  cl_command_queue queue = rt->queue;
+  cl_command_queue queue = kiln__queue(rt);
   cl_event ev = NULL;
   const char *call = "CLBlast";
   kiln__clblast_use(rt);

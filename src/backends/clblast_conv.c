@@ -187,7 +187,7 @@ static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */
   for (size_t first = 0; first < d->n; first += chunk) {
     size_t count = d->n - first < chunk ? d->n - first : chunk;
-    cl_command_queue queue = rt->queue;
+    cl_command_queue queue = kiln__queue(rt);
     cl_event ev = NULL;
     int dbl = d->dtype == KILN_F64;
     kiln__clblast_lock();

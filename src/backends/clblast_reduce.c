@@ -145,7 +145,7 @@ static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
   if (why) /* the dispatcher asks cannot() first; this is a safety net */
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED, "kiln_reduce(clblast): %s", why);
   int k = find_routine(r); /* found: cannot() checked */
-  cl_command_queue queue = rt->queue;
+  cl_command_queue queue = kiln__queue(rt);
   cl_event ev = NULL;
   kiln__clblast_use(rt);
   kiln__profile_mark(rt); /* CLBlast's event is its last kernel's */

@@ -234,7 +234,8 @@ static kiln_status clfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   STEP(clfftSetPlanDistance, in_dist, out_dist)
   STEP(clfftSetPlanScale, CLFFT_FORWARD, 1.0f)
   STEP(clfftSetPlanScale, CLFFT_BACKWARD, 1.0f)
-  STEP(clfftBakePlan, 1, &rt->queue, NULL, NULL)
+  cl_command_queue queue = kiln__queue(rt);
+  STEP(clfftBakePlan, 1, &queue, NULL, NULL)
 #undef STEP
   size_t tmp_bytes = 0;
   if (err == CLFFT_SUCCESS) {
@@ -265,11 +266,12 @@ static kiln_status clfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   clfft_plan *plan = p;
   cl_mem in = f->in, out = f->out;
   cl_event ev = NULL;
+  cl_command_queue queue = kiln__queue(rt);
   kiln__profile_mark(rt); /* clFFT's event is its last kernel's */
   pthread_mutex_lock(&call_lock);
   clfftStatus err =
     clfftEnqueueTransform(plan->handle, f->d.inverse ? CLFFT_BACKWARD : CLFFT_FORWARD, 1,
-                          &rt->queue, 0, NULL, &ev, &in, &out, plan->tmp);
+                          &queue, 0, NULL, &ev, &in, &out, plan->tmp);
   pthread_mutex_unlock(&call_lock);
   if (err != CLFFT_SUCCESS)
     return fail_clfft(rt, err, "clfftEnqueueTransform", "kiln_fft(clfft): enqueueing");

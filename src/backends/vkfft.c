@@ -445,7 +445,7 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   plan->platform = dev->platform;
   plan->device = dev->id;
   plan->context = rt->context;
-  plan->queue = rt->queue;
+  plan->queue = kiln__queue(rt);
   plan->inverse = is_inverse(f);
   uint64_t size[3];
   unsigned ndim = vkfft_axes(f, size);
@@ -547,8 +547,8 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   kiln__profile_mark(rt); /* VkFFT gives back no event of its own */
   if (plan->copy_only) {
     cl_event ev = NULL;
-    cl_int err =
-      clEnqueueCopyBuffer(rt->queue, f->in, f->out, 0, 0, plan->in_bytes, 0, NULL, &ev);
+    cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, 0, 0, plan->in_bytes,
+                                     0, NULL, &ev);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer",
                            "%s: a transform of length "
@@ -557,14 +557,14 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
     return kiln__runtime_track(rt, ev, "kiln_fft(vkfft)");
   }
   if (plan->inverse) {
-    cl_int err = clEnqueueCopyBuffer(rt->queue, f->in, plan->scratch, 0, 0,
+    cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, plan->scratch, 0, 0,
                                      plan->in_bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying the input", what);
     buffer = plan->scratch;
     input = f->out;
   }
-  cl_command_queue queue = rt->queue;
+  cl_command_queue queue = kiln__queue(rt);
   VkFFTLaunchParams lp;
   memset(&lp, 0, sizeof lp);
   lp.commandQueue = &queue;
@@ -577,7 +577,7 @@ static kiln_status vkfft_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   if (res != VKFFT_SUCCESS)
     return fail_vkfft(rt, res, "VkFFTAppend", what);
   cl_event ev = NULL;
-  cl_int err = clEnqueueMarkerWithWaitList(rt->queue, 0, NULL, &ev);
+  cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, &ev);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(rt, err, "clEnqueueMarkerWithWaitList", "%s: its marker", what);
   return kiln__runtime_track(rt, ev, "kiln_fft(vkfft)");

@@ -30,7 +30,8 @@
  * A's second pass reading B's data). So each plan has a lock held while its
  * commands are enqueued: each run's commands are then consecutive on the
  * queue, which runs them in order, and the next run's first command starts
- * after the last one's has finished.
+ * after the last one's has finished. A run on another queue (a stream of
+ * the caller's, stream.c) first waits for the last run's marker.
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@ struct kiln__fft_plan {
   const kiln__fft_backend *backend;
   void *plan;
   pthread_mutex_t run_lock; /* held while a call enqueues this plan's work */
+  kiln__serial serial;      /* its last run's queue, for runs on streams */
   unsigned users;           /* calls holding the plan, under rt->lock */
   struct kiln__fft_plan *next;
 };
@@ -329,10 +331,25 @@ static void plans_free(kiln_runtime *rt, struct kiln__fft_plan *p)
   while (p) {
     struct kiln__fft_plan *next = p->next;
     p->backend->release(rt, p->plan);
+    kiln__serial_free(&p->serial);
     pthread_mutex_destroy(&p->run_lock);
     free(p);
     p = next;
   }
+}
+
+/* Enqueues a run of plan on the calling thread's queue: after the plan's
+ * last run, which may have gone on another stream (see the top). */
+static kiln_status plan_run(kiln_runtime *rt, struct kiln__fft_plan *plan,
+                            const kiln__fft *f)
+{
+  pthread_mutex_lock(&plan->run_lock);
+  kiln_status st = kiln__serial_begin(rt, &plan->serial, "kiln_fft");
+  if (st == KILN_OK)
+    st = plan->backend->run(rt, plan->plan, f);
+  kiln__serial_end(rt, &plan->serial);
+  pthread_mutex_unlock(&plan->run_lock);
+  return st;
 }
 
 /* The end of a call's hold on a plan of plan_get(). */
@@ -352,7 +369,7 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   *out = plan_find(rt, f, be);
   if (*out)
     return KILN_OK;
-  struct kiln__fft_plan *node = malloc(sizeof *node);
+  struct kiln__fft_plan *node = calloc(1, sizeof *node);
   if (!node || pthread_mutex_init(&node->run_lock, NULL) != 0) {
     free(node);
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY, "kiln_fft: no host memory for a plan");
@@ -498,9 +515,7 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
   struct kiln__fft_plan *plan = NULL;
   kiln_status st = plan_get(rt, &f, be, &plan);
   if (st == KILN_OK) {
-    pthread_mutex_lock(&plan->run_lock);
-    st = be->run(rt, plan->plan, &f);
-    pthread_mutex_unlock(&plan->run_lock);
+    st = plan_run(rt, plan, &f);
     plan_put(rt, plan);
   }
   return st;
@@ -568,9 +583,7 @@ kiln_status kiln__fft_run(kiln_runtime *rt, const kiln_fft_desc *desc,
     kiln__profile_describe(ps, kiln_backend_name(be[i]->id), profile_bytes(&f),
                            profile_flops(&f), "%s",
                            profile_shape(&f, shape, sizeof shape));
-    pthread_mutex_lock(&plan->run_lock); /* see the top of this file */
-    st = be[i]->run(rt, plan->plan, &f);
-    pthread_mutex_unlock(&plan->run_lock);
+    st = plan_run(rt, plan, &f);
     plan_put(rt, plan);
   }
   if (st == KILN_OK)

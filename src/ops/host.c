@@ -110,7 +110,7 @@ static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io
   cl_event before = NULL, in = NULL, computed = NULL;
   kiln__lane lane = {.queue = rt->copy_queue, .nwait = 1, .wait = &before};
   j->lane = &lane;
-  kiln_status st = mark(rt, rt->queue, &before);
+  kiln_status st = mark(rt, kiln__queue(rt), &before);
   if (st == KILN_OK)
     st = j->put(rt, j, 0, io[0][0]);
   lane.nwait = 0;
@@ -118,7 +118,7 @@ static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io
     st = mark(rt, rt->copy_queue, &in);
   for (size_t i = 0; i < n && st == KILN_OK; i++) {
     kiln_buffer **cur = io[i % 2], **next = io[(i + 1) % 2];
-    cl_int err = clEnqueueBarrierWithWaitList(rt->queue, 1, &in, NULL);
+    cl_int err = clEnqueueBarrierWithWaitList(kiln__queue(rt), 1, &in, NULL);
     clReleaseEvent(in);
     in = NULL;
     if (err != CL_SUCCESS)
@@ -127,7 +127,7 @@ static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io
     if (st == KILN_OK)
       st = j->run(rt, j, i, cur[0], cur[1]);
     if (st == KILN_OK)
-      st = mark(rt, rt->queue, &computed);
+      st = mark(rt, kiln__queue(rt), &computed);
     if (st == KILN_OK && i + 1 < n)
       st = j->put(rt, j, i + 1, next[0]); /* goes in while piece i computes */
     if (st == KILN_OK && i + 1 < n)
