@@ -113,8 +113,8 @@ KILN_API kiln_status kiln_buffer_map(kiln_buffer *buf, unsigned flags, void **ho
   cl_map_flags map = (flags & KILN_MAP_READ ? CL_MAP_READ : 0) |
                      (flags & KILN_MAP_WRITE ? CL_MAP_WRITE : 0);
   cl_int err;
-  void *p = clEnqueueMapBuffer(kiln__queue(rt), buf->mem, CL_TRUE, map, 0, buf->bytes, 0, NULL,
-                               NULL, &err);
+  void *p = clEnqueueMapBuffer(kiln__queue(rt), buf->mem, CL_TRUE, map, 0, buf->bytes, 0,
+                               NULL, NULL, &err);
   if (!p)
     return kiln__fail_cl(rt, err, "clEnqueueMapBuffer", "%s: mapping %zu %s elements", fn,
                          buf->count, kiln_dtype_name(buf->dtype));
@@ -134,7 +134,8 @@ KILN_API kiln_status kiln_buffer_unmap(kiln_buffer *buf, void *host)
                       "pointer kiln_buffer_map() gave",
                       fn, host, buf->mapped);
   cl_event ev = NULL;
-  cl_int err = clEnqueueUnmapMemObject(kiln__queue(buf->rt), buf->mem, host, 0, NULL, &ev);
+  cl_int err =
+    clEnqueueUnmapMemObject(kiln__queue(buf->rt), buf->mem, host, 0, NULL, &ev);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(buf->rt, err, "clEnqueueUnmapMemObject", "%s", fn);
   buf->mapped = NULL;

@@ -473,10 +473,10 @@ struct kiln_buffer {
   struct kiln_buffer *next_free; /* in the pool's list of its class */
   cl_event *fence;               /* in the pool: kiln__fence() of its release */
   cl_uint nfence;
-  struct kiln_buffer *parent;    /* a view's buffer (buffer_view.c), else NULL */
-  size_t views;                  /* views of this buffer alive; under rt->lock */
-  size_t view_offset;            /* a view's first element in parent */
-  void *mapped;                  /* the host pointer while mapped, else NULL */
+  struct kiln_buffer *parent; /* a view's buffer (buffer_view.c), else NULL */
+  size_t views;               /* views of this buffer alive; under rt->lock */
+  size_t view_offset;         /* a view's first element in parent */
+  void *mapped;               /* the host pointer while mapped, else NULL */
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);

@@ -252,8 +252,8 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   int f64 = f->d.dtype == KILN_F64;
   if (!plan->npass) { /* every length 1: the transform is a copy */
     cl_event ev = NULL;
-    cl_int err =
-      clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, 0, 0, plan->bytes, 0, NULL, &ev);
+    cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, 0, 0, plan->bytes, 0,
+                                     NULL, &ev);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: a transform of length 1",
                            what);
