@@ -64,7 +64,7 @@ KILN_CACHE=2 check "KILN_CACHE must be 0 or 1" 1 "KILN_CACHE='2' is not 0 or 1" 
 printf 'kernel void twice(global float *x) { x[get_global_id(0)] *= 2; }\n' > "$cache/ok.cl"
 printf 'kernel void broken(global float *x) { x[0] = nope; }\n' > "$cache/bad.cl"
 check "build compiles a file" 0 "ok.cl builds on .* \(compiled\)" build "$cache/ok.cl" -DTWICE
-check "build shows the log of a failure" 1 "options: -DX=1" build "$cache/bad.cl" -DX=1
+check "build shows the log of a failure" 1 "options: -cl-kernel-arg-info -DX=1" build "$cache/bad.cl" -DX=1
 check "build's log names the error" 1 "nope" build "$cache/bad.cl"
 check "build of a missing file" 1 "cannot open '/nonexistent.cl'" build /nonexistent.cl
 

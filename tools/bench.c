@@ -2,8 +2,8 @@
  * bench.c — `kiln bench`: the whole suite, or one group of it, and what
  * every group shares: options, medians, records, the per-group table (see
  * bench.h). The groups are bench_gemm.c, bench_conv.c, bench_reduce.c,
- * bench_fft.c, bench_launch.c, bench_overhead.c, bench_bandwidth.c and
- * bench_compile.c; the suite's table and the JSON, CSV and plot files are
+ * bench_fft.c, bench_launch.c, bench_overhead.c, bench_streams.c,
+ * bench_bandwidth.c and bench_compile.c; the suite's table and the JSON, CSV and plot files are
  * bench_out.c.
  *
  * Every figure is a median over repeats after a warm-up, and every result
@@ -29,9 +29,9 @@
 #define QUICK_REPEATS 3
 
 static const bench_group *const groups[] = {
-  &bench_gemm_group,      &bench_conv_group,    &bench_reduce_group,
-  &bench_fft_group,       &bench_launch_group,  &bench_overhead_group,
-  &bench_bandwidth_group, &bench_compile_group,
+  &bench_gemm_group,    &bench_conv_group,      &bench_reduce_group,
+  &bench_fft_group,     &bench_launch_group,    &bench_overhead_group,
+  &bench_streams_group, &bench_bandwidth_group, &bench_compile_group,
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 

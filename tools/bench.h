@@ -2,7 +2,7 @@
  * bench.h — what the benchmarks of `kiln bench` share: the record every
  * group produces, option parsing, medians and the per-group table (bench.c),
  * the whole suite's table, JSON, CSV and plot (bench_out.c). Each group
- * (gemm, conv, reduce, fft, launch, overhead, bandwidth, compile) describes itself in
+ * (gemm, conv, reduce, fft, launch, overhead, streams, bandwidth, compile) describes itself in
  * a bench_spec and runs through a bench_group.
  */
 #ifndef KILN_TOOLS_BENCH_H
@@ -186,7 +186,7 @@ int bench_plot(const bench_records *rs, const char *path, const char *device);
  * bench_overhead.c, bench_bandwidth.c, bench_compile.c). */
 extern const bench_group bench_gemm_group, bench_conv_group, bench_reduce_group,
   bench_fft_group, bench_launch_group, bench_overhead_group, bench_bandwidth_group,
-  bench_compile_group;
+  bench_compile_group, bench_streams_group;
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the
