@@ -453,6 +453,39 @@ static void test_oclgrind_convert(void **state)
         convert_pair(gpu_rt, all_types[f], all_types[t]);
 }
 
+/* ---- kiln_elementwise ---------------------------------------------------- */
+
+/* A generated kernel, short form and indexed (a neighbour, wrapping at n),
+ * over an odd length: Oclgrind sees every access. */
+static void test_oclgrind_elementwise(void **state)
+{
+  (void)state;
+  enum { L = 37 };
+  float x[L], y[L];
+  for (int i = 0; i < L; i++)
+    x[i] = (float)(i % 5 - 2);
+  kiln_buffer *bx = NULL, *by = NULL;
+  assert_kiln_ok(gpu_rt, kiln_buffer_create(gpu_rt, KILN_F32, L, 0, &bx));
+  assert_kiln_ok(gpu_rt, kiln_buffer_create(gpu_rt, KILN_F32, L, 0, &by));
+  assert_kiln_ok(gpu_rt, kiln_buffer_write(bx, 0, L, x));
+  kiln_elementwise *e1 = NULL, *e2 = NULL;
+  assert_kiln_ok(gpu_rt,
+                 kiln_elementwise_create(gpu_rt, "float *y, const float *x, float a",
+                                         "y = max(a * x, 0)", &e1));
+  assert_kiln_ok(gpu_rt, kiln_elementwise_create(gpu_rt, "float *y, const float *x",
+                                                 "y[i] = x[i] + x[(i + 1) % n]", &e2));
+  assert_kiln_ok(gpu_rt, kiln_elementwise_run(e1, L, by, bx, 3.0));
+  assert_kiln_ok(gpu_rt, kiln_buffer_read(by, 0, L, y));
+  for (int i = 0; i < L; i++)
+    assert_true(y[i] == fmaxf(3 * x[i], 0));
+  assert_kiln_ok(gpu_rt, kiln_elementwise_run(e2, L, by, bx));
+  assert_kiln_ok(gpu_rt, kiln_buffer_read(by, 0, L, y));
+  for (int i = 0; i < L; i++)
+    assert_true(y[i] == x[i] + x[(i + 1) % L]);
+  kiln_elementwise_destroy(e1), kiln_elementwise_destroy(e2);
+  kiln_buffer_destroy(bx), kiln_buffer_destroy(by);
+}
+
 /* ---- gemm.cl -------------------------------------------------------------- */
 
 typedef struct gemm_case {
@@ -1284,6 +1317,7 @@ int main(int argc, char **argv)
   const struct CMUnitTest tests[] = {
     T(test_oclgrind_uninit_check_is_on), /* --uninit only */
     T(test_oclgrind_convert),
+    T(test_oclgrind_elementwise),
     T(test_oclgrind_gemm_gpu_shape),
     T(test_oclgrind_gemm_gpu_corners),
     T(test_oclgrind_gemm_cpu_shape),

@@ -1042,6 +1042,52 @@ KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *forma
 KILN_API kiln_status kiln_kernel_launch(kiln_kernel *kernel, unsigned dims,
                                         const size_t *global, const size_t *local);
 
+/*! kiln_elementwise_create() :
+ * A kernel from an expression, in the spirit of PyOpenCL's
+ * ElementwiseKernel and ArrayFire's JIT:
+ *
+ *   kiln_elementwise *relu;
+ *   kiln_elementwise_create(rt, "float *y, const float *x, float a, float b",
+ *                           "y = max(a * x + b, 0)", &relu);
+ *   kiln_elementwise_run(relu, n, y, x, 2.0, 1.0);   // y[i] for i < n
+ *
+ * @args : the arguments, as C declarations separated by commas: buffers
+ *         `[const] TYPE *NAME` of float, double, int, long, half, float2
+ *         (complex64) or double2 (complex128) elements, and scalars
+ *         `TYPE NAME` of float, double, int, uint, long or ulong; no name
+ *         may be i or n.
+ * @expr : OpenCL C statements for each index i in [0, n). A buffer's name
+ *         alone stands for its element i ("y = a * x"); with an index it is
+ *         left as written ("y[i] = x[i + 1]"). Without any index (the short
+ *         form), integer literals take the first buffer's element type, so
+ *         max(v, 0) works on floats. OpenCL C's built-ins are there (exp,
+ *         tanh, fma, ...).
+ * The kernel is generated once, built like kiln_program_create() (and so
+ * kept in the binary cache for the next process), and run by
+ * kiln_elementwise_run() over any length.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for a declaration kiln does
+ *           not take (the message says which and what it takes);
+ *           KILN_ERR_BUILD when the expression does not compile (the
+ *           message holds the generated kernel and the build log). */
+typedef struct kiln_elementwise kiln_elementwise;
+KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
+                                             const char *expr, kiln_elementwise **out);
+
+/*! kiln_elementwise_run() :
+ * Enqueues the expression over i in [0, n), with the arguments in the
+ * order declared: a kiln_buffer * for each buffer (of the declared
+ * element type, holding at least n elements), a double for float and
+ * double, int32_t, uint32_t, int64_t or uint64_t for the integers. Safe
+ * from several threads (runs of one object take turns). n == 0 does
+ * nothing.
+ * @return : KILN_OK; KILN_ERR_INVALID_DTYPE, KILN_ERR_OUT_OF_BOUNDS,
+ *           KILN_ERR_WRONG_RUNTIME for a buffer (named by its argument);
+ *           otherwise kiln_kernel_launch()'s. */
+KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...);
+
+/*! kiln_elementwise_destroy() : NULL is ignored. @return : KILN_OK. */
+KILN_API kiln_status kiln_elementwise_destroy(kiln_elementwise *ew);
+
 /*! kiln_cache_usage : what the kernel cache did for this runtime. */
 typedef struct kiln_cache_usage {
   /* Set by kiln_cache_usage_init(): see "A header that can grow". */
