@@ -917,7 +917,7 @@ static void test_buffer_map(void **state)
 static void test_buffer_wrap_coherence(void **state)
 {
   kiln_runtime *rt = *state;
-  enum { N = 256 };
+  enum { N = 1024 }; /* aligned_alloc's size is a multiple of its alignment */
   float *host = aligned_alloc(4096, N * sizeof *host), got[N];
   for (int i = 0; i < N; i++)
     host[i] = (float)i;
