@@ -75,42 +75,46 @@ static const char *held_text(const budget_view *v, char *out, size_t size)
   return out;
 }
 
-/* Reserves bytes of the runtime's budget, or says why they are not there. */
-static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
-                           size_t count, size_t bytes)
+/* Reserves bytes of the runtime's budget, or says why they are not there;
+ * head names the request ("kiln_buffer_create: 4 float32 elements need 16
+ * bytes (16 bytes)"), and each message begins with it. */
+static kiln_status take_room(kiln_runtime *rt, const char *head, size_t bytes)
 {
   const kiln__device *dev = kiln__runtime_device(rt);
-  char need[32], have[32], held[128];
-  kiln__format_bytes(bytes, need, sizeof need);
+  char have[32], held[128];
   if (bytes > dev->info.max_alloc_bytes)
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                      "%s: %zu %s elements need %zu bytes (%s), more than the "
-                      "largest single allocation of '%s', %llu bytes (%s, "
-                      "CL_DEVICE_MAX_MEM_ALLOC_SIZE); split the data over "
-                      "smaller buffers",
-                      fn, count, kiln_dtype_name(dtype), bytes, need, dev->info.name,
-                      (unsigned long long)dev->info.max_alloc_bytes,
+                      "%s, more than the largest single allocation of '%s', %llu bytes "
+                      "(%s, CL_DEVICE_MAX_MEM_ALLOC_SIZE); split the data over smaller "
+                      "buffers",
+                      head, dev->info.name, (unsigned long long)dev->info.max_alloc_bytes,
                       kiln__format_bytes(dev->info.max_alloc_bytes, have, sizeof have));
   int64_t device_free = kiln__device_free_memory(dev);
   if (device_free >= 0 && bytes > (uint64_t)device_free)
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                      "%s: %zu %s elements need %zu bytes (%s), but '%s' "
-                      "reports only %lld bytes (%s) free "
+                      "%s, but '%s' reports only %lld bytes (%s) free "
                       "(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
-                      fn, count, kiln_dtype_name(dtype), bytes, need, dev->info.name,
-                      (long long)device_free,
+                      head, dev->info.name, (long long)device_free,
                       kiln__format_bytes((uint64_t)device_free, have, sizeof have));
   budget_view v;
   if (budget_take(rt, bytes, &v))
     return KILN_OK;
   return kiln__fail(
     rt, KILN_ERR_OUT_OF_MEMORY,
-    "%s: %zu %s elements need %zu bytes (%s), but only %llu "
-    "bytes (%s) are available: %s of a %llu-byte budget set by %s; "
+    "%s, but only %llu bytes (%s) are available: %s of a %llu-byte budget set by %s; "
     "destroy buffers or raise the limit",
-    fn, count, kiln_dtype_name(dtype), bytes, need, (unsigned long long)v.left,
-    kiln__format_bytes(v.left, have, sizeof have), held_text(&v, held, sizeof held),
-    (unsigned long long)v.limit, rt->mem_limit_source);
+    head, (unsigned long long)v.left, kiln__format_bytes(v.left, have, sizeof have),
+    held_text(&v, held, sizeof held), (unsigned long long)v.limit, rt->mem_limit_source);
+}
+
+/* take_room() for a buffer of count elements of dtype, bytes in all. */
+static kiln_status reserve(kiln_runtime *rt, const char *fn, kiln_dtype dtype,
+                           size_t count, size_t bytes)
+{
+  char head[160], need[32];
+  snprintf(head, sizeof head, "%s: %zu %s elements need %zu bytes (%s)", fn, count,
+           kiln_dtype_name(dtype), bytes, kiln__format_bytes(bytes, need, sizeof need));
+  return take_room(rt, head, bytes);
 }
 
 /* Ends a creation's reservation: the buffer exists and is held, or it was
@@ -409,36 +413,6 @@ kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
 
 /* ---- memory that cached plans hold ------------------------------------- */
 
-/* Reserves a plan buffer's bytes; head is "<op>: its <what> of N bytes
- * (X)", which each message begins with. */
-static kiln_status plan_reserve(kiln_runtime *rt, const char *head, size_t bytes)
-{
-  const kiln__device *dev = kiln__runtime_device(rt);
-  char have[32], held[128];
-  if (bytes > dev->info.max_alloc_bytes)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                      "%s is more than the largest single allocation of '%s', %llu "
-                      "bytes (%s, CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
-                      head, dev->info.name, (unsigned long long)dev->info.max_alloc_bytes,
-                      kiln__format_bytes(dev->info.max_alloc_bytes, have, sizeof have));
-  int64_t device_free = kiln__device_free_memory(dev);
-  if (device_free >= 0 && bytes > (uint64_t)device_free)
-    return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                      "%s could not be made: '%s' reports only %lld bytes (%s) free "
-                      "(CL_DEVICE_GLOBAL_FREE_MEMORY_AMD)",
-                      head, dev->info.name, (long long)device_free,
-                      kiln__format_bytes((uint64_t)device_free, have, sizeof have));
-  budget_view v;
-  if (budget_take(rt, bytes, &v))
-    return KILN_OK;
-  return kiln__fail(
-    rt, KILN_ERR_OUT_OF_MEMORY,
-    "%s could not be made: only %llu bytes (%s) are available: %s of "
-    "a %llu-byte budget set by %s; destroy buffers or raise the limit",
-    head, (unsigned long long)v.left, kiln__format_bytes(v.left, have, sizeof have),
-    held_text(&v, held, sizeof held), (unsigned long long)v.limit, rt->mem_limit_source);
-}
-
 /* A plan buffer's creation: its arguments, for allocate_waiting(). */
 typedef struct plan_try {
   kiln_runtime *rt;
@@ -477,11 +451,11 @@ kiln_status kiln__plan_mem_create(kiln_runtime *rt, const char *op, const char *
   snprintf(head, sizeof head, "%s: its %s of %zu bytes (%s)", op, what, bytes,
            kiln__format_bytes(bytes, need, sizeof need));
   /* The order of buffer_new(): the pool's blocks first, then the plans. */
-  kiln_status st = plan_reserve(rt, head, bytes);
+  kiln_status st = take_room(rt, head, bytes);
   if (st == KILN_ERR_OUT_OF_MEMORY && kiln__pool_trim(rt))
-    st = plan_reserve(rt, head, bytes);
+    st = take_room(rt, head, bytes);
   if (st == KILN_ERR_OUT_OF_MEMORY && kiln__fft_trim_plans(rt))
-    st = plan_reserve(rt, head, bytes);
+    st = take_room(rt, head, bytes);
   if (st != KILN_OK)
     return st;
   plan_try t = {rt, head, flags, bytes, host, out};

@@ -246,32 +246,19 @@ static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *
 {
   static const char fn[] = "kiln_elementwise_run";
   const ew_arg *a = &ew->args[j];
-  if (a->pointer) {
-    const kiln_buffer *b = va_arg(*ap, const kiln_buffer *);
-    char what[96];
+  const kiln_buffer *b = NULL;
+  char letter = a->pointer ? 'b' : types[type_index(a->type)].letter, what[96];
+  if (a->pointer) { /* checked before the kernel's own check of it */
+    va_list peek;
+    va_copy(peek, *ap);
+    b = va_arg(peek, const kiln_buffer *);
+    va_end(peek);
     snprintf(what, sizeof what, "argument %u (%s)", j, a->name);
     kiln_status st = kiln__check_operand(ew->rt, fn, what, b, a->dtype, n, NULL);
-    return st == KILN_OK ? kiln_kernel_set_buffer(ew->kernel, j, b) : st;
+    if (st != KILN_OK)
+      return st;
   }
-  union {
-    float f;
-    double d;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
-  } v;
-  size_t size;
-  switch (types[type_index(a->type)].letter) {
-  case 'f': v.f = (float)va_arg(*ap, double), size = sizeof v.f; break;
-  case 'd': v.d = va_arg(*ap, double), size = sizeof v.d; break;
-  case 'i': v.i32 = va_arg(*ap, int32_t), size = sizeof v.i32; break;
-  case 'u': v.u32 = va_arg(*ap, uint32_t), size = sizeof v.u32; break;
-  case 'l': v.i64 = va_arg(*ap, int64_t), size = sizeof v.i64; break;
-  default: v.u64 = va_arg(*ap, uint64_t), size = sizeof v.u64; break;
-  }
-  /* Every member of v starts at its first byte. */
-  return kiln_kernel_set_arg(ew->kernel, j, size, &v);
+  return kiln__kernel_set_one(ew->kernel, fn, j, letter, ap, &b);
 }
 
 KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)

@@ -493,6 +493,12 @@ void kiln__buffer_count_view(kiln_runtime *rt, int delta);
 /* Releases a view (buffer_view.c): its sub-buffer, its count. */
 void kiln__view_destroy(kiln_buffer *v);
 
+/* Sets argument i of k from *ap by kiln_kernel_set_args()'s format letter
+ * c, checked as it checks (kernel.c); for 'b', *buffer gets the buffer.
+ * fn names the caller in messages. */
+kiln_status kiln__kernel_set_one(kiln_kernel *k, const char *fn, unsigned i, char c,
+                                 va_list *ap, const kiln_buffer **buffer);
+
 /* ---- streams (stream.c) ------------------------------------------------- */
 
 /* The queue this thread's calls on rt go to: its bound stream's, else the

@@ -314,11 +314,9 @@ KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
   return set_buffer(kernel, "kiln_kernel_set_buffer", index, buffer);
 }
 
-/* Sets one argument from the va_list by its format letter, which must give
- * the type the kernel declares (where the driver says). */
-static kiln_status set_one(kiln_kernel *k, unsigned i, char c, va_list *ap)
+kiln_status kiln__kernel_set_one(kiln_kernel *k, const char *fn, unsigned i, char c,
+                                 va_list *ap, const kiln_buffer **buffer)
 {
-  static const char fn[] = "kiln_kernel_set_args";
   static const char letters[] = "fdiulLz", *const types[] = {"float", "double", "int",
                                                              "uint",  "long",   "ulong",
                                                              "ulong"};
@@ -332,7 +330,9 @@ static kiln_status set_one(kiln_kernel *k, unsigned i, char c, va_list *ap)
   } v;
   size_t size;
   switch (c) {
-  case 'b': return set_buffer(k, fn, i, va_arg(*ap, const kiln_buffer *));
+  case 'b':
+    *buffer = va_arg(*ap, const kiln_buffer *);
+    return set_buffer(k, fn, i, *buffer);
   case 'f': v.f = (float)va_arg(*ap, double), size = sizeof v.f; break;
   case 'd': v.d = va_arg(*ap, double), size = sizeof v.d; break;
   case 'i': v.i32 = va_arg(*ap, int32_t), size = sizeof v.i32; break;
@@ -375,8 +375,9 @@ KILN_API kiln_status kiln_kernel_set_args(kiln_kernel *kernel, const char *forma
   va_list ap;
   va_start(ap, format);
   kiln_status st = KILN_OK;
+  const kiln_buffer *buffer;
   for (unsigned i = 0; format[i] && st == KILN_OK; i++)
-    st = set_one(kernel, i, format[i], &ap);
+    st = kiln__kernel_set_one(kernel, "kiln_kernel_set_args", i, format[i], &ap, &buffer);
   va_end(ap);
   return st;
 }

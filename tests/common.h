@@ -102,6 +102,15 @@ static inline int kiln_test__without_platforms(const char *name,
   return failed;
 }
 
+/* What kiln holds on rt's device now, or fails the test. */
+static inline kiln_memory_usage kiln_test_memory(kiln_runtime *rt)
+{
+  kiln_memory_usage u;
+  kiln_memory_usage_init(&u);
+  assert_kiln_ok(rt, kiln_memory_stats(rt, &u));
+  return u;
+}
+
 /* A runtime with the options opts, or fails the test. */
 static inline kiln_runtime *kiln_test_runtime_with(const kiln_options *opts)
 {

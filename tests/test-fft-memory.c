@@ -33,14 +33,6 @@
 
 #define PI 3.14159265358979323846
 
-static kiln_memory_usage stats(kiln_runtime *rt)
-{
-  kiln_memory_usage u;
-  kiln_memory_usage_init(&u);
-  assert_kiln_ok(rt, kiln_memory_stats(rt, &u));
-  return u;
-}
-
 /* A runtime with a budget of limit bytes (0: the device's memory), the pool
  * off when no_pool (buffers of exactly their bytes, for budgets to the
  * byte), whatever the environment says; kernels cached where meson says. */
@@ -178,7 +170,7 @@ static uint64_t plan_bytes_of(kiln_backend be, size_t n, size_t batch, int inver
   fft_io io = make_io(rt, n, batch, 7);
   uint64_t bytes = 0;
   if (run_checked(&io, be, inverse, "measuring a plan") == 0)
-    bytes = stats(rt).plan_bytes;
+    bytes = kiln_test_memory(rt).plan_bytes;
   free_io(&io);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
   return bytes;
@@ -209,14 +201,14 @@ static void test_fft_memory_plans_in_stats_and_trim(void **state)
     {KILN_BACKEND_CLFFT, 8192, 0, 8192 * 8, "clFFT's temporary buffer"},
   };
   kiln_runtime *rt = runtime_with(0, 0);
-  assert_int_equal(stats(rt).plan_bytes, 0);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, 0);
   uint64_t total = 0;
   int ran[COUNT(cases)] = {0};
   for (size_t i = 0; i < COUNT(cases); i++) {
     fft_io io = make_io(rt, cases[i].n, 1, 100 + i);
-    uint64_t buffers = stats(rt).current_bytes;
+    uint64_t buffers = kiln_test_memory(rt).current_bytes;
     if (run_checked(&io, cases[i].be, cases[i].inverse, cases[i].why) == 0) {
-      kiln_memory_usage u = stats(rt);
+      kiln_memory_usage u = kiln_test_memory(rt);
       if (u.plan_bytes < total + cases[i].least)
         fail_msg("%s: plan_bytes went from %llu to %llu; expected %llu more at least",
                  cases[i].why, (unsigned long long)total,
@@ -231,7 +223,7 @@ static void test_fft_memory_plans_in_stats_and_trim(void **state)
     free_io(&io);
   }
   assert_kiln_ok(rt, kiln_memory_trim(rt));
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.plan_bytes, 0);
   assert_int_equal(u.cached_bytes, 0);
   /* Built again on their next use, right, and counted again. */
@@ -239,14 +231,14 @@ static void test_fft_memory_plans_in_stats_and_trim(void **state)
     if (!ran[i])
       continue;
     fft_io io = make_io(rt, cases[i].n, 1, 200 + i);
-    uint64_t before = stats(rt).plan_bytes;
+    uint64_t before = kiln_test_memory(rt).plan_bytes;
     assert_int_equal(run_checked(&io, cases[i].be, cases[i].inverse, "after the trim"),
                      0);
-    assert_true(stats(rt).plan_bytes >= before + cases[i].least);
+    assert_true(kiln_test_memory(rt).plan_bytes >= before + cases[i].least);
     free_io(&io);
   }
-  assert_int_equal(stats(rt).plan_bytes, total); /* the same plans as before */
-  assert_kiln_ok(rt, kiln_runtime_destroy(rt));  /* releases them */
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, total); /* the same plans as before */
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));             /* releases them */
 }
 
 /* A budget with room for the buffers and the twiddle table, but not for
@@ -261,7 +253,7 @@ static void test_fft_memory_scratch_out_of_budget(void **state)
   const uint64_t buffers = 2 * N * 8, limit = buffers + (plan - scratch) + scratch / 2;
   kiln_runtime *rt = runtime_with(limit, 1);
   fft_io io = make_io(rt, N, 1, 1);
-  kiln_memory_usage before = stats(rt);
+  kiln_memory_usage before = kiln_test_memory(rt);
   char want[128];
   snprintf(want, sizeof want, "kiln_fft: its plan's scratch buffer of %llu bytes",
            (unsigned long long)scratch);
@@ -272,22 +264,22 @@ static void test_fft_memory_scratch_out_of_budget(void **state)
            (unsigned long long)(limit - buffers - (plan - scratch)));
   assert_non_null(strstr(kiln_last_error(rt), left));
   assert_non_null(strstr(kiln_last_error(rt), "set by kiln_options"));
-  kiln_memory_usage after = stats(rt);
+  kiln_memory_usage after = kiln_test_memory(rt);
   assert_int_equal(after.current_bytes, before.current_bytes);
   assert_int_equal(after.live_buffers, before.live_buffers);
   assert_int_equal(after.plan_bytes, 0); /* the twiddles made first went back */
   /* The same again: still refused, still nothing kept. */
   assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, want, run(&io, KILN_BACKEND_KILN, 0));
-  assert_int_equal(stats(rt).plan_bytes, 0);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, 0);
   free_io(&io);
   /* Usable: a transform whose plan fits runs, and is right. */
   io = make_io(rt, N / 2, 1, 2);
   assert_int_equal(run_checked(&io, KILN_BACKEND_KILN, 0, "after the refusal"), 0);
-  assert_true(stats(rt).plan_bytes > 0);
+  assert_true(kiln_test_memory(rt).plan_bytes > 0);
   free_io(&io);
   /* Nothing left behind. */
   assert_kiln_ok(rt, kiln_memory_trim(rt));
-  kiln_memory_usage end = stats(rt);
+  kiln_memory_usage end = kiln_test_memory(rt);
   assert_int_equal(end.current_bytes, 0);
   assert_int_equal(end.live_buffers, 0);
   assert_int_equal(end.plan_bytes, 0);
@@ -322,7 +314,7 @@ static void test_fft_memory_env_limit(void **state)
   }
   free_io(&io);
   assert_kiln_ok(rt, kiln_memory_trim(rt));
-  assert_int_equal(stats(rt).plan_bytes, 0);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, 0);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
@@ -339,11 +331,11 @@ static void test_fft_memory_fits_after_pool_trim(void **state)
   assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 2048, 0, &kept));
   assert_kiln_ok(rt, kiln_buffer_destroy(kept));
   fft_io io = make_io(rt, N, 1, 4);
-  kiln_memory_usage before = stats(rt);
+  kiln_memory_usage before = kiln_test_memory(rt);
   assert_int_equal(before.cached_bytes, 8192);
   assert_int_equal(before.current_bytes, buffers);
   assert_int_equal(run_checked(&io, KILN_BACKEND_KILN, 0, "after trimming the pool"), 0);
-  kiln_memory_usage after = stats(rt);
+  kiln_memory_usage after = kiln_test_memory(rt);
   assert_int_equal(after.trims, before.trims + 1);
   assert_int_equal(after.cached_bytes, 0);
   assert_int_equal(after.plan_bytes, plan);
@@ -366,13 +358,13 @@ static void test_fft_memory_fits_after_releasing_a_plan(void **state)
   fft_io first = io;
   first.batch = 1; /* the first transform of the same buffers */
   assert_int_equal(run_checked(&first, KILN_BACKEND_KILN, 0, "one transform"), 0);
-  assert_int_equal(stats(rt).plan_bytes, one);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, one);
   assert_true(buffers + one + two > buffers + two + 1024); /* both do not fit */
   assert_int_equal(run_checked(&io, KILN_BACKEND_KILN, 0, "two transforms"), 0);
-  assert_int_equal(stats(rt).plan_bytes, two);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, two);
   /* And back: the batch-1 plan is built again in place of the other. */
   assert_int_equal(run_checked(&first, KILN_BACKEND_KILN, 0, "one transform again"), 0);
-  assert_int_equal(stats(rt).plan_bytes, one);
+  assert_int_equal(kiln_test_memory(rt).plan_bytes, one);
   free_io(&io);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
@@ -460,7 +452,7 @@ static void test_fft_memory_trim_under_threads(void **state)
         fail_msg("%s, thread %u: %s", kiln_backend_name(bes[b]), i, r[i].why);
     assert_null(trim_failed);
     assert_kiln_ok(rt, kiln_memory_trim(rt));
-    kiln_memory_usage u = stats(rt);
+    kiln_memory_usage u = kiln_test_memory(rt);
     assert_int_equal(u.plan_bytes, 0);
     assert_int_equal(u.live_buffers, 0);
     assert_kiln_ok(rt, kiln_runtime_destroy(rt));

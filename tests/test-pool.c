@@ -13,14 +13,6 @@
 
 #include "kiln/kiln_cl.h"
 
-static kiln_memory_usage stats(kiln_runtime *rt)
-{
-  kiln_memory_usage u;
-  kiln_memory_usage_init(&u);
-  assert_kiln_ok(rt, kiln_memory_stats(rt, &u));
-  return u;
-}
-
 /* A runtime with the pool on (whatever the environment says), a budget of
  * limit bytes (0: the device's memory) and KILN_OOM_WAIT's wait_ms. */
 static kiln_runtime *runtime_with(uint64_t limit, unsigned wait_ms)
@@ -60,14 +52,14 @@ static void test_pool_reuses_a_block_of_the_class(void **state)
   (void)state;
   kiln_runtime *rt = pool_runtime(0);
   kiln_buffer *a = make(rt, KILN_F32, 1000, 0); /* 4000 bytes: the 4 KiB class */
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.pool_misses, 1);
   assert_int_equal(u.pool_hits, 0);
   assert_int_equal(u.current_bytes, 4096);
   assert_int_equal(kiln_buffer_bytes(a), 4000);
   cl_mem mem = kiln_buffer_cl_mem(a);
   assert_kiln_ok(rt, kiln_buffer_destroy(a));
-  u = stats(rt);
+  u = kiln_test_memory(rt);
   assert_int_equal(u.current_bytes, 0);
   assert_int_equal(u.live_buffers, 0);
   assert_int_equal(u.cached_bytes, 4096);
@@ -77,14 +69,14 @@ static void test_pool_reuses_a_block_of_the_class(void **state)
   assert_ptr_equal(kiln_buffer_cl_mem(b), mem);
   assert_int_equal(kiln_buffer_count(b), 512);
   assert_int_equal(kiln_buffer_dtype(b), KILN_I64);
-  u = stats(rt);
+  u = kiln_test_memory(rt);
   assert_int_equal(u.pool_hits, 1);
   assert_int_equal(u.cached_bytes, 0);
   assert_int_equal(u.current_bytes, 4096);
   assert_int_equal(u.peak_cached_bytes, 4096);
   /* Another class: new memory. */
   kiln_buffer *c = make(rt, KILN_F32, 3000, 0);
-  assert_int_equal(stats(rt).pool_misses, 2);
+  assert_int_equal(kiln_test_memory(rt).pool_misses, 2);
   assert_kiln_ok(rt, kiln_buffer_destroy(b));
   assert_kiln_ok(rt, kiln_buffer_destroy(c));
   assert_kiln_ok(rt, kiln_runtime_destroy(rt)); /* gives the pool back */
@@ -109,9 +101,10 @@ static void test_pool_size_classes(void **state)
   kiln_runtime *rt = pool_runtime(0);
   for (size_t i = 0; i < COUNT(cases); i++) {
     kiln_buffer *b = make(rt, KILN_I32, cases[i][0] / 4, 0);
-    if (block_of(b) != cases[i][1] || stats(rt).current_bytes != cases[i][1])
+    if (block_of(b) != cases[i][1] || kiln_test_memory(rt).current_bytes != cases[i][1])
       fail_msg("%zu bytes: a block of %zu, %llu held; expected %zu", cases[i][0],
-               block_of(b), (unsigned long long)stats(rt).current_bytes, cases[i][1]);
+               block_of(b), (unsigned long long)kiln_test_memory(rt).current_bytes,
+               cases[i][1]);
     assert_kiln_ok(rt, kiln_buffer_destroy(b));
     assert_kiln_ok(rt, kiln_memory_trim(rt));
   }
@@ -176,7 +169,7 @@ static void test_pool_zeroes_a_reused_block_when_asked(void **state)
   assert_kiln_ok(rt, kiln_buffer_write(a, 0, N, sevens));
   assert_kiln_ok(rt, kiln_buffer_destroy(a));
   kiln_buffer *b = make(rt, KILN_F32, N, KILN_BUFFER_ZERO);
-  assert_int_equal(stats(rt).pool_hits, 1);
+  assert_int_equal(kiln_test_memory(rt).pool_hits, 1);
   assert_kiln_ok(rt, kiln_buffer_read(b, 0, N, got));
   assert_memory_equal(got, zeros, sizeof zeros);
   kiln_buffer_destroy(b);
@@ -191,21 +184,21 @@ static void test_pool_trim_gives_memory_back(void **state)
   kiln_buffer *live = make(rt, KILN_F32, 1000, 0);
   assert_kiln_ok(rt, kiln_buffer_destroy(a));
   assert_kiln_ok(rt, kiln_buffer_destroy(b));
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.cached_bytes, 393216 + 4096);
   assert_int_equal(u.largest_free_block, 393216);
   assert_kiln_ok(rt, kiln_memory_trim(rt));
-  u = stats(rt);
+  u = kiln_test_memory(rt);
   assert_int_equal(u.cached_bytes, 0);
   assert_int_equal(u.largest_free_block, 0);
   assert_int_equal(u.trims, 1);
   assert_int_equal(u.peak_cached_bytes, 393216 + 4096);
   assert_int_equal(u.current_bytes, 4096);  /* live buffers are not touched */
   assert_kiln_ok(rt, kiln_memory_trim(rt)); /* nothing to give: not a trim */
-  assert_int_equal(stats(rt).trims, 1);
+  assert_int_equal(kiln_test_memory(rt).trims, 1);
   /* The next creation of the class asks the driver again. */
   kiln_buffer *c = make(rt, KILN_F32, 98304, 0);
-  assert_int_equal(stats(rt).pool_misses, 4);
+  assert_int_equal(kiln_test_memory(rt).pool_misses, 4);
   kiln_buffer_destroy(c);
   kiln_buffer_destroy(live);
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
@@ -220,11 +213,11 @@ static void test_pool_budget_counts_the_pool_and_trims(void **state)
   /* 600 KiB takes a 640 KiB block, kept when destroyed. */
   kiln_buffer *a = make(rt, KILN_F32, 600 * 256, 0);
   assert_kiln_ok(rt, kiln_buffer_destroy(a));
-  assert_int_equal(stats(rt).cached_bytes, 640 << 10);
+  assert_int_equal(kiln_test_memory(rt).cached_bytes, 640 << 10);
   /* 700 KiB (a 768 KiB block) fits the budget only without the pool's
    * 640 KiB: the creation trims and succeeds. */
   kiln_buffer *b = make(rt, KILN_F32, 700 * 256, 0);
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.trims, 1);
   assert_int_equal(u.cached_bytes, 0);
   assert_int_equal(u.current_bytes, 768 << 10);
@@ -240,11 +233,11 @@ static void test_pool_budget_counts_the_pool_and_trims(void **state)
   rt = pool_runtime(1000 << 10);
   kiln_buffer *d = make(rt, KILN_F32, 960 * 256, 0);
   assert_int_equal(block_of(d), 960 << 10);
-  assert_int_equal(stats(rt).current_bytes, 960 << 10);
+  assert_int_equal(kiln_test_memory(rt).current_bytes, 960 << 10);
   assert_kiln_ok(rt, kiln_buffer_destroy(d));
   /* Kept, and served again to the same request. */
   d = make(rt, KILN_F32, 960 * 256, 0);
-  assert_int_equal(stats(rt).pool_hits, 1);
+  assert_int_equal(kiln_test_memory(rt).pool_hits, 1);
   assert_kiln_ok(rt, kiln_buffer_destroy(d));
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
@@ -260,7 +253,7 @@ static void test_pool_driver_refusal_trims_and_retries(void **state)
   kiln_buffer *b = make(rt, KILN_F32, 1000, 0);
   assert_int_equal(clfault_hits(), 1);
   clfault_disarm();
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.trims, 1);
   assert_int_equal(u.cached_bytes, 0);
   assert_int_equal(u.live_buffers, 1);
@@ -270,7 +263,7 @@ static void test_pool_driver_refusal_trims_and_retries(void **state)
   assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, "CL_MEM_OBJECT_ALLOCATION_FAILURE",
                     kiln_buffer_create(rt, KILN_F32, 1000, 0, &c));
   clfault_disarm();
-  u = stats(rt);
+  u = kiln_test_memory(rt);
   assert_int_equal(u.live_buffers, 1);
   assert_int_equal(u.current_bytes, 4096);
   kiln_buffer_destroy(b);
@@ -312,7 +305,7 @@ static void test_pool_oom_wait_backs_off(void **state)
   assert_int_equal(clfault_hits(), 4); /* waits of 1, 2 and the 2 left */
   clfault_disarm();
   assert_null(c);
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.live_buffers, 0);
   assert_int_equal(u.current_bytes, 0);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
@@ -365,10 +358,10 @@ static void check_pool_off(kiln_runtime *rt)
 {
   kiln_buffer *a = make(rt, KILN_F32, 1000, 0);
   assert_int_equal(block_of(a), 4000);
-  assert_int_equal(stats(rt).current_bytes, 4000);
+  assert_int_equal(kiln_test_memory(rt).current_bytes, 4000);
   assert_kiln_ok(rt, kiln_buffer_destroy(a));
   kiln_buffer *b = make(rt, KILN_F32, 1000, 0);
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.cached_bytes, 0);
   assert_int_equal(u.pool_hits + u.pool_misses, 0);
   kiln_buffer_destroy(b);
@@ -412,11 +405,11 @@ static void test_pool_steady_gemm_allocates_nothing(void **state)
   d.trans_b = KILN_TRANS; /* packed: small products run unpacked, with no workspace */
   assert_kiln_ok(rt, kiln_gemm(rt, &d, ba, bb, bc));
   assert_kiln_ok(rt, kiln_finish(rt));
-  uint64_t misses = stats(rt).pool_misses;
+  uint64_t misses = kiln_test_memory(rt).pool_misses;
   for (int r = 0; r < 5; r++)
     assert_kiln_ok(rt, kiln_gemm(rt, &d, ba, bb, bc));
   assert_kiln_ok(rt, kiln_buffer_read(bc, 0, N * N, c));
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.pool_misses, misses);
   assert_true(u.pool_hits >= 5);
   /* Still the product, against a plain loop in double. */
@@ -448,7 +441,7 @@ static void test_pool_workspace_out_of_memory_names_it(void **state)
   kiln_buffer *a = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
   kiln_buffer *b = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
   kiln_buffer *c = make(rt, KILN_F32, N * N, KILN_BUFFER_ZERO);
-  kiln_memory_usage before = stats(rt);
+  kiln_memory_usage before = kiln_test_memory(rt);
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, KILN_F32, N, N, N);
   d.backend = KILN_BACKEND_KILN;
@@ -456,7 +449,7 @@ static void test_pool_workspace_out_of_memory_names_it(void **state)
   assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY,
                     "kiln_gemm: its packing workspace for A of 16384 bytes",
                     kiln_gemm(rt, &d, a, b, c));
-  kiln_memory_usage after = stats(rt);
+  kiln_memory_usage after = kiln_test_memory(rt);
   assert_int_equal(after.current_bytes, before.current_bytes);
   assert_int_equal(after.live_buffers, before.live_buffers);
   /* Usable as before: with B and C gone, a smaller product fits. */
@@ -530,7 +523,7 @@ static void test_pool_threads(void **state)
     bad |= r != NULL;
   }
   assert_false(bad);
-  kiln_memory_usage u = stats(rt);
+  kiln_memory_usage u = kiln_test_memory(rt);
   assert_int_equal(u.live_buffers, 0);
   assert_int_equal(u.current_bytes, 0);
   assert_int_equal(u.pool_hits + u.pool_misses, THREADS * ROUNDS);

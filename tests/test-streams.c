@@ -40,6 +40,15 @@ static void fill(float *x, int salt)
     x[i] = (float)((i * 7 + salt) % 7 - 3);
 }
 
+/* The window kernel of a new program *p. */
+static kiln_kernel *window_kernel(kiln_runtime *rt, kiln_program **p)
+{
+  kiln_kernel *k = NULL;
+  assert_kiln_ok(rt, kiln_program_create(rt, window_src, NULL, p));
+  assert_kiln_ok(rt, kiln_kernel_create(*p, "window", &k));
+  return k;
+}
+
 static void launch_window(kiln_runtime *rt, kiln_kernel *k, kiln_buffer *x,
                           kiln_buffer *y)
 {
@@ -60,9 +69,7 @@ static void test_streams_event_orders_two_queues(void **state)
 {
   kiln_runtime *rt = *state;
   kiln_program *p = NULL;
-  kiln_kernel *k = NULL;
-  assert_kiln_ok(rt, kiln_program_create(rt, window_src, NULL, &p));
-  assert_kiln_ok(rt, kiln_kernel_create(p, "window", &k));
+  kiln_kernel *k = window_kernel(rt, &p);
   float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
   fill(x, 1);
   kiln_buffer *bx = NULL, *by = NULL;
@@ -107,9 +114,7 @@ static void test_streams_pool_waits_for_every_queue(void **state)
 {
   kiln_runtime *rt = *state;
   kiln_program *p = NULL;
-  kiln_kernel *k = NULL;
-  assert_kiln_ok(rt, kiln_program_create(rt, window_src, NULL, &p));
-  assert_kiln_ok(rt, kiln_kernel_create(p, "window", &k));
+  kiln_kernel *k = window_kernel(rt, &p);
   float *x = malloc(N * sizeof *x), *other = malloc(N * sizeof *other),
         *y = malloc(N * sizeof *y);
   fill(x, 2), fill(other, 5);
