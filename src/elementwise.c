@@ -31,6 +31,7 @@ typedef struct ew_arg {
   char type[16];    /* "float", ... */
   int pointer;      /* a buffer of `type` */
   int is_const;     /* const-qualified pointer */
+  int bare;         /* a buffer named alone in the expression: element i */
   kiln_dtype dtype; /* a buffer's element type */
 } ew_arg;
 
@@ -129,7 +130,7 @@ static kiln_status parse_args(kiln_runtime *rt, const char *decl, kiln_elementwi
 }
 
 /* The argument named by the identifier at s (len bytes), or NULL. */
-static const ew_arg *arg_named(const kiln_elementwise *ew, const char *s, size_t len)
+static ew_arg *arg_named(kiln_elementwise *ew, const char *s, size_t len)
 {
   for (unsigned j = 0; j < ew->nargs; j++)
     if (strlen(ew->args[j].name) == len && !strncmp(ew->args[j].name, s, len))
@@ -137,8 +138,8 @@ static const ew_arg *arg_named(const kiln_elementwise *ew, const char *s, size_t
   return NULL;
 }
 
-/* The kernel's source for expr, into out. */
-static void generate(const kiln_elementwise *ew, const char *expr, kiln__str *out)
+/* The kernel's source for expr, into out; marks the buffers named alone. */
+static void generate(kiln_elementwise *ew, const char *expr, kiln__str *out)
 {
   const ew_arg *first = NULL;
   for (unsigned j = 0; j < ew->nargs && !first; j++)
@@ -168,12 +169,14 @@ static void generate(const kiln_elementwise *ew, const char *expr, kiln__str *ou
       const char *e = s;
       while (isalnum((unsigned char)*e) || *e == '_')
         e++;
-      const ew_arg *a = arg_named(ew, s, (size_t)(e - s));
+      ew_arg *a = arg_named(ew, s, (size_t)(e - s));
       const char *after = e;
       while (*after == ' ')
         after++;
-      kiln__str_appendf(out, "%.*s%s", (int)(e - s), s,
-                        a && a->pointer && *after != '[' ? "[i]" : "");
+      int bare = a && a->pointer && *after != '[';
+      if (bare)
+        a->bare = 1;
+      kiln__str_appendf(out, "%.*s%s", (int)(e - s), s, bare ? "[i]" : "");
       s = e;
     } else if (isdigit((unsigned char)*s) ||
                (*s == '.' && isdigit((unsigned char)s[1]))) {
@@ -240,8 +243,9 @@ KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
   return KILN_OK;
 }
 
-/* Sets argument j from the va_list; a buffer must hold n elements of its
- * declared type. */
+/* Sets argument j from the va_list: a buffer of its declared type, holding
+ * n elements when the expression names it alone (element i), else at least
+ * one (its indices are the expression's to keep in range). */
 static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *ap)
 {
   static const char fn[] = "kiln_elementwise_run";
@@ -254,7 +258,9 @@ static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *
     b = va_arg(peek, const kiln_buffer *);
     va_end(peek);
     snprintf(what, sizeof what, "argument %u (%s)", j, a->name);
-    kiln_status st = kiln__check_operand(ew->rt, fn, what, b, a->dtype, n, NULL);
+    kiln_status st =
+      kiln__check_operand(ew->rt, fn, what, b, a->dtype, a->bare ? n : 1,
+                          a->bare ? "(named alone: element i for each i < n)" : NULL);
     if (st != KILN_OK)
       return st;
   }

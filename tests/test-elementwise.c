@@ -149,6 +149,18 @@ static void test_elementwise_refused(void **state)
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "argument 0 (y) is NULL",
                     kiln_elementwise_run(ew, 8, NULL, 1.0));
   assert_kiln_ok(rt, kiln_elementwise_run(ew, 8, f, 4.0)); /* still usable */
+  /* an indexed buffer may be shorter than n: a broadcast */
+  kiln_elementwise *bc = NULL;
+  kiln_buffer *one = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &one));
+  assert_kiln_ok(rt, kiln_buffer_fill(one, 0, 1, &(float){3}));
+  assert_kiln_ok(
+    rt, kiln_elementwise_create(rt, "float *y, const float *b", "y = y + b[0]", &bc));
+  assert_kiln_ok(rt, kiln_elementwise_run(bc, 8, f, one));
+  kiln_elementwise_destroy(bc);
+  kiln_buffer_destroy(one);
+  assert_kiln_ok(rt, kiln_elementwise_run(ew, 8, f, 1.0)); /* back to 4 below */
+  assert_kiln_ok(rt, kiln_elementwise_run(ew, 8, f, 4.0));
   float v[8];
   assert_kiln_ok(rt, kiln_buffer_read(f, 0, 8, v));
   for (int i = 0; i < 8; i++)
