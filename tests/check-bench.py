@@ -12,6 +12,7 @@ stderr and exit 2. The figures themselves are never judged: timing belongs to
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,13 +106,14 @@ def check_group_plot(tmp):
 def check_errors(with_json):
     cases = [(["--frob"], "unknown option '--frob'"),
              (["frob"], "unknown group 'frob'"),
-             (["--repeat", "0"], "--repeat takes 1 to 1000"),
+             (["--repeat", "0"], "--repeat '0' is not a value it takes; --repeat R:"),
              (["conv", "--plot", "x.png"], "conv has no sizes to plot"),
-             (["launch", "--sizes", "0"], "--sizes takes launch counts"),
-             (["overhead", "--sizes", "8"], "--sizes takes case numbers"),
+             (["launch", "--sizes", "0"], "--sizes '0' is not a value it takes; "
+              "--sizes N,...: the cases: launch counts"),
+             (["overhead", "--sizes", "8"], "the cases: case numbers"),
              (["bandwidth", "--backend", "memcpy"],
-              "--backend takes copy, write or read"),
-             (["compile", "--sizes", "3"], "--sizes takes kernel file numbers")]
+              "--backend 'memcpy' is not a value it takes; --backend copy,write,read:"),
+             (["compile", "--sizes", "3"], "the cases: kernel file numbers")]
     if not with_json:
         cases.append((["--json", "x.json"], "--json needs kiln built with json-c"))
     for args, text in cases:
@@ -121,8 +123,10 @@ def check_errors(with_json):
               f"kiln bench {' '.join(args)}: one line naming the fault, exit 2 "
               f"(exit {proc.returncode}: {proc.stderr.strip()!r})")
     proc = run(["--help"])
-    check(proc.returncode == 0 and all(f"kiln bench {g} " in proc.stdout for g in GROUPS),
-          "kiln bench --help lists every group")
+    commands = proc.stdout.split("\ncommands", 1)[-1].split("\n\n")[0]
+    listed = re.findall(r"^  (\w+) ", commands, re.M)
+    check(proc.returncode == 0 and listed == GROUPS,
+          f"kiln bench --help lists every group, in order ({listed})")
 
 
 def main():

@@ -213,29 +213,30 @@ def main():
         save(c.path("e.npy"), (3, 0), [])
         save(c.path("i8.npy"), (3,), [1, 2, 3], "<i8")
         save(c.path("0d.npy"), (), [1.5])
-        for what, args, words in [
-            ("an unknown op", ["--op", "median", x, "-o", "Y"], "--op 'median'"),
+        # a usage error (the parser's) exits 2, a failure 1
+        for what, args, words, code in [
+            ("an unknown op", ["--op", "median", x, "-o", "Y"], "--op 'median'", 2),
             ("an axis out of range", ["--op", "sum", "--axis", "2", x, "-o", "Y"],
-             "--axis 2 is out of range"),
+             "--axis 2 is out of range", 1),
             ("a negative axis out of range", ["--op", "sum", "--axis", "-3", x, "-o", "Y"],
-             "--axis -3 is out of range"),
+             "--axis -3 is out of range", 1),
             ("an axis that is not a number", ["--op", "sum", "--axis", "one", x, "-o", "Y"],
-             "--axis 'one'"),
+             "--axis 'one'", 2),
             ("a bad backend", ["--op", "sum", "--backend", "gpu", x, "-o", "Y"],
-             "--backend 'gpu'"),
-            ("a missing file", ["--op", "sum", c.path("nope.npy"), "-o", "Y"], "nope.npy"),
-            ("int64 input", ["--op", "sum", c.path("i8.npy"), "-o", "Y"], "X holds int64"),
+             "--backend 'gpu'", 2),
+            ("a missing file", ["--op", "sum", c.path("nope.npy"), "-o", "Y"], "nope.npy", 1),
+            ("int64 input", ["--op", "sum", c.path("i8.npy"), "-o", "Y"], "X holds int64", 1),
             ("the max of nothing", ["--op", "max", "--axis", "1", c.path("e.npy"), "-o", "Y"],
-             "max of an empty view"),
+             "max of an empty view", 1),
             ("an axis of a 0-d array", ["--op", "sum", "--axis", "0", c.path("0d.npy"),
-                                        "-o", "Y"], "0-d array, which has no axis"),
-            ("a second array", ["--op", "sum", x, x, "-o", "Y"], "one array too many"),
+                                        "-o", "Y"], "0-d array, which has no axis", 1),
+            ("a second array", ["--op", "sum", x, x, "-o", "Y"], "unexpected argument", 2),
             ("an unknown option", ["--op", "sum", "--keepdims", "1", x, "-o", "Y"],
-             "unknown option '--keepdims'"),
-            ("no output", ["--op", "sum", x], "usage"),
-            ("no op", [x, "-o", "Y"], "usage"),
+             "unknown option '--keepdims'", 2),
+            ("no output", ["--op", "sum", x], "usage", 2),
+            ("no op", [x, "-o", "Y"], "usage", 2),
         ]:
-            c.refuse(what, args, words)
+            c.refuse(what, args, words, code)
         print("%d runs, %d failed" % (c.runs, c.failures))
         return 1 if c.failures else 0
 

@@ -35,9 +35,6 @@ static const bench_group *const groups[] = {
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
-static const char common_usage[] =
-  "[--quick] [--repeat R] [--untuned] [--json [FILE]] [--csv FILE] [--plot FILE.png]";
-
 double bench_now_ms(void)
 {
   struct timespec ts;
@@ -72,57 +69,20 @@ static size_t parse_size(const bench_spec *s, const char *t)
   return (size_t)v;
 }
 
-static int parse_sizes(const bench_spec *s, bench_args *a, char *list)
+static int parse_sizes(const bench_spec *s, bench_args *a, const char *list)
 {
+  char copy[256];
+  if (strlen(list) >= sizeof copy)
+    return -1;
+  strcpy(copy, list);
   a->nsizes = 0;
-  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+  for (char *t = strtok(copy, ","); t; t = strtok(NULL, ",")) {
     size_t v = parse_size(s, t);
     if (!v || a->nsizes == BENCH_MAX_SIZES)
       return -1;
     a->sizes[a->nsizes++] = v;
   }
   return a->nsizes ? 0 : -1;
-}
-
-static int parse_backends(const bench_spec *s, bench_args *a, char *list)
-{
-  memset(a->use, 0, sizeof a->use);
-  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-    int k = 0;
-    while (k < s->selectable && strcmp(t, s->peers[k]) != 0)
-      k++;
-    if (k == s->selectable)
-      return -1;
-    a->use[k] = 1;
-  }
-  for (int k = s->selectable; k < s->npeers; k++)
-    a->use[k] = 1;
-  return 0;
-}
-
-/* "kiln, clblast or openblas" */
-static void list_backends(const bench_spec *s, char *buf, size_t size)
-{
-  size_t at = 0;
-  for (int k = 0; k < s->selectable && at < size; k++)
-    at += (size_t)snprintf(buf + at, size - at, "%s%s",
-                           k == 0                   ? ""
-                           : k == s->selectable - 1 ? " or "
-                                                    : ", ",
-                           s->peers[k]);
-}
-
-/* Every group's usage, for `kiln bench --help`. */
-static void print_usage(FILE *out)
-{
-  fprintf(out, "usage: kiln bench %s\n", common_usage);
-  for (size_t g = 0; g < NGROUPS; g++)
-    fprintf(out, "       %s %s\n", groups[g]->spec->usage, common_usage);
-  fprintf(out, "Without a group: the whole suite, one table. --quick: small sizes "
-               "(a check that everything runs, not figures to quote).\n"
-               "--untuned: every case again on a runtime without the device's "
-               "tuning record (KILN_TUNING=0), and a table of tuned against "
-               "untuned.\n");
 }
 
 /* A group's sizes, repeats and peers where the options leave them out. */
@@ -138,44 +98,6 @@ static void fill_defaults(const bench_spec *s, bench_args *a, int sizes_given,
   assert(s->npeers <= BENCH_MAX_PEERS); /* bench_args.use holds them */
   for (int k = 0; k < s->npeers && !backends_given; k++)
     a->use[k] = s->built[k];
-}
-
-/* The options every invocation takes; 1 when argv[*i] was one (and *i is
- * past it), 0 when not, -1 after a line on stderr. */
-static int parse_common(const char *who, bench_args *a, int argc, char **argv, int *i,
-                        int *repeats_given)
-{
-  const char *o = argv[*i], *next = *i + 1 < argc ? argv[*i + 1] : NULL;
-  if (!next && (strcmp(o, "--csv") == 0 || strcmp(o, "--plot") == 0 ||
-                strcmp(o, "--repeat") == 0 || strcmp(o, "--sizes") == 0 ||
-                strcmp(o, "--backend") == 0)) {
-    return fprintf(stderr, "%s: %s needs a value\n", who, o), -1;
-  } else if (strcmp(o, "--quick") == 0) {
-    a->quick = 1;
-  } else if (strcmp(o, "--untuned") == 0) {
-    a->untuned = 1;
-  } else if (strcmp(o, "--json") == 0) {
-    if (!HAVE_JSON_C)
-      return fprintf(stderr, "%s: --json needs kiln built with json-c (libjson-c-dev)\n",
-                     who),
-             -1;
-    if (next && next[0] != '-')
-      a->json_path = argv[++*i];
-    else
-      a->json = 1;
-  } else if (strcmp(o, "--csv") == 0 && next) {
-    a->csv_path = argv[++*i];
-  } else if (strcmp(o, "--plot") == 0 && next) {
-    a->plot_path = argv[++*i];
-  } else if (strcmp(o, "--repeat") == 0 && next) {
-    a->repeats = atoi(argv[++*i]);
-    *repeats_given = 1;
-    if (a->repeats < 1 || a->repeats > 1000)
-      return fprintf(stderr, "%s: --repeat takes 1 to 1000\n", who), -1;
-  } else {
-    return 0;
-  }
-  return 1;
 }
 
 /* Whether path can be written once the measurements are done: not a folder,
@@ -201,58 +123,197 @@ static int check_writable(const char *who, const char *opt, const char *path)
   return why ? -1 : 0;
 }
 
-int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
+/* ---- the commands' rows --------------------------------------------------- */
+
+/* What the rows fill; parse() turns it into bench_args. */
+typedef struct bench_cli {
+  const char *group, *sizes, *json, *csv, *plot;
+  unsigned backends; /* bit k: the spec's peer k */
+  long repeat;       /* 0: not given, in the suite */
+  int quick, untuned;
+} bench_cli;
+
+/* The suite's rows; a group's are --sizes and --backend, then these but
+ * GROUP, with its own --repeat. */
+static const cli_option suite_rows[] = {
+  {.name = "GROUP",
+   CLI_TEXT_AT(bench_cli, group),
+   .help = "one group, one of the commands below",
+   .def_text = "the whole suite"},
+  {.name = "--quick",
+   CLI_FLAG_AT(bench_cli, quick),
+   .help = "small sizes and at most 3 repeats: a check that everything runs, not "
+           "figures to quote"},
+  {.name = "--repeat",
+   CLI_INT_AT(bench_cli, repeat),
+   .value = "R",
+   .help = "the runs each median is of",
+   .def_text = "each group's own",
+   .min = 1,
+   .max = 1000},
+  {.name = "--untuned",
+   CLI_FLAG_AT(bench_cli, untuned),
+   .help = "every case again on a runtime without the device's tuning record "
+           "(KILN_TUNING=0), and a table of tuned against untuned"},
+  {.name = "--json",
+   CLI_TEXT_AT(bench_cli, json),
+   .value = "FILE",
+   .help = "write the records as JSON to FILE; alone, print them on stdout instead "
+           "of the table (needs json-c)",
+   .def_text = "none",
+   .bare = "-"},
+  {.name = "--csv",
+   CLI_TEXT_AT(bench_cli, csv),
+   .value = "FILE",
+   .help = "write the records as CSV to FILE",
+   .def_text = "none"},
+  {.name = "--plot",
+   CLI_TEXT_AT(bench_cli, plot),
+   .value = "FILE.png",
+   .help = "draw each sized group's figures against size with gnuplot",
+   .def_text = "none"},
+};
+#define NSUITE (sizeof suite_rows / sizeof suite_rows[0])
+
+static int run_suite(int argc, char **argv);
+static const cli_command *group_at(size_t i);
+
+const cli_command kiln_bench_command = {
+  .name = "kiln bench",
+  .summary = "the benchmark suite, one table, each figure against a peer measured in "
+             "the same run",
+  .usage = "kiln bench [GROUP] [options]",
+  CLI_ROWS(suite_rows),
+  .about = "Every figure is a median over repeats after a warm-up, and every result\n"
+           "is checked (against a CPU reference or the peer) before it is timed.\n"
+           "Progress goes to stderr. A group takes the same options, and --sizes\n"
+           "and --backend: kiln bench GROUP --help.",
+  .example = "kiln bench --json bench.json --plot bench.png",
+  .sub = group_at,
+  .run = run_suite,
+};
+
+typedef struct group_command {
+  cli_command cmd;
+  cli_option rows[2 + NSUITE - 1]; /* --sizes, --backend, suite_rows but GROUP */
+  const char *backends[BENCH_MAX_PEERS + 1];
+  char name[32], sizes[160], sizes_help[320], used[96], repeat[16], example[96];
+} group_command;
+
+static group_command group_commands[NGROUPS];
+
+static int run_group(int argc, char **argv);
+
+/* "a,b,c" of n sizes, as --sizes takes them: row numbers where the spec
+ * names rows, else as the table writes them (256M). */
+static void sizes_text(const bench_spec *s, const size_t *v, size_t n, char *buf,
+                       size_t size)
 {
-  char who[64], names[128] = "";
-  snprintf(who, sizeof who, "kiln bench%s%s", s ? " " : "", s ? s->op : "");
-  if (s)
-    list_backends(s, names, sizeof names);
-  *a = (bench_args){.nsizes = 0};
-  int sizes_given = 0, repeats_given = 0, backends_given = 0;
-  for (int i = 1; i < argc; i++) {
-    int more = i + 1 < argc;
-    int c = parse_common(who, a, argc, argv, &i, &repeats_given);
-    if (c < 0)
-      return -1;
-    if (c > 0)
-      continue;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      if (s)
-        printf("usage: %s %s\n", s->usage, common_usage);
-      else
-        print_usage(stdout);
-      return 1;
-    } else if (s && strcmp(argv[i], "--sizes") == 0 && more) {
-      sizes_given = 1;
-      if (parse_sizes(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "%s: --sizes takes %s\n", who, s->sizes_help), -1;
-    } else if (s && strcmp(argv[i], "--backend") == 0 && more) {
-      backends_given = 1;
-      if (parse_backends(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "%s: --backend takes %s, comma-separated\n", who, names),
-               -1;
-    } else {
-      return fprintf(stderr, "%s: unknown option '%s'; usage: %s %s\n", who, argv[i],
-                     s ? s->usage : "kiln bench [GROUP]", common_usage),
-             -1;
-    }
+  size_t at = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && at < size; i++) {
+    char one[32];
+    if (s->labels)
+      snprintf(one, sizeof one, "%zu", v[i]);
+    else
+      bench_size_label(s, v[i], one, sizeof one);
+    at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? "," : "", one);
   }
-  if ((a->json_path && check_writable(who, "--json", a->json_path) != 0) ||
-      (a->csv_path && check_writable(who, "--csv", a->csv_path) != 0) ||
-      (a->plot_path && check_writable(who, "--plot", a->plot_path) != 0))
+}
+
+static void make_group_command(group_command *g, const bench_spec *s)
+{
+  size_t used = 0;
+  cli_option *r = g->rows;
+  r[0] = (cli_option){.name = "--sizes", CLI_TEXT_AT(bench_cli, sizes)};
+  r[1] = (cli_option){.name = "--backend", CLI_CHOICES_AT(bench_cli, backends)};
+  memcpy(r + 2, suite_rows + 1, (NSUITE - 1) * sizeof *r);
+  snprintf(g->name, sizeof g->name, "kiln bench %s", s->op);
+  sizes_text(s, s->defaults, s->ndefaults, g->sizes, sizeof g->sizes);
+  snprintf(g->sizes_help, sizeof g->sizes_help, "the cases: %s", s->sizes_help);
+  for (int k = 0; k < s->selectable; k++) {
+    g->backends[k] = s->peers[k];
+    if (s->built[k])
+      used += (size_t)snprintf(g->used + used, sizeof g->used - used, "%s%s",
+                               used ? "," : "", s->peers[k]);
+  }
+  snprintf(g->repeat, sizeof g->repeat, "%d", s->repeats);
+  r[0].value = s->sizes_value, r[0].help = g->sizes_help, r[0].def = g->sizes;
+  r[1].help = "the backends and peers to run (the others run always)";
+  r[1].choices = g->backends, r[1].def = g->used;
+  r[3].help = "the runs each median is of", r[3].def = g->repeat; /* --repeat */
+  char quick[64];
+  sizes_text(s, s->quick, s->nquick, quick, sizeof quick);
+  snprintf(g->example, sizeof g->example, "kiln bench %s --sizes %s --backend %s", s->op,
+           quick, s->peers[0]);
+  g->cmd = (cli_command){.name = g->name,
+                         .summary = s->summary,
+                         .opts = g->rows,
+                         .nopts = sizeof g->rows / sizeof g->rows[0],
+                         .about = s->note,
+                         .example = g->example,
+                         .run = run_group};
+}
+
+static const cli_command *group_at(size_t i)
+{
+  if (i >= NGROUPS)
+    return NULL;
+  if (!group_commands[i].cmd.name)
+    make_group_command(&group_commands[i], groups[i]->spec);
+  return &group_commands[i].cmd;
+}
+
+/* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
+ * when s is NULL) into a. Returns -1 to go on, else the exit status after
+ * the help or a line on stderr. */
+static int parse(const bench_spec *s, size_t group, bench_args *a, int argc, char **argv)
+{
+  const cli_command *c = s ? group_at(group) : &kiln_bench_command;
+  bench_cli b = {0};
+  uint64_t given = 0;
+  int rc = kiln_cli_parse(c, &b, argc, argv, &given);
+  if (rc >= 0)
+    return rc;
+  if (b.group)
+    return kiln_cli_usage_error(c, NULL,
+                                "unknown group '%s' (the commands of kiln bench "
+                                "--help)",
+                                b.group);
+  *a = (bench_args){.repeats = (int)b.repeat,
+                    .quick = b.quick,
+                    .untuned = b.untuned,
+                    .csv_path = b.csv,
+                    .plot_path = b.plot};
+  if (b.json && !HAVE_JSON_C)
+    return kiln_cli_usage_error(c, "--json",
+                                "--json needs kiln built with json-c "
+                                "(libjson-c-dev)");
+  a->json = b.json && strcmp(b.json, "-") == 0;
+  a->json_path = b.json && !a->json ? b.json : NULL;
+  if ((a->json_path && check_writable(c->name, "--json", a->json_path) != 0) ||
+      (a->csv_path && check_writable(c->name, "--csv", a->csv_path) != 0) ||
+      (a->plot_path && check_writable(c->name, "--plot", a->plot_path) != 0))
+    return 2;
+  if (!s)
     return -1;
-  if (s && a->plot_path && !s->axis)
-    return fprintf(stderr,
-                   "%s: --plot draws figures against size, and %s has no "
-                   "sizes to plot\n",
-                   who, s->op),
-           -1;
-  if (s)
-    fill_defaults(s, a, sizes_given, repeats_given, backends_given);
-  for (int k = 0; s && k < s->npeers; k++)
+  if (a->plot_path && !s->axis)
+    return kiln_cli_usage_error(c, "--plot",
+                                "--plot draws figures against size, and "
+                                "%s has no sizes to plot",
+                                s->op);
+  int sizes_given = kiln_cli_given(c, given, "--sizes");
+  if (sizes_given && parse_sizes(s, a, b.sizes) != 0)
+    return kiln_cli_usage_error(c, "--sizes", "--sizes '%s' is not a value it takes",
+                                b.sizes);
+  int backends_given = kiln_cli_given(c, given, "--backend");
+  for (int k = 0; k < s->npeers; k++)
+    a->use[k] = k >= s->selectable || (b.backends >> k & 1);
+  fill_defaults(s, a, sizes_given, kiln_cli_given(c, given, "--repeat"), backends_given);
+  for (int k = 0; k < s->npeers; k++)
     if (a->use[k] && !s->built[k])
-      return fprintf(stderr, "%s: %s\n", who, s->not_built[k]), -1;
-  return 0;
+      return kiln_cli_usage_error(c, "--backend", "%s", s->not_built[k]);
+  return -1;
 }
 
 /* ---- measurements and records -------------------------------------------- */
@@ -584,26 +645,25 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
   return failed || rc ? 1 : 0;
 }
 
-int kiln_cmd_bench(int argc, char **argv)
+static int run_suite(int argc, char **argv)
 {
   bench_args a;
+  int rc = parse(NULL, 0, &a, argc, argv);
+  if (rc >= 0)
+    return rc;
   kiln_cli_pin_pocl();
-  if (argc < 2 || argv[1][0] == '-') {
-    int p = bench_parse(NULL, &a, argc, argv);
-    return p ? (p < 0 ? 2 : 0) : run(groups, NGROUPS, NULL, &a);
-  }
-  for (size_t g = 0; g < NGROUPS; g++)
-    if (strcmp(argv[1], groups[g]->spec->op) == 0) {
-      int p = bench_parse(groups[g]->spec, &a, argc - 1, argv + 1);
-      return p ? (p < 0 ? 2 : 0) : run(&groups[g], 1, groups[g]->spec, &a);
-    }
-  fprintf(stderr, "kiln bench: unknown group '%s'; the groups are", argv[1]);
-  for (size_t g = 0; g < NGROUPS; g++)
-    fprintf(stderr, "%s %s",
-            g == 0            ? ""
-            : g + 1 < NGROUPS ? ","
-                              : " and",
-            groups[g]->spec->op);
-  fprintf(stderr, " (kiln bench --help)\n");
-  return 2;
+  return run(groups, NGROUPS, NULL, &a);
+}
+
+static int run_group(int argc, char **argv)
+{
+  size_t g = 0;
+  while (strcmp(argv[0], groups[g]->spec->op) != 0)
+    g++; /* kiln_cli_dispatch() found it */
+  bench_args a;
+  int rc = parse(groups[g]->spec, g, &a, argc, argv);
+  if (rc >= 0)
+    return rc;
+  kiln_cli_pin_pocl();
+  return run(&groups[g], 1, groups[g]->spec, &a);
 }

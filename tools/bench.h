@@ -70,8 +70,8 @@ typedef struct bench_records {
 /* What a group accepts and how it prints. */
 struct bench_spec {
   const char *op;               /* "gemm", "reduce": the group's name */
-  const char *usage;            /* "kiln bench gemm [--sizes ...] [--backend ...]";
-                                    the options every group takes follow */
+  const char *summary;          /* one line: what the group measures */
+  const char *sizes_value;      /* --sizes' value in the help: "N,...", "CASE,..." */
   const char *const *peers;     /* columns, in order: backends, then peers */
   int npeers;                   /* that --backend names, or always run */
   int selectable;               /* the first `selectable` peers: --backend */
@@ -123,11 +123,6 @@ typedef struct bench_group {
 } bench_group;
 
 double bench_now_ms(void);
-
-/* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
- * when s is NULL) into a. Returns 0; 1 after printing the usage for --help;
- * or -1 after one line on stderr. */
-int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv);
 
 /* The median of n timings (sorted in place). */
 double bench_median(double *ms, int n);

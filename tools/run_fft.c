@@ -19,85 +19,77 @@
 typedef struct fft_args {
   const char *x, *out;
   int inverse, real;
-  int axes[3], naxes; /* as given; default the last axis */
-  size_t n_out;       /* C2R: --n, the output's last length (0: 2 (m - 1)) */
-  kiln_backend backend;
+  cli_ints axes; /* as given */
+  long n_out;    /* C2R: --n, the output's last length (0: 2 (m - 1)) */
+  int backend;   /* fft_backends' index */
 } fft_args;
 
-static const char usage[] =
-  "usage: kiln run fft X.npy -o Y.npy [--inverse] [--real] [--axes A,...] [--n N]\n"
-  "                    [--backend auto|kiln|vkfft|clfft]";
+static const char *const fft_backends[] = {"auto", "kiln", "vkfft", "clfft", NULL};
 
-/* --axes: one to three comma-separated axes; -1 after saying why. */
-static int parse_axes(fft_args *f, const char *v)
-{
-  const char *at = v;
-  f->naxes = 0;
-  while (f->naxes < 3) {
-    char *end;
-    long a = strtol(at, &end, 10);
-    if (end == at || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
-      break;
-    f->axes[f->naxes++] = (int)a;
-    if (*end == '\0')
-      return 0;
-    if (*end != ',')
-      break;
-    at = end + 1;
-  }
-  return run_say("--axes '%s': expected one to three comma-separated axes such as -1 "
-                 "or -2,-1",
-                 v),
-         -1;
-}
+static const cli_option fft_rows[] = {
+  {.name = "X.npy",
+   CLI_TEXT_AT(fft_args, x),
+   .help = "the array: complex64 or complex128, or float32 or float64 with --real",
+   .required = 1},
+  {.name = "-o",
+   CLI_TEXT_AT(fft_args, out),
+   .value = "Y.npy",
+   .help = "the transform, written as a .npy file",
+   .required = 1},
+  {.name = "--inverse",
+   CLI_FLAG_AT(fft_args, inverse),
+   .help = "the inverse transform, scaled by 1/n"},
+  {.name = "--real",
+   CLI_FLAG_AT(fft_args, real),
+   .help = "a real transform: R2C of a real X (the half spectrum), or with --inverse "
+           "C2R of a half spectrum"},
+  {.name = "--axes",
+   CLI_INTS_AT(fft_args, axes),
+   .value = "A[,A...]",
+   .help = "the axes to transform, the last ones of X (the leading ones are the "
+           "batch)",
+   .def = "-1",
+   .min = -KILN_ARRAY_MAX_DIMS,
+   .max = KILN_ARRAY_MAX_DIMS - 1,
+   .counts = 1u << 1 | 1u << 2 | 1u << 3},
+  {.name = "--n",
+   CLI_INT_AT(fft_args, n_out),
+   .value = "N",
+   .help = "with --real --inverse: the output's last length, 2 m - 2 or 2 m - 1 for "
+           "m bins",
+   .def_text = "2 m - 2",
+   .min = 1,
+   .max = CLI_INT31},
+  {.name = "--backend",
+   CLI_CHOICE_AT(fft_args, backend),
+   .help = "kiln's kernels, VkFFT, clFFT, or kiln's rules (auto)",
+   .def = "auto",
+   .choices = fft_backends},
+};
 
-/* An option with its value into f; -1 after saying why. */
-static int value(fft_args *f, const char *o, const char *v)
-{
-  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
-                                       KILN_BACKEND_VKFFT, KILN_BACKEND_CLFFT};
-  static const char *const known[] = {"-o", "--axes", "--n", "--backend"};
-  size_t n;
-  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
-    return -1;
-  if (strcmp(o, "-o") == 0)
-    f->out = v;
-  else if (strcmp(o, "--axes") == 0)
-    return parse_axes(f, v);
-  else if (strcmp(o, "--n") == 0) {
-    if (run_parse_counts(o, v, 1, 1, "a length from 1 to 2^31-1", &n) < 0)
-      return -1;
-    f->n_out = n;
-  } else if (strcmp(o, "--backend") == 0)
-    return run_parse_backend(v, &f->backend, takes, 4);
-  else
-    return run_say("unknown option '%s'", o), -1;
-  return 0;
-}
+static int run_fft(int argc, char **argv);
 
-/* One option (run_cli.option): --inverse, --real, or an option and its
- * value; returns the arguments it used (1 or 2), or -1 after saying why. */
-static int option(void *ctx, const char *o, const char *v)
-{
-  fft_args *f = ctx;
-  if (strcmp(o, "--inverse") == 0 || strcmp(o, "--real") == 0) {
-    *(o[2] == 'i' ? &f->inverse : &f->real) = 1;
-    return 1;
-  }
-  return value(f, o, v) == 0 ? 2 : -1;
-}
+const cli_command run_fft_command = {
+  .name = "kiln run fft",
+  .summary = "an FFT of a .npy file over its last one to three axes",
+  CLI_ROWS(fft_rows),
+  .about = "The arrays go through kiln_fft_host(), so a batch larger than the device\n"
+           "(or KILN_MEMORY_LIMIT) runs in pieces; the time is that one call, plan\n"
+           "and transfers included.",
+  .example = "kiln run fft x.npy --axes -2,-1 -o y.npy",
+  .run = run_fft,
+};
 
 static int parse(fft_args *f, int argc, char **argv)
 {
-  *f = (fft_args){.axes = {-1}, .naxes = 1};
-  run_cli cli = {option, f, {&f->x, NULL}, "array"};
-  if (run_parse_args(&cli, argc, argv) != 0)
-    return -1;
-  if (!f->x || !f->out)
-    return run_usage(usage);
+  *f = (fft_args){.x = NULL};
+  int rc = run_parse(&run_fft_command, f, argc, argv);
+  if (rc >= 0)
+    return rc;
   if (f->n_out && !(f->real && f->inverse))
-    return run_say("--n sets the output length of --real --inverse only"), -1;
-  return 0;
+    return kiln_cli_usage_error(&run_fft_command, "--n",
+                                "--n sets the output length of --real --inverse only");
+  return -1;
 }
 
 /* The axes must be the last naxes of x, each once: kiln_fft() transforms
@@ -105,24 +97,24 @@ static int parse(fft_args *f, int argc, char **argv)
 static int check_axes(const fft_args *f, const kiln_array *x)
 {
   int nd = (int)x->ndim, seen[KILN_ARRAY_MAX_DIMS] = {0};
-  if (nd < f->naxes)
+  if (nd < f->axes.n)
     return run_say("X has %d dimension%s; --axes names %d", nd, nd == 1 ? "" : "s",
-                   f->naxes),
+                   f->axes.n),
            -1;
-  for (int i = 0; i < f->naxes; i++) {
-    int a = f->axes[i] < 0 ? f->axes[i] + nd : f->axes[i];
+  for (int i = 0; i < f->axes.n; i++) {
+    int given = (int)f->axes.v[i], a = given < 0 ? given + nd : given;
     if (a < 0 || a >= nd)
       return run_say("--axes: axis %d is out of range for an array of %d dimensions",
-                     f->axes[i], nd),
+                     given, nd),
              -1;
     if (seen[a]++)
-      return run_say("--axes: axis %d is named twice", f->axes[i]), -1;
-    if (a < nd - f->naxes)
+      return run_say("--axes: axis %d is named twice", given), -1;
+    if (a < nd - f->axes.n)
       return run_say("--axes: kiln transforms the last %d axes of the array only (the "
                      "leading axes are the batch, in C order); axis %d is not among "
                      "them. Expected -1, -2,-1 or -3,-2,-1; move the axes last first "
                      "(e.g. numpy.moveaxis)",
-                     f->naxes, f->axes[i]),
+                     f->axes.n, given),
              -1;
   }
   return 0;
@@ -145,9 +137,9 @@ static int plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_a
     return -1;
   if (x->count == 0)
     return run_say("X has no elements"), -1;
-  unsigned nd = x->ndim, k = (unsigned)f->naxes, first = nd - k;
+  unsigned nd = x->ndim, k = (unsigned)f->axes.n, first = nd - k;
   size_t m = x->shape[nd - 1], n = kind != KILN_FFT_C2R ? m
-                                   : f->n_out           ? f->n_out
+                                   : f->n_out           ? (size_t)f->n_out
                                                         : 2 * (m - 1);
   if (kind == KILN_FFT_C2R && (n == 0 || n / 2 + 1 != m))
     return run_say("--real --inverse: the last axis holds %zu bins, which is the "
@@ -156,7 +148,7 @@ static int plan(const fft_args *f, const kiln_array *x, kiln_fft_desc *d, kiln_a
            -1;
   kiln_fft_desc_init(d, wide ? KILN_F64 : KILN_F32, n);
   d->kind = kind, d->ndim = k, d->inverse = f->inverse && kind == KILN_FFT_C2C;
-  d->backend = f->backend;
+  d->backend = run_backend_named(fft_backends[f->backend]);
   d->batch = 1;
   for (unsigned i = 0; i < first; i++)
     d->batch *= x->shape[i];
@@ -197,23 +189,25 @@ static void report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
   printf("device   %s\nbackend  %s\nfft      %s%s %s %s%s over the last %u ax%s, batch "
          "%zu -> %s %s\ntime     %.2f ms (%.2f GFLOP/s at 5 N log2 N; one call with its "
          "plan, transfers included)\nwrote    %s\n",
-         kiln_runtime_device(rt)->name, run_backend_label(f->backend),
+         kiln_runtime_device(rt)->name, run_backend_label(d->backend),
          d->inverse ? "inverse " : "", kinds[d->kind], kiln_dtype_name(x->dtype), xs,
          d->kind == KILN_FFT_C2C ? "" : " (real)", d->ndim, d->ndim == 1 ? "is" : "es",
          d->batch, kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0,
          f->out);
 }
 
-int run_fft(int argc, char **argv)
+static int run_fft(int argc, char **argv)
 {
   fft_args f;
   kiln_array x = {0}, y = {0};
   kiln_fft_desc d;
   kiln_runtime *rt = NULL;
   double ms = 0;
-  int rc = 1;
-  if (parse(&f, argc, argv) != 0 || run_load(f.x, &x) != 0 || plan(&f, &x, &d, &y) != 0 ||
-      run_start(&rt) != 0)
+  int rc = parse(&f, argc, argv);
+  if (rc >= 0)
+    return rc;
+  rc = 1;
+  if (run_load(f.x, &x) != 0 || plan(&f, &x, &d, &y) != 0 || run_start(&rt) != 0)
     goto done;
   kiln_status st = compute(rt, &d, &x, &y, &ms);
   if (run_write(rt, st, f.out, &y) != 0)
