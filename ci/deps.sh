@@ -15,6 +15,8 @@ packages=(
   clblast-utils
   # kiln info --json (meson feature json, auto)
   libjson-c-dev
+  # kiln run reads members of .npz files (meson feature zip, auto)
+  libzip-dev
   # the kernel cache's key and checksums (XXH3)
   libxxhash-dev
   # tests; clang-format checks the house style (tests/check-format.sh); numpy

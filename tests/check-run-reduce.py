@@ -23,12 +23,14 @@ INF = float("inf")
 
 
 def out_descr(op, descr):
-    """numpy's result type, as kiln_reduce_out_dtype() documents it."""
-    small = descr in ("<f2", "<f4")
+    """numpy's result type: kiln_reduce_out_dtype()'s, but float16's sum, mean
+    and norm, which numpy keeps in float16 and kiln run rounds to it."""
+    if descr in ("<f2", "<f4") and op in ("sum", "mean", "norm"):
+        return descr
     if op == "sum":
-        return "<f4" if small else "<i8" if descr == "<i4" else "<f8"
+        return "<i8" if descr == "<i4" else "<f8"
     if op in ("mean", "norm"):
-        return "<f4" if small else "<f8"
+        return "<f8"
     return "<i8" if op.startswith("arg") else descr
 
 
@@ -61,11 +63,12 @@ def reference(op, shape, values, axis):
 
 
 def rounded(v, descr):
-    """v as the output type stores it: float32 overflows to inf beyond its
-    largest value (as numpy's float32 norm of 3e38 does)."""
-    if descr == "<f4" and v == v and not math.isinf(v):
+    """v as the output type stores it: float32 and float16 overflow to inf
+    beyond their largest value (as numpy's float32 norm of 3e38 does)."""
+    code = {"<f4": "<f", "<f2": "<e"}.get(descr)
+    if code and v == v and not math.isinf(v):
         try:
-            return struct.unpack("<f", struct.pack("<f", v))[0]
+            return struct.unpack(code, struct.pack(code, v))[0]
         except OverflowError:
             return math.copysign(INF, v)
     return v
@@ -77,7 +80,9 @@ def close(got, want, descr):
         return got != got
     if math.isinf(want) or descr.startswith("<i"):
         return got == want
-    tol = 1e-12 if descr == "<f8" else 1e-6
+    # float16: the float32 (or better) result rounded once more, which may
+    # land one unit of the last place from the double reference's rounding
+    tol = {"<f8": 1e-12, "<f4": 1e-6, "<f2": 2.0 ** -10}[descr]
     return abs(got - want) <= tol * abs(want) + 1e-30
 
 

@@ -65,6 +65,20 @@ kiln_backend run_backend_named(const char *name)
 
 int run_load(const char *path, kiln_array *x)
 {
+  /* FILE.npz:NAME, or FILE.npz for its only array */
+  const char *npz = strstr(path, ".npz:");
+  size_t len = strlen(path);
+  if (npz || (len > 4 && strcmp(path + len - 4, ".npz") == 0)) {
+    char *file = malloc(len + 1);
+    if (!file)
+      return run_say("out of host memory"), -1;
+    memcpy(file, path, len + 1);
+    if (npz)
+      file[npz - path + 4] = '\0';
+    int rc = run_load_npz(file, npz ? npz + 5 : NULL, x);
+    free(file);
+    return rc;
+  }
   if (kiln_npy_load(path, x) != KILN_OK || kiln_array_to_c_order(x) != KILN_OK)
     return run_say("%s", kiln_last_error(NULL)), -1;
   return 0;
@@ -102,6 +116,28 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
     st = kiln_convert(raw, *out);
   kiln_buffer_destroy(raw);
   return st;
+}
+
+int run_to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t)
+{
+  if (a->dtype == t)
+    return 0;
+  kiln_array conv = *a;
+  conv.dtype = t;
+  if (run_alloc_result(&conv) != 0)
+    return -1;
+  kiln_buffer *buf = NULL;
+  kiln_status st = run_upload(rt, a, t, &buf);
+  if (st == KILN_OK)
+    st = kiln_buffer_read(buf, 0, a->count, conv.data);
+  kiln_buffer_destroy(buf);
+  if (st != KILN_OK) {
+    free(conv.data);
+    return run_say("%s", kiln_last_error(rt)), -1;
+  }
+  kiln_array_free(a);
+  *a = conv;
+  return 0;
 }
 
 int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
@@ -165,7 +201,7 @@ const cli_command kiln_run_command = {
   .about = "Each reads its arrays, runs on the picked device through kiln's _host\n"
            "calls (so arrays larger than the device run in pieces), writes the\n"
            "result, and prints the device, the backend and the time. A failure is\n"
-           "one line on stderr, exit 1, and no output file.",
+           "one line on stderr, exit 1, and no output file." RUN_ARRAYS_NOTE,
   .example = "kiln run gemm a.npy b.npy -o c.npy",
   .sub = op_at,
   .run = run_cmd,

@@ -1,7 +1,7 @@
 /*
  * run.h — what the operations of `kiln run` share (run.c): the command's
- * messages, the option parsing, .npy files in and out, the runtime, uploads
- * and the pieces of the report. Each operation's command is in its own file:
+ * messages, the option parsing, .npy and .npz files in and .npy files out,
+ * the runtime, uploads and the pieces of the report. Each operation's command is in its own file:
  * run_gemm.c, run_reduce.c, run_conv.c, run_fft.c.
  */
 #ifndef KILN_TOOLS_RUN_H
@@ -24,13 +24,25 @@ int run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * go on, else the exit status. */
 int run_parse(const cli_command *c, void *args, int argc, char **argv);
 
+/* What every operation's help says of its arrays, after its own paragraph. */
+#define RUN_ARRAYS_NOTE                                                                  \
+  "\n\nEvery array is a .npy file, or an array of an .npz file: FILE.npz:NAME\n"         \
+  "(np.savez's names; arr_0, arr_1, ... for unnamed ones), or FILE.npz alone\n"          \
+  "when it holds one."
+
 /* The backend that a --backend choice names. */
 kiln_backend run_backend_named(const char *name);
 
 /* ---- arrays and the device ------------------------------------------------ */
 
-/* Loads a .npy file in C order; 0, or -1 after saying why. */
+/* Loads an array in C order: a .npy file, or FILE.npz:NAME, the array NAME
+ * of an .npz file (FILE.npz alone: its only one); 0, or -1 after saying
+ * why. */
 int run_load(const char *path, kiln_array *x);
+
+/* The array `member` (NULL: the only one) of the .npz file path, in C
+ * order (npz.c); 0, or -1 after saying why. */
+int run_load_npz(const char *path, const char *member, kiln_array *x);
 
 /* Allocates y->data for y->count elements of y->dtype (uninitialised); 0, or
  * -1 after saying why. */
@@ -44,6 +56,11 @@ int run_start(kiln_runtime **rt);
  * holds dtype) into a new buffer *out, which the caller destroys. */
 kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
                        kiln_buffer **out);
+
+/* a's data converted to type t on the device (kiln_convert), in place of
+ * a's own; nothing to do when a holds t already. 0, or -1 after saying
+ * why. */
+int run_to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t);
 
 /* The end of the computation that returned st: its error from rt, or y
  * written to path. 0, or -1 after saying why. */

@@ -97,8 +97,9 @@ const cli_command run_conv2d_command = {
   .name = "kiln run conv2d",
   .summary = "a 2-D convolution of .npy files (cross-correlation, as PyTorch's conv2d)",
   CLI_ROWS(conv_rows),
-  .about = "X and Y go through kiln_conv2d_host(), so arrays larger than the device\n"
-           "run in pieces; the time is that one call, transfers included.",
+  .about =
+    "X and Y go through kiln_conv2d_host(), so arrays larger than the device\n"
+    "run in pieces; the time is that one call, transfers included." RUN_ARRAYS_NOTE,
   .example = "kiln run conv2d x.npy w.npy --pad 1 --stride 2 --relu -o y.npy",
   .run = run_conv2d,
 };
@@ -164,30 +165,6 @@ static int shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
   return 0;
 }
 
-/* a (W or the bias) in type t, converted on the device when it is not:
- * a's data replaced by the converted values. -1 after saying why. */
-static int to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t)
-{
-  if (a->dtype == t)
-    return 0;
-  kiln_array conv = *a;
-  conv.dtype = t;
-  if (run_alloc_result(&conv) != 0)
-    return -1;
-  kiln_buffer *buf = NULL;
-  kiln_status st = run_upload(rt, a, t, &buf);
-  if (st == KILN_OK)
-    st = kiln_buffer_read(buf, 0, a->count, conv.data);
-  kiln_buffer_destroy(buf);
-  if (st != KILN_OK) {
-    free(conv.data);
-    return run_say("%s", kiln_last_error(rt)), -1;
-  }
-  kiln_array_free(a);
-  *a = conv;
-  return 0;
-}
-
 /* The convolution through kiln_conv2d_host(), which cuts what does not fit
  * the device into pieces; timed into *ms, transfers included. */
 static kiln_status compute(kiln_runtime *rt, const kiln_conv2d_desc *d,
@@ -244,7 +221,8 @@ static int run_conv2d(int argc, char **argv)
                    .count = c.d.n * c.d.k * p * q,
                    .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
   if (run_alloc_result(&y) != 0 || run_start(&rt) != 0 ||
-      to_type(rt, &w, c.d.dtype) != 0 || (c.bias && to_type(rt, &b, c.d.dtype) != 0))
+      run_to_type(rt, &w, c.d.dtype) != 0 ||
+      (c.bias && run_to_type(rt, &b, c.d.dtype) != 0))
     goto done;
   kiln_status st = compute(rt, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms);
   if (run_write(rt, st, c.out, &y) != 0)

@@ -3,9 +3,9 @@
  * op(A) op(B) + beta C0 on .npy files (what the operations share is in
  * run.c).
  *
- * Arrays already in the compute type go straight to kiln_gemm_host(), which
- * cuts problems larger than the device into panels. Others are converted on
- * the device (kiln_convert) and multiplied there.
+ * C's type is numpy's for the same product; matrices in another type are
+ * converted on the device (kiln_convert), then kiln_gemm_host() multiplies
+ * them, in panels when they are larger than the device.
  */
 /* kiln_gemm_backend_for() is experimental API. */
 #define KILN_EXPERIMENTAL
@@ -66,8 +66,9 @@ static const cli_option gemm_rows[] = {
    .def_text = "none"},
   {.name = "--dtype",
    CLI_CHOICE_AT(gemm_args, dtype),
-   .help = "the type to compute and write C in; A and B are converted on the device",
-   .def_text = "A's",
+   .help = "the type to compute and write C in; A, B and C0 are converted on the "
+           "device",
+   .def_text = "numpy's type for A @ B",
    .choices = gemm_dtypes},
   {.name = "--backend",
    CLI_CHOICE_AT(gemm_args, backend),
@@ -82,9 +83,11 @@ const cli_command run_gemm_command = {
   .name = "kiln run gemm",
   .summary = "C = alpha op(A) op(B) + beta C0 of .npy files",
   CLI_ROWS(gemm_rows),
-  .about = "Matrices already in the compute type go through kiln_gemm_host(), which\n"
-           "cuts products larger than the device into panels; others are converted\n"
-           "on the device and multiplied there.",
+  .about = "C's type is numpy's for the same product (np.result_type): the widest\n"
+           "float of A, B and C0, float64 where an integer meets a float; --dtype\n"
+           "chooses another. Matrices not in that type are converted on the device,\n"
+           "then kiln_gemm_host() multiplies them, in panels when they are larger\n"
+           "than the device." RUN_ARRAYS_NOTE,
   .example = "kiln run gemm a.npy b.npy --tb --alpha 0.5 -o c.npy",
   .run = run_gemm,
 };
@@ -119,7 +122,27 @@ static int load(const char *path, const char *name, kiln_array *x)
   return 0;
 }
 
-/* Checks the shapes against each other and fills m, n, k. */
+/* numpy's type for alpha op(A) op(B) + beta C0 (np.result_type): the
+ * widest float among them, float64 where an integer meets a float (as
+ * numpy promotes int32 with float32); 0 for integers alone or complex,
+ * which kiln does not multiply. */
+static kiln_dtype numpy_type(const kiln_array *const *x, int n)
+{
+  int ints = 0;
+  kiln_dtype widest = (kiln_dtype)0;
+  for (int i = 0; i < n; i++) {
+    kiln_dtype t = x[i]->dtype;
+    if (t == KILN_I32 || t == KILN_I64)
+      ints = 1;
+    else if (t == KILN_F16 || t == KILN_F32 || t == KILN_F64)
+      widest = t > widest ? t : widest; /* KILN_F16 < KILN_F32 < KILN_F64 */
+    else
+      return (kiln_dtype)0;
+  }
+  return widest && ints ? KILN_F64 : widest;
+}
+
+/* Checks the shapes against each other and fills m, n, k and the type. */
 static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
                   const kiln_array *c0)
 {
@@ -135,39 +158,14 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
            -1;
   if (c0 && (c0->ndim != 2 || c0->shape[0] != d->m || c0->shape[1] != d->n))
     return run_say("--c is not a %zu x %zu matrix", d->m, d->n), -1;
-  if (g->dtype < 0)
-    d->dtype = a->dtype;
-  if (d->dtype != KILN_F16 && d->dtype != KILN_F32 && d->dtype != KILN_F64)
-    return run_say("A holds %s; pass --dtype float16, float32 or float64 to compute in "
-                   "one of those",
-                   kiln_dtype_name(a->dtype)),
+  const kiln_array *all[] = {a, b, c0};
+  if (g->dtype < 0 && !(d->dtype = numpy_type(all, c0 ? 3 : 2)))
+    return run_say("A holds %s and B %s%s%s; kiln multiplies float16, float32 and "
+                   "float64: pass --dtype to compute in one of those",
+                   kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype),
+                   c0 ? ", C0 " : "", c0 ? kiln_dtype_name(c0->dtype) : ""),
            -1;
   return 0;
-}
-
-/* C = alpha op(A) op(B) + beta C in the compute type, into c (dtype d). */
-static kiln_status compute(kiln_runtime *rt, const kiln_gemm_desc *d, const kiln_array *a,
-                           const kiln_array *b, kiln_array *c)
-{
-  if (a->dtype == d->dtype && b->dtype == d->dtype && c->dtype == d->dtype)
-    return kiln_gemm_host(rt, d, a->data, b->data, c->data);
-  kiln_buffer *da = NULL, *db = NULL, *dc = NULL, *out = NULL;
-  kiln_status st = run_upload(rt, a, d->dtype, &da);
-  if (st == KILN_OK)
-    st = run_upload(rt, b, d->dtype, &db);
-  if (st == KILN_OK)
-    st = run_upload(rt, c, d->dtype, &dc);
-  if (st == KILN_OK)
-    st = kiln_gemm(rt, d, da, db, dc);
-  if (st == KILN_OK)
-    st = kiln_buffer_create(rt, c->dtype, c->count, 0, &out);
-  if (st == KILN_OK)
-    st = kiln_convert(dc, out);
-  if (st == KILN_OK)
-    st = kiln_buffer_read(out, 0, c->count, c->data);
-  kiln_buffer_destroy(da), kiln_buffer_destroy(db);
-  kiln_buffer_destroy(dc), kiln_buffer_destroy(out);
-  return st;
 }
 
 static int run_gemm(int argc, char **argv)
@@ -185,17 +183,17 @@ static int run_gemm(int argc, char **argv)
   if (!g.c0) { /* C starts as zeros of the compute type (beta is 0: never read) */
     c = (kiln_array){
       .dtype = g.d.dtype, .ndim = 2, .shape = {g.d.m, g.d.n}, .count = g.d.m * g.d.n};
-    c.data = calloc(c.count ? c.count : 1, 8);
-  } else if (c.dtype != g.d.dtype) {
-    run_say("--c holds another dtype than the computation (%s)",
-            kiln_dtype_name(g.d.dtype));
-    goto done;
+    c.data = calloc(c.count ? c.count : 1, kiln_dtype_size(g.d.dtype));
   }
-  if (run_start(&rt) != 0)
+  /* every matrix in the compute type, converted on the device, then one
+   * kiln_gemm_host(), which cuts products larger than the device into
+   * panels */
+  if (run_start(&rt) != 0 || run_to_type(rt, &a, g.d.dtype) != 0 ||
+      run_to_type(rt, &b, g.d.dtype) != 0 || run_to_type(rt, &c, g.d.dtype) != 0)
     goto done;
   kiln_backend be = kiln_gemm_backend_for(rt, &g.d);
   double t0 = run_now_ms();
-  kiln_status st = compute(rt, &g.d, &a, &b, &c);
+  kiln_status st = kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
   double ms = run_now_ms() - t0;
   if (run_write(rt, st, g.out, &c) != 0)
     goto done;

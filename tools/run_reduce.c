@@ -4,7 +4,8 @@
  *
  * The array goes to kiln_reduce_host() as it is (it reduces arrays larger
  * than the device in chunks); the result has the input's shape without the
- * reduced axis, a 0-d array when every element is reduced.
+ * reduced axis, a 0-d array when every element is reduced, and numpy's
+ * type for the same call.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,10 +63,11 @@ const cli_command run_reduce_command = {
   .name = "kiln run reduce",
   .summary = "a reduction of a .npy file: sum, mean, min, max, argmin, argmax or norm",
   CLI_ROWS(reduce_rows),
-  .about = "Results are numpy's types: float16 and float32 sums, means and norms come\n"
-           "out as float32, int32 sums as int64, argmin and argmax as int64 (the first\n"
-           "index of the extreme). Arrays larger than the device are reduced in\n"
-           "chunks (kiln_reduce_host).",
+  .about = "Y is typed as numpy types the same call: float16's sum, mean and norm are\n"
+           "float16 (accumulated in float32 or better, then rounded), int32's sum is\n"
+           "int64 and its mean and norm float64, argmin and argmax are int64 (the\n"
+           "first index of the extreme). Arrays larger than the device are reduced\n"
+           "in chunks (kiln_reduce_host)." RUN_ARRAYS_NOTE,
   .example = "kiln run reduce --op sum --axis 1 x.npy -o y.npy",
   .run = run_reduce,
 };
@@ -148,6 +150,13 @@ static int run_reduce(int argc, char **argv)
   kiln_status st =
     kiln_reduce_host(rt, &d, x.data ? x.data : &spare, y.data ? y.data : &spare);
   double ms = run_now_ms() - t0;
+  /* numpy's type: float16's sum, mean and norm are float16 (kiln_reduce()'s
+   * float32, rounded to nearest even on the device) */
+  if (st == KILN_OK && x.dtype == KILN_F16 && y.dtype == KILN_F32) {
+    if (y.count && run_to_type(rt, &y, KILN_F16) != 0)
+      goto done;
+    y.dtype = KILN_F16;
+  }
   if (run_write(rt, st, r.out, &y) != 0)
     goto done;
   report(rt, &r, &x, &y, ms);
