@@ -17,6 +17,8 @@ packages=(
   libjson-c-dev
   # kiln run reads members of .npz files (meson feature zip, auto)
   libzip-dev
+  # where meson installs kiln's bash completion (pkg-config's completionsdir)
+  bash-completion
   # the kernel cache's key and checksums (XXH3)
   libxxhash-dev
   # tests; clang-format checks the house style (tests/check-format.sh); numpy

@@ -23,6 +23,7 @@ check "help" 0 "devices +rank the devices" help
 check "no command" 2 "usage: kiln" 
 check "unknown command" 2 "unknown command 'frobnicate'" frobnicate
 check "version" 0 "^kiln [0-9]+\.[0-9]+\.[0-9]+$" version
+check "--version names the backends built in" 0 "^backends: kiln(, [a-z]+)*$" --version
 check "devices ranks and picks" 0 "<- picked" devices
 check "devices says why" 0 "^picked [0-9]+:[0-9]+ " devices
 KILN_DEVICE=name=pthread check "devices shows the selector" 0 "KILN_DEVICE='name=pthread': 'name=pthread' picks" devices

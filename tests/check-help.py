@@ -26,7 +26,6 @@ Runs no device work: every command line it gives stops in the parser.
 Standard library only."""
 import re
 import shlex
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,50 +33,14 @@ from pathlib import Path
 from kilncheck import FAILURES, check
 
 KILN, TOOLS = sys.argv[1], Path(sys.argv[2])
+sys.path.insert(0, str(TOOLS))
+from kilnhelp import commands, entries, run, sections  # noqa: E402 (tools/, given)
 NOPE = "--zzz-no-such-option"
 BAD = "bogus-value"
 
 
 def kiln(*args):
-    return subprocess.run([KILN, *args], capture_output=True, text=True, timeout=60)
-
-
-def sections(text):
-    """{section name: [its lines]} of a help: a line "name:" or
-    "name (...):" at the left edge starts one."""
-    out, name = {}, "top"
-    for line in text.splitlines():
-        m = re.match(r"^([a-z][a-z ]*?)(?: \(.*\))?:$", line)
-        if m:
-            name = m.group(1)
-            out[name] = []
-        elif line.strip():
-            out.setdefault(name, []).append(line)
-    return out
-
-
-def entries(lines):
-    """[(names, value, text)] of a two-column list: "  NAMES VALUE  text",
-    the text going on over the lines indented below it."""
-    items = []
-    for line in lines:
-        if re.match(r"^  \S", line):
-            head, _, text = line[2:].partition("  ")
-            m = re.match(r"^(-[\w-]+(?:, -[\w-]+)?|\S+)(?: (.*))?$", head.strip())
-            names = [n.strip() for n in m.group(1).split(",")]
-            items.append([names, (m.group(2) or "").strip(), text.strip()])
-        elif items:
-            items[-1][2] = (items[-1][2] + " " + line.strip()).strip()
-    return items
-
-
-def walk(path, seen):
-    """Every command under `path` (a list of words), depth first."""
-    r = kiln("help", *path)
-    seen.append((path, r.stdout))
-    for names, _, _ in entries(sections(r.stdout).get("commands", [])):
-        walk(path + [names[0]], seen)
-    return seen
+    return run(KILN, *args)
 
 
 def values(value, text):
@@ -175,17 +138,17 @@ def main():
     for args in (["--help"], ["-h"]):
         r = kiln(*args)
         check(r.stdout == top.stdout and r.returncode == 0, f"kiln {args[0]} is kiln help")
-    commands = walk([], [])
-    check(len(commands) > 20, f"{len(commands)} commands walked")
-    helped = {n for _, text in commands
+    every = commands(KILN)
+    check(len(every) > 20, f"{len(every)} commands walked")
+    helped = {n for _, text in every
               for names, _, _ in entries(sections(text).get("options", [])) for n in names}
     literal = set()
     for f in sorted(TOOLS.glob("*.c")):
         literal |= set(re.findall(r'"(--?[a-z][a-z0-9-]*)"', f.read_text()))
     tokens = (helped | literal | {"-v", "--verbose", "-V", "-q", "--all"}) - {"--"}
-    print(f"{len(commands)} commands, {len(tokens)} option names to try on each")
+    print(f"{len(every)} commands, {len(tokens)} option names to try on each")
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda c: check_command(c[0], c[1], tokens), commands))
+        list(pool.map(lambda c: check_command(c[0], c[1], tokens), every))
     one_line_usage_error(kiln(), "kiln without a command", "usage: kiln")
     one_line_usage_error(kiln("frobnicate"), "kiln frobnicate", "unknown command")
     one_line_usage_error(kiln("help", "frobnicate"), "kiln help frobnicate", "frobnicate")

@@ -12,6 +12,8 @@
 
 #include "cli.h"
 #include "kiln/kiln.h"
+#include "kiln/version.h"
+#include "kiln_config.h"
 #include "opts.h"
 
 void kiln_cli_say(const char *who, const char *msg)
@@ -184,9 +186,43 @@ static int run_devices(int argc, char **argv)
 
 /* ---- kiln version ---------------------------------------------------------- */
 
+/* The version, and what this kiln was built with: the backends of its
+ * operations, then the optional libraries of its tools. */
 static int print_version(void)
 {
+  static const struct {
+    const char *what;
+    int built;
+  } parts[] =
+    {
+      {"kiln", 1},
+      {"clblast", HAVE_CLBLAST},
+      {"clfft", HAVE_CLFFT},
+      {"vkfft", HAVE_VKFFT},
+    },
+    extras[] = {
+      {"json-c (tuning records, --json)", HAVE_JSON_C},
+      {"libzip (.npz files)", HAVE_LIBZIP},
+      {"openblas (kiln bench)", HAVE_OPENBLAS},
+      {"fftw (kiln bench)", HAVE_FFTW},
+    };
   printf("kiln %s\n", kiln_version());
+  if (strcmp(kiln_version(), KILN_VERSION_STRING) != 0)
+    printf("(this kiln command was built with libkiln %s)\n", KILN_VERSION_STRING);
+  for (int pass = 0; pass < 4; pass++) {
+    static const char *const heads[] = {"backends:", "not built:", "with:", "without:"};
+    int n = 0, extra = pass >= 2;
+    size_t count =
+      extra ? sizeof extras / sizeof extras[0] : sizeof parts / sizeof parts[0];
+    for (size_t i = 0; i < count; i++) {
+      const char *what = extra ? extras[i].what : parts[i].what;
+      int built = extra ? extras[i].built : parts[i].built;
+      if (built == (pass % 2 == 0))
+        printf("%s %s", n++ ? "," : heads[pass], what);
+    }
+    if (n)
+      printf("\n");
+  }
   return 0;
 }
 
@@ -194,7 +230,7 @@ static int run_version(int argc, char **argv);
 
 static const cli_command version_command = {
   .name = "kiln version",
-  .summary = "print kiln's version (as kiln --version)",
+  .summary = "print kiln's version and what it was built with (as kiln --version)",
   .example = "kiln version",
   .run = run_version,
 };
@@ -231,7 +267,8 @@ static const cli_option main_rows[] = {
    .help = "what to do: one of the commands below"},
   {.name = "--version",
    CLI_FLAG_AT(main_args, version),
-   .help = "print kiln's version and exit"},
+   .help = "print kiln's version and what it was built with (its backends, its "
+           "optional libraries), and exit"},
 };
 
 static int run_main(int argc, char **argv);
@@ -244,8 +281,12 @@ static const cli_command main_command = {
   CLI_ROWS(main_rows),
   .about = "Every option of every command is in its help: kiln COMMAND --help, or\n"
            "kiln help COMMAND. An option's value may follow it (--device 1:0) or be\n"
-           "joined to it (--device=1:0). The environment variables: kiln help env.\n"
-           "Usage errors exit 2; failures exit 1, with one line on stderr.",
+           "joined to it (--device=1:0); -- ends the options. The environment\n"
+           "variables: kiln help env.\n"
+           "\n"
+           "Exit status: 0 when the command did what it was asked; 1 when it failed\n"
+           "(a file, a device, a result), 2 for a usage error; either way with one\n"
+           "line on stderr.",
   .example = "kiln devices\nkiln run gemm a.npy b.npy -o c.npy",
   .sub = command_at,
   .run = run_main,
