@@ -4,7 +4,7 @@
  * bench.h). The groups are bench_gemm.c, bench_conv.c, bench_reduce.c,
  * bench_fft.c, bench_launch.c, bench_overhead.c, bench_bandwidth.c and
  * bench_compile.c; the suite's table and the JSON, CSV and plot files are
- * bench_out.c.
+ * bench_out.c, --compare bench_compare.c.
  *
  * Every figure is a median over repeats after a warm-up, and every result
  * is checked (against a CPU reference or the peer) before it is timed.
@@ -127,7 +127,7 @@ static int check_writable(const char *who, const char *opt, const char *path)
 
 /* What the rows fill; parse() turns it into bench_args. */
 typedef struct bench_cli {
-  const char *group, *sizes, *json, *csv, *plot;
+  const char *group, *sizes, *json, *csv, *plot, *compare, *tolerance;
   unsigned backends; /* bit k: the spec's peer k */
   long repeat;       /* 0: not given, in the suite */
   int quick, untuned;
@@ -172,6 +172,20 @@ static const cli_option suite_rows[] = {
    .value = "FILE.png",
    .help = "draw each sized group's figures against size with gnuplot",
    .def_text = "none"},
+  {.name = "--compare",
+   CLI_TEXT_AT(bench_cli, compare),
+   .value = "OLD.json",
+   .help = "a regression check: run the cases of an earlier --json run again, print "
+           "each with its old and new figure and how many times faster it is now, "
+           "mark SLOWER each that takes longer than --tolerance allows, and exit 1 "
+           "when any does (needs json-c)",
+   .def_text = "none"},
+  {.name = "--tolerance",
+   CLI_TEXT_AT(bench_cli, tolerance),
+   .value = "PERCENT",
+   .help = "with --compare: how much longer than in OLD.json a case may take before "
+           "it is SLOWER; 0% to 1000%",
+   .def = "10%"},
 };
 #define NSUITE (sizeof suite_rows / sizeof suite_rows[0])
 
@@ -264,6 +278,34 @@ static const cli_command *group_at(size_t i)
   return &group_commands[i].cmd;
 }
 
+/* --compare and --tolerance into a; -1 to go on, else the exit status.
+ * cases: the options that choose cases or the output were given. */
+static int parse_compare(const cli_command *c, const bench_cli *b, uint64_t given,
+                         int cases, bench_args *a)
+{
+  char *end;
+  a->compare = b->compare;
+  a->tolerance = strtod(b->tolerance, &end) / 100;
+  if (end == b->tolerance || (*end && strcmp(end, "%") != 0) || !(a->tolerance >= 0) ||
+      a->tolerance > 10)
+    return kiln_cli_usage_error(c, "--tolerance",
+                                "--tolerance '%s' is not a value it takes", b->tolerance);
+  if (!b->compare && kiln_cli_given(c, given, "--tolerance"))
+    return kiln_cli_usage_error(c, "--tolerance", "--tolerance goes with --compare");
+  if (b->compare && !HAVE_JSON_C)
+    return kiln_cli_usage_error(c, "--compare",
+                                "--compare reads JSON: it needs kiln built with json-c "
+                                "(libjson-c-dev)");
+  /* the cases are OLD.json's, and the table the comparison */
+  if (b->compare && cases)
+    return kiln_cli_usage_error(c, "--compare",
+                                "--compare runs OLD.json's cases and prints their "
+                                "comparison: it goes without --sizes, --backend, "
+                                "--quick, --untuned and --json alone (--json FILE "
+                                "writes the new records)");
+  return -1;
+}
+
 /* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
  * when s is NULL) into a. Returns -1 to go on, else the exit status after
  * the help or a line on stderr. */
@@ -291,6 +333,11 @@ static int parse(const bench_spec *s, size_t group, bench_args *a, int argc, cha
                                 "(libjson-c-dev)");
   a->json = b.json && strcmp(b.json, "-") == 0;
   a->json_path = b.json && !a->json ? b.json : NULL;
+  int cases =
+    b.quick || b.untuned || a->json ||
+    (s && (kiln_cli_given(c, given, "--sizes") || kiln_cli_given(c, given, "--backend")));
+  if ((rc = parse_compare(c, &b, given, cases, a)) >= 0)
+    return rc;
   if ((a->json_path && check_writable(c->name, "--json", a->json_path) != 0) ||
       (a->csv_path && check_writable(c->name, "--csv", a->csv_path) != 0) ||
       (a->plot_path && check_writable(c->name, "--plot", a->plot_path) != 0))
@@ -513,8 +560,21 @@ static void print_table(const bench_spec *s, const bench_args *a, const bench_re
     printf("%s\n", s->note);
 }
 
-int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs,
-                const char *device)
+/* The files of --json FILE, --csv and --plot; 0, or 1 when one could not be
+ * written. */
+static int write_files(const bench_args *a, const bench_records *rs)
+{
+  int rc = 0;
+  if (a->json_path)
+    rc |= bench_write_json(rs, a->json_path);
+  if (a->csv_path)
+    rc |= bench_write_csv(rs, a->csv_path);
+  if (a->plot_path)
+    rc |= bench_plot(rs, a->plot_path);
+  return rc;
+}
+
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs)
 {
   int rc = 0;
   if (a->json)
@@ -524,13 +584,7 @@ int bench_print(const bench_spec *s, const bench_args *a, const bench_records *r
   else
     bench_print_suite(rs);
   fflush(stdout);
-  if (a->json_path)
-    rc |= bench_write_json(rs, a->json_path);
-  if (a->csv_path)
-    rc |= bench_write_csv(rs, a->csv_path);
-  if (a->plot_path)
-    rc |= bench_plot(rs, a->plot_path, device);
-  return rc;
+  return rc | write_files(a, rs);
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -560,6 +614,21 @@ static void sort_records(bench_records *rs)
     rs->r[j] = r;
     key[j] = k;
   }
+}
+
+/* The run: the device, its driver and platform, kiln's version, and the
+ * time, now. */
+static void describe_run(kiln_runtime *rt, bench_run *run)
+{
+  const kiln_device_info *d = kiln_runtime_device(rt);
+  time_t now = time(NULL);
+  struct tm utc;
+  *run = (bench_run){.device = d->name,
+                     .driver = d->driver_version,
+                     .platform = d->platform_name,
+                     .kiln = kiln_version()};
+  if (gmtime_r(&now, &utc))
+    strftime(run->time, sizeof run->time, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
 /* A runtime on the device kiln picks; without the device's tuning record
@@ -601,6 +670,9 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
 static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
                const bench_args *o)
 {
+  bench_old *old = NULL;
+  if (o->compare && bench_old_load(o->compare, &old) != 0)
+    return 1;
   kiln_runtime *rt = open_runtime(0), *plain = o->untuned && rt ? open_runtime(1) : NULL;
   bench_records *rs = calloc(1, sizeof *rs);
   bench_records *us = o->untuned ? calloc(1, sizeof *us) : NULL;
@@ -611,18 +683,24 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     free(us);
     kiln_cli_runtime_destroy(plain);
     kiln_cli_runtime_destroy(rt);
+    bench_old_free(old);
     return 1;
   }
-  const char *device = kiln_runtime_device(rt)->name;
+  describe_run(rt, &rs->run);
   double t0 = bench_now_ms();
-  int failed = 0;
+  int failed = 0, cases = 0;
   if (!s)
-    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", device,
+    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", rs->run.device,
             o->quick ? " (--quick: small sizes, figures not to quote)" : "");
   for (size_t g = 0; g < count; g++) {
     bench_args a = *o;
-    if (!s) /* the suite: each group's own sizes and peers */
+    if (old && !bench_old_cases(old, gs[g]->spec, &a))
+      continue; /* OLD.json has none of this group's cases */
+    cases++;
+    if (!s && !old) /* the suite: each group's own sizes and peers */
       fill_defaults(gs[g]->spec, &a, 0, o->repeats > 0, 0);
+    else if (old)
+      fill_defaults(gs[g]->spec, &a, 1, o->repeats > 0, 1); /* the repeats */
     for (bench_records *r = rs; r; r = r == rs ? us : NULL) {
       if (r == us)
         fprintf(stderr, "kiln bench %s: again, untuned\n", gs[g]->spec->op);
@@ -635,14 +713,22 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     fprintf(stderr, "kiln bench: %zu results in %.1f s%s\n", rs->n,
             (bench_now_ms() - t0) / 1e3, failed ? "; a group FAILED (above)" : "");
   sort_records(rs);
-  int rc = rs->n ? bench_print(s, o, rs, device) : 0;
+  int rc = 0;
+  if (old && !cases)
+    fprintf(stderr, "kiln bench: --compare %s has no case of %s\n", o->compare,
+            s ? s->op : "the groups kiln bench knows");
+  else if (old)
+    rc = (bench_compare(old, rs, o->tolerance) > 0) | write_files(o, rs);
+  else if (rs->n)
+    rc = bench_print(s, o, rs);
   if (us && !o->json)
     print_untuned(rs, us);
   free(rs);
   free(us);
   kiln_cli_runtime_destroy(plain);
   kiln_cli_runtime_destroy(rt);
-  return failed || rc ? 1 : 0;
+  bench_old_free(old);
+  return failed || rc || (old && !cases) ? 1 : 0;
 }
 
 static int run_suite(int argc, char **argv)
