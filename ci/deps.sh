@@ -15,10 +15,15 @@ packages=(
   clblast-utils
   # kiln info --json (meson feature json, auto)
   libjson-c-dev
+  # kiln run reads members of .npz files (meson feature zip, auto)
+  libzip-dev
+  # where meson installs kiln's bash completion (pkg-config's completionsdir)
+  bash-completion
   # the kernel cache's key and checksums (XXH3)
   libxxhash-dev
-  # tests; clang-format checks the house style (tests/check-format.sh)
-  libcmocka-dev valgrind clang-format
+  # tests; clang-format checks the house style (tests/check-format.sh); numpy
+  # for the checks against numpy (tests/meson.build finds the python3 it is for)
+  libcmocka-dev valgrind clang-format python3-numpy
   # ci/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes
   clang libclang-rt-14-dev
   # kiln bench --plot draws with gnuplot, run as a program (optional at run time)

@@ -258,14 +258,14 @@ KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out)
   return st;
 }
 
-kiln_status kiln__npy_load_memory(const void *bytes, size_t size, const char *name,
-                                  kiln_array *out)
+KILN_API kiln_status kiln_npy_load_memory(const void *bytes, size_t size,
+                                          const char *name, kiln_array *out)
 {
   if (out)
     memset(out, 0, sizeof *out);
   if ((!bytes && size) || !name || !out)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln__npy_load_memory: NULL argument");
+                      "kiln_npy_load_memory: NULL argument");
   source s = {.name = name, .fd = -1, .mem = bytes, .size = size, .size_known = 1};
   return load(&s, out);
 }

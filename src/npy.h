@@ -30,9 +30,4 @@ void kiln__npy_shape_repr(kiln__str *s, unsigned ndim, const size_t *shape);
  * when it overflows size_t. */
 int kiln__npy_shape_count(unsigned ndim, const size_t *shape, size_t *count);
 
-/* kiln_npy_load() of bytes in memory, for tests and fuzzers; `name` stands
- * for the path in messages. */
-kiln_status kiln__npy_load_memory(const void *bytes, size_t size, const char *name,
-                                  kiln_array *out);
-
 #endif /* KILN_NPY_H */

@@ -5,13 +5,17 @@
 table on stdout with a row for every group; --json (with json-c) and --csv
 write the same records, every group among them, each with its fields; --plot
 writes a PNG when gnuplot is installed and says in one line why not when it
-is not (and still writes the rest, exit 0); bad options are one line on
-stderr and exit 2. The figures themselves are never judged: timing belongs to
-`kiln bench`, not to tests.
+is not (and still writes the rest, exit 0); the JSON records the run (kiln,
+device, driver, platform, time); --compare runs an old file's cases again and
+marks each SLOWER, exit 1, or none, exit 0, against records made 100 times
+faster or slower than this machine's; bad options are one line on stderr and
+exit 2. The figures themselves are never judged: timing belongs to `kiln
+bench`, not to tests.
 """
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +23,7 @@ import tempfile
 
 from kilncheck import FAILURES, check
 
-GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "bandwidth", "compile"]
+GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "streams", "bandwidth", "compile"]
 FIELDS = ["group", "case", "size", "backend", "median", "unit", "repeats", "checked",
           "op", "dtype", "shape", "median_ms", "gflops", "gbps"]
 NO_GNUPLOT = "no plot: gnuplot is not installed"
@@ -65,7 +69,13 @@ def check_suite(tmp, with_json):
     check(set(GROUPS) <= seen, f"the table has rows of every group ({sorted(seen)})")
     if with_json:
         with open(out["json"]) as f:
-            check_records(json.load(f), "--json")
+            doc = json.load(f)
+        check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc.get("time", "")) and
+              all(doc.get(k) for k in ("kiln", "device", "driver", "platform")),
+              f"--json records the run: kiln, device, driver, platform, time "
+              f"({ {k: v for k, v in doc.items() if k != 'records'} })")
+        check_records(doc.get("records", []), "--json")
+        check_compare(tmp, doc)
     with open(out["csv"], newline="") as f:
         check_records(list(csv.DictReader(f)), "--csv")
     if shutil.which("gnuplot"):
@@ -73,6 +83,28 @@ def check_suite(tmp, with_json):
     else:
         check(NO_GNUPLOT in proc.stderr and not os.path.exists(out["png"]),
               "--plot without gnuplot says so and writes no file")
+
+
+def check_compare(tmp, doc):
+    """--compare against the suite's file, its records of two groups (one
+    with named rows) made 100 times faster, then slower, than they are: every
+    case SLOWER and exit 1, then none and exit 0; and a bare array of
+    records, as --json wrote before it recorded the run."""
+    some = [r for r in doc["records"] if r["group"] in ("reduce", "fft")]
+    for factor, code, what in ((100, 1, "all SLOWER"), (0.01, 0, "none slower")):
+        old = dict(doc, records=[dict(r, median=r["median"] * (
+            factor if r["unit"] in ("GFLOP/s", "GB/s") else 1 / factor)) for r in some])
+        path = os.path.join(tmp, "old.json")
+        with open(path, "w") as f:
+            json.dump(old if code else old["records"], f)
+        proc = run(["--compare", path, "--repeat", "1"])
+        rows = [line for line in proc.stdout.splitlines()
+                if line.split()[:1] in (["reduce"], ["fft"])]
+        marked = [line for line in rows if line.endswith("SLOWER")]
+        check(proc.returncode == code and len(rows) == len(some) and
+              len(marked) == (len(some) if code else 0),
+              f"--compare {what}: exit {proc.returncode} (expected {code}), {len(rows)} of "
+              f"{len(some)} cases, {len(marked)} SLOWER ({proc.stderr.strip()[-300:]!r})")
 
 
 def check_without_gnuplot(tmp):
@@ -105,15 +137,20 @@ def check_group_plot(tmp):
 def check_errors(with_json):
     cases = [(["--frob"], "unknown option '--frob'"),
              (["frob"], "unknown group 'frob'"),
-             (["--repeat", "0"], "--repeat takes 1 to 1000"),
+             (["--repeat", "0"], "--repeat '0' is not a value it takes; --repeat R:"),
              (["conv", "--plot", "x.png"], "conv has no sizes to plot"),
-             (["launch", "--sizes", "0"], "--sizes takes launch counts"),
-             (["overhead", "--sizes", "8"], "--sizes takes case numbers"),
+             (["launch", "--sizes", "0"], "--sizes '0' is not a value it takes; "
+              "--sizes N,...: the cases: launch counts"),
+             (["overhead", "--sizes", "8"], "the cases: case numbers"),
              (["bandwidth", "--backend", "memcpy"],
-              "--backend takes copy, write or read"),
-             (["compile", "--sizes", "3"], "--sizes takes kernel file numbers")]
+              "--backend 'memcpy' is not a value it takes; --backend copy,write,read:"),
+             (["compile", "--sizes", "3"], "the cases: kernel file numbers")]
     if not with_json:
         cases.append((["--json", "x.json"], "--json needs kiln built with json-c"))
+        cases.append((["--compare", "x.json"], "--compare reads JSON"))
+    cases += [(["--tolerance", "5%"], "--tolerance goes with --compare"),
+              (["--compare", "x.json", "--tolerance", "ten"], "--tolerance 'ten'"),
+              (["gemm", "--compare", "x.json", "--sizes", "8"], "--compare runs OLD.json's")]
     for args, text in cases:
         proc = run(args)
         lines = proc.stderr.splitlines()
@@ -121,8 +158,10 @@ def check_errors(with_json):
               f"kiln bench {' '.join(args)}: one line naming the fault, exit 2 "
               f"(exit {proc.returncode}: {proc.stderr.strip()!r})")
     proc = run(["--help"])
-    check(proc.returncode == 0 and all(f"kiln bench {g} " in proc.stdout for g in GROUPS),
-          "kiln bench --help lists every group")
+    commands = proc.stdout.split("\ncommands", 1)[-1].split("\n\n")[0]
+    listed = re.findall(r"^  (\w+) ", commands, re.M)
+    check(proc.returncode == 0 and listed == GROUPS,
+          f"kiln bench --help lists every group, in order ({listed})")
 
 
 def main():

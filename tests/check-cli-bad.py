@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 from npyfile import save
 
@@ -179,6 +180,14 @@ def main():
     save(p("empty.npy"), (0, 3), [])
     save(p("scalar.npy"), (), [2.0])
     save(p("v1.npy"), (3,), [1, 2, 3])
+    save(p("z1.npy"), (4, 1), [complex(i, 1) for i in range(4)], descr="<c8")
+    save(p("i3.npy"), (3, 2), [1, 0, 0, 1, 1, 1], descr="<i4")
+    with open(p("a.npz"), "wb") as f:  # not a zip archive
+        f.write(b"not a zip\n")
+    with zipfile.ZipFile(p("ab.npz"), "w") as z:  # as np.savez writes one
+        z.write(p("a.npy"), "A.npy")
+        z.write(p("b.npy"), "B.npy")
+        z.writestr("notes.npy", "not an array\n")
     os.mkdir(p("folder.npy"))
     with open(p("afile"), "w") as f:
         f.write("not a folder\n")
@@ -188,9 +197,15 @@ def main():
     bad = lambda name: p(name.replace(" ", "_") + ".npy")
     out = p("out.npy")
 
-    # -- every malformed file as each operand of each operation
-    for name in MALFORMED:
+    # -- every malformed file as each operand of each operation, and as a
+    # member of an .npz archive (read from memory, with the same checks)
+    with zipfile.ZipFile(p("malformed.npz"), "w", zipfile.ZIP_DEFLATED) as z:
+        for k, name in enumerate(MALFORMED):
+            z.writestr("m%d.npy" % k, MALFORMED[name])
+    for k, name in enumerate(MALFORMED):
         refused("gemm A: %s" % name, ["run", "gemm", bad(name), p("b.npy"), "-o", out], out)
+        refused("gemm A from an .npz: %s" % name,
+                ["run", "gemm", p("malformed.npz") + ":m%d" % k, p("b.npy"), "-o", out], out)
     for name in ("bad magic", "header length beyond the file", "dtype >f4",
                  "data shorter than the shape", "huge shape overflowing", "empty file"):
         refused("gemm B: %s" % name, ["run", "gemm", p("a.npy"), bad(name), "-o", out], out)
@@ -246,13 +261,19 @@ def main():
                                                 "--dilation", "4"]),
         ("conv2d with groups that do not divide", ["run", "conv2d", p("x.npy"),
                                                    p("w.npy"), "--groups", "3"]),
-        ("fft of real data without --real", ["run", "fft", p("r.npy")]),
         ("fft --real of complex data", ["run", "fft", "--real", p("z.npy")]),
-        ("fft of int32", ["run", "fft", "--real", p("i.npy")]),
         ("fft along an axis it lacks", ["run", "fft", "--axes", "-3", p("z.npy")]),
         ("fft of an empty array", ["run", "fft", p("empty.npy")]),
         ("fft of a 0-D array", ["run", "fft", p("scalar.npy")]),
-        ("fft --n without --real --inverse", ["run", "fft", "--n", "8", p("z.npy")]),
+        ("fft --real --inverse of one bin, no --n",
+         ["run", "fft", "--real", "--inverse", p("z1.npy")]),
+        ("gemm of int32 matrices", ["run", "gemm", p("i.npy"), p("i3.npy")]),
+        ("npz without the member", ["run", "gemm", p("ab.npz") + ":C", p("b.npy")]),
+        ("npz of two arrays, none named", ["run", "gemm", p("ab.npz"), p("b.npy")]),
+        ("npz that is not a zip", ["run", "gemm", p("a.npy").replace(".npy", ".npz"),
+                                   p("b.npy")]),
+        ("npz member that is not .npy", ["run", "gemm", p("ab.npz") + ":notes",
+                                         p("b.npy")]),
     ]
     for what, args in wrong:
         refused(what, args + ["-o", out], out)
@@ -305,6 +326,7 @@ def main():
         ("fft --n 1e400", ["run", "fft", "--real", "--inverse", p("z.npy"), "-o", out,
                            "--n", "1e400"]),
         ("fft --backend cufft", fft + ["--backend", "cufft"]),
+        ("fft --norm none", fft + ["--norm", "none"]),
         ("fft --bogus", fft + ["--bogus"]),
         ("run without an operation", ["run"]),
         ("run of an unknown operation", ["run", "matmul", p("a.npy"), p("b.npy"), "-o", out]),

@@ -23,6 +23,7 @@ check "help" 0 "devices +rank the devices" help
 check "no command" 2 "usage: kiln" 
 check "unknown command" 2 "unknown command 'frobnicate'" frobnicate
 check "version" 0 "^kiln [0-9]+\.[0-9]+\.[0-9]+$" version
+check "--version names the backends built in" 0 "^backends: kiln(, [a-z]+)*$" --version
 check "devices ranks and picks" 0 "<- picked" devices
 check "devices says why" 0 "^picked [0-9]+:[0-9]+ " devices
 KILN_DEVICE=name=pthread check "devices shows the selector" 0 "KILN_DEVICE='name=pthread': 'name=pthread' picks" devices
@@ -70,7 +71,7 @@ check "build of a missing file" 1 "cannot open '/nonexistent.cl'" build /nonexis
 
 # kiln tune: the convolution's kernels on a short budget, into this run's
 # cache folder; the record then shows their section.
-check "tune --only refuses a bad kernel" 2 "expected gemm, reduce, fft or conv" tune --only bogus
+check "tune --only refuses a bad kernel" 2 "--only 'bogus' is not a value it takes; --only gemm,reduce,fft,conv" tune --only bogus
 check "tune --only conv runs" 0 "^conv direct +(was|kept)" tune --only conv --budget 3
 check "tune --show has the conv section" 0 '"col_kib"' tune --show
 
@@ -79,8 +80,8 @@ check "tune --show has the conv section" 0 '"col_kib"' tune --show
 check "bench gemm table" 0 "kiln/openblas" bench gemm --sizes 16,33 --repeat 1 --backend kiln
 check "bench gemm json" 0 '"shape": ?"33x33x33"' bench gemm --sizes 33 --repeat 1 --backend kiln --json
 check "bench gemm json fields" 0 '"gbps": ?null' bench gemm --sizes 8 --repeat 1 --backend kiln --json
-check "bench refuses bad sizes" 2 "--sizes takes" bench gemm --sizes 0
-check "bench refuses bad backends" 2 "--backend takes" bench gemm --backend gpu
+check "bench refuses bad sizes" 2 "--sizes '0' is not a value it takes; --sizes N" bench gemm --sizes 0
+check "bench refuses bad backends" 2 "--backend 'gpu' is not a value it takes" bench gemm --backend gpu
 check "bench --untuned compares tuned with untuned" 0 "tuned/untuned" \
   bench gemm --sizes 33 --repeat 1 --backend kiln --untuned
 for field in '"op": ?"reduce"' '"backend": ?"kiln"' '"backend": ?"c-loop"' \
@@ -89,17 +90,17 @@ for field in '"op": ?"reduce"' '"backend": ?"kiln"' '"backend": ?"c-loop"' \
   check "bench reduce json has $field" 0 "$field" bench reduce --sizes 1M --backend kiln --json
 done
 check "bench reduce table" 0 "kiln/c-loop" bench reduce --sizes 64K --backend kiln --repeat 1
-check "bench reduce refuses bad sizes" 2 "--sizes takes" bench reduce --sizes 0
-check "bench reduce refuses part of a float" 2 "--sizes takes" bench reduce --sizes 1026
-check "bench reduce refuses unknown units" 2 "--sizes takes" bench reduce --sizes 1T
-check "bench reduce refuses openblas" 2 "--backend takes kiln or clblast" bench reduce --backend openblas
+check "bench reduce refuses bad sizes" 2 "--sizes '0' is not" bench reduce --sizes 0
+check "bench reduce refuses part of a float" 2 "--sizes '1026' is not" bench reduce --sizes 1026
+check "bench reduce refuses unknown units" 2 "--sizes '1T' is not" bench reduce --sizes 1T
+check "bench reduce refuses openblas" 2 "--backend kiln,clblast: " bench reduce --backend openblas
 check "bench reduce refuses unknown options" 2 "usage: kiln bench reduce" bench reduce --dtype float64
-check "bench conv refuses bad backends" 2 "--backend takes im2col, direct, clblast or openblas" \
+check "bench conv refuses bad backends" 2 "--backend im2col,direct,clblast,openblas: " \
   bench conv --backend winograd --json
-check "bench conv refuses bad layers" 2 "--sizes takes layer numbers" bench conv --sizes 7
+check "bench conv refuses bad layers" 2 "--sizes LAYER,...: the cases: layer numbers" bench conv --sizes 7
 check "bench conv json (the depthwise layer)" 0 '"shape": ?"n8c128h56w56k128r3s3g128"' \
   bench conv --sizes 4 --backend direct --repeat 1 --json
-check "bench names its groups" 0 "kiln bench conv" bench --help
+check "bench names its groups" 0 "^  conv +GFLOP/s" bench --help
 # kiln bench overhead: host time per call of each operation, with and
 # without the caching pool; each case checked against known answers.
 check "bench overhead table" 0 "kiln/no-pool" bench overhead --sizes 1,7 --repeat 1
@@ -107,32 +108,33 @@ check "bench overhead checks every case" 0 "copy4K +kiln-wait +warm-up and check
   bench overhead --quick --repeat 1
 check "bench overhead json counts allocations" 0 '"allocs": ?[0-9]+' \
   bench overhead --sizes 3 --backend kiln --repeat 1 --json
-check "bench overhead refuses bad sizes" 2 "--sizes takes case numbers" \
+check "bench overhead refuses bad sizes" 2 "the cases: case numbers" \
   bench overhead --sizes 8
-check "bench overhead refuses bad backends" 2 "--backend takes kiln, no-pool or kiln-wait" \
+check "bench overhead refuses bad backends" 2 "--backend kiln,no-pool,kiln-wait: " \
   bench overhead --backend pool
-check "bench names the overhead group" 0 "kiln bench overhead " bench --help
+check "bench names the overhead group" 0 "^  overhead +host us" bench --help
 
-# kiln run conv2d's errors: exactly one line on stderr, exit 1, no file.
-one_line() { # one_line <description> <args...>
-  local what=$1
-  shift
+# kiln run conv2d's errors: exactly one line on stderr, no file; exit 2 for a
+# usage error, 1 for a failure.
+one_line() { # one_line <description> <expected exit> <args...>
+  local what=$1 want=$2
+  shift 2
   local err rc
   err=$("$kiln" "$@" 2>&1 >/dev/null)
   rc=$?
-  if [ "$rc" -ne 1 ] || [ "$(wc -l <<<"$err")" -ne 1 ] || [ -e "$cache/y.npy" ] ||
+  if [ "$rc" -ne "$want" ] || [ "$(wc -l <<<"$err")" -ne 1 ] || [ -e "$cache/y.npy" ] ||
      ! grep -q "^kiln run conv2d: " <<<"$err"; then
-    echo "FAIL: $what: exit $rc (expected 1), stderr:"
+    echo "FAIL: $what: exit $rc (expected $want), stderr:"
     sed 's/^/    /' <<<"$err"
     failures=$((failures + 1))
   else
     echo "ok: $what"
   fi
 }
-one_line "run conv2d of a missing file" run conv2d "$cache/nope.npy" "$cache/w.npy" -o "$cache/y.npy"
-one_line "run conv2d with a bad backend" run conv2d x.npy w.npy -o "$cache/y.npy" --backend kiln
-one_line "run conv2d with a bad pad" run conv2d x.npy w.npy -o "$cache/y.npy" --pad 1,2,3
-one_line "run conv2d with an unknown option" run conv2d x.npy w.npy -o "$cache/y.npy" --fast
+one_line "run conv2d of a missing file" 1 run conv2d "$cache/nope.npy" "$cache/w.npy" -o "$cache/y.npy"
+one_line "run conv2d with a bad backend" 2 run conv2d x.npy w.npy -o "$cache/y.npy" --backend kiln
+one_line "run conv2d with a bad pad" 2 run conv2d x.npy w.npy -o "$cache/y.npy" --pad 1,2,3
+one_line "run conv2d with an unknown option" 2 run conv2d x.npy w.npy -o "$cache/y.npy" --fast
 KILN_GEMM_BACKEND=fast check "KILN_GEMM_BACKEND is checked" 1 "KILN_GEMM_BACKEND='fast'" devices
 
 [ "$failures" -eq 0 ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-install.sh <build dir> <source dir>
 #
-# Installs kiln into a staging folder (meson install --destdir), then builds a
+# Installs kiln into a staging folder (meson install --destdir), checks that
+# the kiln command, its man page and its bash completion are there, then builds a
 # small program against the staged headers and libraries using nothing but
 # `pkg-config kiln`, first against libkiln.so and then against libkiln.a, and
 # runs both. Catches headers, libraries or pkg-config flags missing from the
@@ -52,6 +53,13 @@ for h in kiln/kiln.h kiln/kiln_cl.h kiln/version.h; do
   [ -f "$inc_dir/$h" ] || fail "no $h in $inc_dir"
 done
 echo "staged headers: $inc_dir/kiln/{kiln.h,kiln_cl.h,version.h}"
+
+# the kiln command, its man page (made from its help) and its bash completion,
+# where bash-completion loads it (pkg-config's completionsdir, under the prefix)
+for f in bin/kiln share/man/man1/kiln.1 share/bash-completion/completions/kiln; do
+  [ -n "$(find "$stage" -path "*/$f" -type f | head -n 1)" ] || fail "no $f under $stage"
+done
+echo "staged: bin/kiln, share/man/man1/kiln.1, share/bash-completion/completions/kiln"
 
 # ---- pkg-config, pointed at the stage only ----------------------------------
 export PKG_CONFIG_PATH=$pc_dir

@@ -78,7 +78,12 @@ def flags(case):
         out += ["--stride", "%d,%d" % case["stride"]]
     if "pad" in case:
         pad = case["pad"]
-        out += ["--pad", "%d" % pad[0] if len(set(pad)) == 1 else "%d,%d,%d,%d" % pad]
+        if len(set(pad)) == 1:
+            out += ["--pad", "%d" % pad[0]]
+        elif pad[0] == pad[1] and pad[2] == pad[3]:  # (height, width), as PyTorch's
+            out += ["--pad", "%d,%d" % (pad[0], pad[2])]
+        else:
+            out += ["--pad", "%d,%d,%d,%d" % pad]
     if "dilation" in case:
         dil = case["dilation"]
         out += ["--dilation", "%d" % dil[0] if dil[0] == dil[1] else "%d,%d" % dil]
@@ -220,25 +225,26 @@ def errors(t):
     save(p("b3.npy"), (3,), [0.0] * 3)
     base = [p("x.npy"), p("w.npy"), "-o", p("y.npy")]
     failures = 0
-    for args, words in [
-        ([p("x.npy"), p("w3.npy"), "-o", p("y.npy")], "expected 4"),   # channels
-        (base + ["--groups", "3"], "groups do not divide"),             # groups
-        ([p("x.npy"), p("w.npy"), "-o", p("y.npy"), "--groups", "2"], "expected 2"),
-        ([p("x.npy"), p("big.npy"), "-o", p("y.npy")], "no rows or columns"),
-        ([p("x3.npy"), p("w.npy"), "-o", p("y.npy")], "expected 4, (n, c, h, w)"),
-        ([p("xi.npy"), p("w.npy"), "-o", p("y.npy")], "X holds int32"),
-        (base + ["--bias", p("b3.npy")], "shape (2,)"),
-        (base + ["--pad", "1,2"], "--pad '1,2'"),
-        (base + ["--stride", "0"], "--stride '0'"),
-        (base + ["--dilation", "1,2,3"], "--dilation '1,2,3'"),
-        (base + ["--layout", "chwn"], "--layout 'chwn'"),
-        (base + ["--backend", "kiln"], "expected auto, im2col, direct or clblast"),
-        (base + ["--winograd"], "unknown option"),
-        ([p("x.npy"), p("nope.npy"), "-o", p("y.npy")], "nope.npy"),
-        (base + ["--groups"], "--groups needs a value"),
-        ([p("x.npy"), p("w.npy")], "usage: kiln run conv2d"),
+    # a usage error (the parser's) exits 2, a failure 1
+    for args, words, code in [
+        ([p("x.npy"), p("w3.npy"), "-o", p("y.npy")], "expected 4", 1),   # channels
+        (base + ["--groups", "3"], "groups do not divide", 1),             # groups
+        ([p("x.npy"), p("w.npy"), "-o", p("y.npy"), "--groups", "2"], "expected 2", 1),
+        ([p("x.npy"), p("big.npy"), "-o", p("y.npy")], "no rows or columns", 1),
+        ([p("x3.npy"), p("w.npy"), "-o", p("y.npy")], "expected 4, (n, c, h, w)", 1),
+        ([p("xi.npy"), p("w.npy"), "-o", p("y.npy")], "X holds int32", 1),
+        (base + ["--bias", p("b3.npy")], "shape (2,)", 1),
+        (base + ["--pad", "1,2,3"], "--pad '1,2,3'", 2),
+        (base + ["--stride", "0"], "--stride '0'", 2),
+        (base + ["--dilation", "1,2,3"], "--dilation '1,2,3'", 2),
+        (base + ["--layout", "chwn"], "--layout 'chwn'", 2),
+        (base + ["--backend", "kiln"], "--backend auto|im2col|direct|clblast:", 2),
+        (base + ["--winograd"], "unknown option", 2),
+        ([p("x.npy"), p("nope.npy"), "-o", p("y.npy")], "nope.npy", 1),
+        (base + ["--groups"], "--groups needs a value", 2),
+        ([p("x.npy"), p("w.npy")], "usage: kiln run conv2d", 2),
     ]:
-        r = run(*args, expect=1)
+        r = run(*args, expect=code)
         one_line = r.stderr.count("\n") == 1 or words.startswith("usage")
         if words not in r.stderr or not one_line or os.path.exists(p("y.npy")):
             failures += 1

@@ -198,25 +198,27 @@ CASES = [
 def refusals():
     """The command's errors: one line naming the problem, exit non-zero, no file."""
     with tempfile.TemporaryDirectory() as d:
-        c2, f2, yp = (os.path.join(d, f) for f in ("c2.npy", "f2.npy", "y.npy"))
+        c1, c2, yp = (os.path.join(d, f) for f in ("c1.npy", "c2.npy", "y.npy"))
         save(c2, (4, 6), [complex(i, 1) for i in range(24)], "<c8")
-        save(f2, (4, 6), [float(i) for i in range(24)], "<f4")
+        save(c1, (4, 1), [complex(i, 1) for i in range(4)], "<c8")
         bad = [
             ([c2, "-o", yp, "--axes", "0"], "last"),
             ([c2, "-o", yp, "--axes", "-2"], "last"),
             ([c2, "-o", yp, "--axes", "-1,-1"], "twice"),
             ([c2, "-o", yp, "--axes", "-3,-2,-1"], "dimension"),
             ([c2, "-o", yp, "--axes", "x"], "--axes"),
-            ([f2, "-o", yp], "float32"),
             ([c2, "-o", yp, "--real"], "complex64"),
-            ([c2, "-o", yp, "--real", "--inverse", "--n", "4"], "half-spectrum"),
-            ([c2, "-o", yp, "--n", "4"], "--n"),
+            ([c1, "-o", yp, "--real", "--inverse"], "give the length with --n"),
+            ([c2, "-o", yp, "--n", "0"], "--n"),
+            ([c2, "-o", yp, "--norm", "none"], "--norm"),
             ([c2, "-o", yp, "--backend", "clblast"], "clfft"),
             ([c2, "-o", yp, "--bogus", "1"], "unknown"),
             ([c2], "usage"),
             ([os.path.join(d, "missing.npy"), "-o", yp], "missing.npy"),
         ]
         for args, needle in bad:
+            if os.path.exists(yp):
+                os.remove(yp)
             p = run(args)
             lines = p.stderr.strip().splitlines()
             if p.returncode == 0 or not lines or needle not in p.stderr or os.path.exists(yp):

@@ -68,14 +68,17 @@ def main():
         # errors: one line on stderr, non-zero exit, no output file
         os.remove(p("c.npy"))
         save(p("bad.npy"), (k + 1, n), [0.0] * ((k + 1) * n))
-        for args, words in [
-            ((p("a.npy"), p("bad.npy"), "-o", p("c.npy")), "expected op(B) to have"),
-            ((p("a.npy"), p("nope.npy"), "-o", p("c.npy")), "nope.npy"),
-            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--dtype", "int8"), "--dtype 'int8'"),
-            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "x"), "--alpha takes"),
-            ((p("a.npy"), p("b.npy")), "usage"),
+        # a failure exits 1, a usage error 2
+        for args, words, code in [
+            ((p("a.npy"), p("bad.npy"), "-o", p("c.npy")), "expected op(B) to have", 1),
+            ((p("a.npy"), p("nope.npy"), "-o", p("c.npy")), "nope.npy", 1),
+            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--dtype", "int8"),
+             "--dtype 'int8' is not a value it takes", 2),
+            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "x"),
+             "--alpha 'x' is not a value it takes; --alpha X:", 2),
+            ((p("a.npy"), p("b.npy")), "usage", 2),
         ]:
-            r = run(*args, expect=1)
+            r = run(*args, expect=code)
             if words not in r.stderr or os.path.exists(p("c.npy")):
                 failures += 1
                 print("FAIL: %s: %r" % (" ".join(args[2:]), r.stderr))

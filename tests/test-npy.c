@@ -130,7 +130,7 @@ static void load_both(const unsigned char *bytes, size_t n, kiln_status want,
     assert_memory_equal(out, &zero, sizeof zero);
     assert_non_null(strstr(kiln_last_error(NULL), path)); /* names the file */
   }
-  st = kiln__npy_load_memory(bytes, n, "memory.npy", &mem);
+  st = kiln_npy_load_memory(bytes, n, "memory.npy", &mem);
   assert_int_equal(st, want);
   if (needle)
     assert_non_null(strstr(kiln_last_error(NULL), needle));
@@ -638,7 +638,7 @@ static void test_npy_mutated_headers(void **state)
       unsigned char keep = b[pos];
       kiln_array a;
       b[pos] = subst[k];
-      kiln_status st = kiln__npy_load_memory(b, n, "mutant.npy", &a);
+      kiln_status st = kiln_npy_load_memory(b, n, "mutant.npy", &a);
       if (st != KILN_OK && st != KILN_ERR_FORMAT)
         fail_msg("byte %zu = 0x%02x: %s", pos, subst[k], kiln_last_error(NULL));
       if (st == KILN_OK)

@@ -3,8 +3,8 @@
  * every group shares: options, medians, records, the per-group table (see
  * bench.h). The groups are bench_gemm.c, bench_conv.c, bench_reduce.c,
  * bench_fft.c, bench_launch.c, bench_overhead.c, bench_streams.c,
- * bench_bandwidth.c and bench_compile.c; the suite's table and the JSON, CSV and plot files are
- * bench_out.c.
+ * bench_bandwidth.c and bench_compile.c; the suite's table and the JSON,
+ * CSV and plot files are bench_out.c, --compare bench_compare.c.
  *
  * Every figure is a median over repeats after a warm-up, and every result
  * is checked (against a CPU reference or the peer) before it is timed.
@@ -34,9 +34,6 @@ static const bench_group *const groups[] = {
   &bench_streams_group, &bench_bandwidth_group, &bench_compile_group,
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
-
-static const char common_usage[] =
-  "[--quick] [--repeat R] [--untuned] [--json [FILE]] [--csv FILE] [--plot FILE.png]";
 
 double bench_now_ms(void)
 {
@@ -72,57 +69,20 @@ static size_t parse_size(const bench_spec *s, const char *t)
   return (size_t)v;
 }
 
-static int parse_sizes(const bench_spec *s, bench_args *a, char *list)
+static int parse_sizes(const bench_spec *s, bench_args *a, const char *list)
 {
+  char copy[256];
+  if (strlen(list) >= sizeof copy)
+    return -1;
+  strcpy(copy, list);
   a->nsizes = 0;
-  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+  for (char *t = strtok(copy, ","); t; t = strtok(NULL, ",")) {
     size_t v = parse_size(s, t);
     if (!v || a->nsizes == BENCH_MAX_SIZES)
       return -1;
     a->sizes[a->nsizes++] = v;
   }
   return a->nsizes ? 0 : -1;
-}
-
-static int parse_backends(const bench_spec *s, bench_args *a, char *list)
-{
-  memset(a->use, 0, sizeof a->use);
-  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-    int k = 0;
-    while (k < s->selectable && strcmp(t, s->peers[k]) != 0)
-      k++;
-    if (k == s->selectable)
-      return -1;
-    a->use[k] = 1;
-  }
-  for (int k = s->selectable; k < s->npeers; k++)
-    a->use[k] = 1;
-  return 0;
-}
-
-/* "kiln, clblast or openblas" */
-static void list_backends(const bench_spec *s, char *buf, size_t size)
-{
-  size_t at = 0;
-  for (int k = 0; k < s->selectable && at < size; k++)
-    at += (size_t)snprintf(buf + at, size - at, "%s%s",
-                           k == 0                   ? ""
-                           : k == s->selectable - 1 ? " or "
-                                                    : ", ",
-                           s->peers[k]);
-}
-
-/* Every group's usage, for `kiln bench --help`. */
-static void print_usage(FILE *out)
-{
-  fprintf(out, "usage: kiln bench %s\n", common_usage);
-  for (size_t g = 0; g < NGROUPS; g++)
-    fprintf(out, "       %s %s\n", groups[g]->spec->usage, common_usage);
-  fprintf(out, "Without a group: the whole suite, one table. --quick: small sizes "
-               "(a check that everything runs, not figures to quote).\n"
-               "--untuned: every case again on a runtime without the device's "
-               "tuning record (KILN_TUNING=0), and a table of tuned against "
-               "untuned.\n");
 }
 
 /* A group's sizes, repeats and peers where the options leave them out. */
@@ -138,44 +98,6 @@ static void fill_defaults(const bench_spec *s, bench_args *a, int sizes_given,
   assert(s->npeers <= BENCH_MAX_PEERS); /* bench_args.use holds them */
   for (int k = 0; k < s->npeers && !backends_given; k++)
     a->use[k] = s->built[k];
-}
-
-/* The options every invocation takes; 1 when argv[*i] was one (and *i is
- * past it), 0 when not, -1 after a line on stderr. */
-static int parse_common(const char *who, bench_args *a, int argc, char **argv, int *i,
-                        int *repeats_given)
-{
-  const char *o = argv[*i], *next = *i + 1 < argc ? argv[*i + 1] : NULL;
-  if (!next && (strcmp(o, "--csv") == 0 || strcmp(o, "--plot") == 0 ||
-                strcmp(o, "--repeat") == 0 || strcmp(o, "--sizes") == 0 ||
-                strcmp(o, "--backend") == 0)) {
-    return fprintf(stderr, "%s: %s needs a value\n", who, o), -1;
-  } else if (strcmp(o, "--quick") == 0) {
-    a->quick = 1;
-  } else if (strcmp(o, "--untuned") == 0) {
-    a->untuned = 1;
-  } else if (strcmp(o, "--json") == 0) {
-    if (!HAVE_JSON_C)
-      return fprintf(stderr, "%s: --json needs kiln built with json-c (libjson-c-dev)\n",
-                     who),
-             -1;
-    if (next && next[0] != '-')
-      a->json_path = argv[++*i];
-    else
-      a->json = 1;
-  } else if (strcmp(o, "--csv") == 0 && next) {
-    a->csv_path = argv[++*i];
-  } else if (strcmp(o, "--plot") == 0 && next) {
-    a->plot_path = argv[++*i];
-  } else if (strcmp(o, "--repeat") == 0 && next) {
-    a->repeats = atoi(argv[++*i]);
-    *repeats_given = 1;
-    if (a->repeats < 1 || a->repeats > 1000)
-      return fprintf(stderr, "%s: --repeat takes 1 to 1000\n", who), -1;
-  } else {
-    return 0;
-  }
-  return 1;
 }
 
 /* Whether path can be written once the measurements are done: not a folder,
@@ -201,58 +123,244 @@ static int check_writable(const char *who, const char *opt, const char *path)
   return why ? -1 : 0;
 }
 
-int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv)
+/* ---- the commands' rows --------------------------------------------------- */
+
+/* What the rows fill; parse() turns it into bench_args. */
+typedef struct bench_cli {
+  const char *group, *sizes, *json, *csv, *plot, *compare, *tolerance;
+  unsigned backends; /* bit k: the spec's peer k */
+  long repeat;       /* 0: not given, in the suite */
+  int quick, untuned;
+} bench_cli;
+
+/* The suite's rows; a group's are --sizes and --backend, then these but
+ * GROUP, with its own --repeat. */
+static const cli_option suite_rows[] = {
+  {.name = "GROUP",
+   CLI_TEXT_AT(bench_cli, group),
+   .help = "one group, one of the commands below",
+   .def_text = "the whole suite"},
+  {.name = "--quick",
+   CLI_FLAG_AT(bench_cli, quick),
+   .help = "small sizes and at most 3 repeats: a check that everything runs, not "
+           "figures to quote"},
+  {.name = "--repeat",
+   CLI_INT_AT(bench_cli, repeat),
+   .value = "R",
+   .help = "the runs each median is of",
+   .def_text = "each group's own",
+   .min = 1,
+   .max = 1000},
+  {.name = "--untuned",
+   CLI_FLAG_AT(bench_cli, untuned),
+   .help = "every case again on a runtime without the device's tuning record "
+           "(KILN_TUNING=0), and a table of tuned against untuned"},
+  {.name = "--json",
+   CLI_TEXT_AT(bench_cli, json),
+   .value = "FILE",
+   .help = "write the records as JSON to FILE; alone, print them on stdout instead "
+           "of the table (needs json-c)",
+   .def_text = "none",
+   .bare = "-"},
+  {.name = "--csv",
+   CLI_TEXT_AT(bench_cli, csv),
+   .value = "FILE",
+   .help = "write the records as CSV to FILE",
+   .def_text = "none"},
+  {.name = "--plot",
+   CLI_TEXT_AT(bench_cli, plot),
+   .value = "FILE.png",
+   .help = "draw each sized group's figures against size with gnuplot",
+   .def_text = "none"},
+  {.name = "--compare",
+   CLI_TEXT_AT(bench_cli, compare),
+   .value = "OLD.json",
+   .help = "a regression check: run the cases of an earlier --json run again, print "
+           "each with its old and new figure and how many times faster it is now, "
+           "mark SLOWER each that takes longer than --tolerance allows, and exit 1 "
+           "when any does (needs json-c)",
+   .def_text = "none"},
+  {.name = "--tolerance",
+   CLI_TEXT_AT(bench_cli, tolerance),
+   .value = "PERCENT",
+   .help = "with --compare: how much longer than in OLD.json a case may take before "
+           "it is SLOWER; 0% to 1000%",
+   .def = "10%"},
+};
+#define NSUITE (sizeof suite_rows / sizeof suite_rows[0])
+
+static int run_suite(int argc, char **argv);
+static const cli_command *group_at(size_t i);
+
+const cli_command kiln_bench_command = {
+  .name = "kiln bench",
+  .summary = "the benchmark suite, one table, each figure against a peer measured in "
+             "the same run",
+  .usage = "kiln bench [GROUP] [options]",
+  CLI_ROWS(suite_rows),
+  .about = "Every figure is a median over repeats after a warm-up, and every result\n"
+           "is checked (against a CPU reference or the peer) before it is timed.\n"
+           "Progress goes to stderr. A group takes the same options, and --sizes\n"
+           "and --backend: kiln bench GROUP --help.",
+  .example = "kiln bench --json bench.json --plot bench.png",
+  .sub = group_at,
+  .run = run_suite,
+};
+
+typedef struct group_command {
+  cli_command cmd;
+  cli_option rows[2 + NSUITE - 1]; /* --sizes, --backend, suite_rows but GROUP */
+  const char *backends[BENCH_MAX_PEERS + 1];
+  char name[32], sizes[160], sizes_help[320], used[96], repeat[16], example[96];
+} group_command;
+
+static group_command group_commands[NGROUPS];
+
+static int run_group(int argc, char **argv);
+
+/* "a,b,c" of n sizes, as --sizes takes them: row numbers where the spec
+ * names rows, else as the table writes them (256M). */
+static void sizes_text(const bench_spec *s, const size_t *v, size_t n, char *buf,
+                       size_t size)
 {
-  char who[64], names[128] = "";
-  snprintf(who, sizeof who, "kiln bench%s%s", s ? " " : "", s ? s->op : "");
-  if (s)
-    list_backends(s, names, sizeof names);
-  *a = (bench_args){.nsizes = 0};
-  int sizes_given = 0, repeats_given = 0, backends_given = 0;
-  for (int i = 1; i < argc; i++) {
-    int more = i + 1 < argc;
-    int c = parse_common(who, a, argc, argv, &i, &repeats_given);
-    if (c < 0)
-      return -1;
-    if (c > 0)
-      continue;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      if (s)
-        printf("usage: %s %s\n", s->usage, common_usage);
-      else
-        print_usage(stdout);
-      return 1;
-    } else if (s && strcmp(argv[i], "--sizes") == 0 && more) {
-      sizes_given = 1;
-      if (parse_sizes(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "%s: --sizes takes %s\n", who, s->sizes_help), -1;
-    } else if (s && strcmp(argv[i], "--backend") == 0 && more) {
-      backends_given = 1;
-      if (parse_backends(s, a, argv[++i]) != 0)
-        return fprintf(stderr, "%s: --backend takes %s, comma-separated\n", who, names),
-               -1;
-    } else {
-      return fprintf(stderr, "%s: unknown option '%s'; usage: %s %s\n", who, argv[i],
-                     s ? s->usage : "kiln bench [GROUP]", common_usage),
-             -1;
-    }
+  size_t at = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && at < size; i++) {
+    char one[32];
+    if (s->labels)
+      snprintf(one, sizeof one, "%zu", v[i]);
+    else
+      bench_size_label(s, v[i], one, sizeof one);
+    at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? "," : "", one);
   }
-  if ((a->json_path && check_writable(who, "--json", a->json_path) != 0) ||
-      (a->csv_path && check_writable(who, "--csv", a->csv_path) != 0) ||
-      (a->plot_path && check_writable(who, "--plot", a->plot_path) != 0))
+}
+
+static void make_group_command(group_command *g, const bench_spec *s)
+{
+  size_t used = 0;
+  cli_option *r = g->rows;
+  r[0] = (cli_option){.name = "--sizes", CLI_TEXT_AT(bench_cli, sizes)};
+  r[1] = (cli_option){.name = "--backend", CLI_CHOICES_AT(bench_cli, backends)};
+  memcpy(r + 2, suite_rows + 1, (NSUITE - 1) * sizeof *r);
+  snprintf(g->name, sizeof g->name, "kiln bench %s", s->op);
+  sizes_text(s, s->defaults, s->ndefaults, g->sizes, sizeof g->sizes);
+  snprintf(g->sizes_help, sizeof g->sizes_help, "the cases: %s", s->sizes_help);
+  for (int k = 0; k < s->selectable; k++) {
+    g->backends[k] = s->peers[k];
+    if (s->built[k])
+      used += (size_t)snprintf(g->used + used, sizeof g->used - used, "%s%s",
+                               used ? "," : "", s->peers[k]);
+  }
+  snprintf(g->repeat, sizeof g->repeat, "%d", s->repeats);
+  r[0].value = s->sizes_value, r[0].help = g->sizes_help, r[0].def = g->sizes;
+  r[1].help = "the backends and peers to run (the others run always)";
+  r[1].choices = g->backends, r[1].def = g->used;
+  r[3].help = "the runs each median is of", r[3].def = g->repeat; /* --repeat */
+  char quick[64];
+  sizes_text(s, s->quick, s->nquick, quick, sizeof quick);
+  snprintf(g->example, sizeof g->example, "kiln bench %s --sizes %s --backend %s", s->op,
+           quick, s->peers[0]);
+  g->cmd = (cli_command){.name = g->name,
+                         .summary = s->summary,
+                         .opts = g->rows,
+                         .nopts = sizeof g->rows / sizeof g->rows[0],
+                         .about = s->note,
+                         .example = g->example,
+                         .run = run_group};
+}
+
+static const cli_command *group_at(size_t i)
+{
+  if (i >= NGROUPS)
+    return NULL;
+  if (!group_commands[i].cmd.name)
+    make_group_command(&group_commands[i], groups[i]->spec);
+  return &group_commands[i].cmd;
+}
+
+/* --compare and --tolerance into a; -1 to go on, else the exit status.
+ * cases: the options that choose cases or the output were given. */
+static int parse_compare(const cli_command *c, const bench_cli *b, uint64_t given,
+                         int cases, bench_args *a)
+{
+  char *end;
+  a->compare = b->compare;
+  a->tolerance = strtod(b->tolerance, &end) / 100;
+  if (end == b->tolerance || (*end && strcmp(end, "%") != 0) || !(a->tolerance >= 0) ||
+      a->tolerance > 10)
+    return kiln_cli_usage_error(c, "--tolerance",
+                                "--tolerance '%s' is not a value it takes", b->tolerance);
+  if (!b->compare && kiln_cli_given(c, given, "--tolerance"))
+    return kiln_cli_usage_error(c, "--tolerance", "--tolerance goes with --compare");
+  if (b->compare && !HAVE_JSON_C)
+    return kiln_cli_usage_error(c, "--compare",
+                                "--compare reads JSON: it needs kiln built with json-c "
+                                "(libjson-c-dev)");
+  /* the cases are OLD.json's, and the table the comparison */
+  if (b->compare && cases)
+    return kiln_cli_usage_error(c, "--compare",
+                                "--compare runs OLD.json's cases and prints their "
+                                "comparison: it goes without --sizes, --backend, "
+                                "--quick, --untuned and --json alone (--json FILE "
+                                "writes the new records)");
+  return -1;
+}
+
+/* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
+ * when s is NULL) into a. Returns -1 to go on, else the exit status after
+ * the help or a line on stderr. */
+static int parse(const bench_spec *s, size_t group, bench_args *a, int argc, char **argv)
+{
+  const cli_command *c = s ? group_at(group) : &kiln_bench_command;
+  bench_cli b = {0};
+  uint64_t given = 0;
+  int rc = kiln_cli_parse(c, &b, argc, argv, &given);
+  if (rc >= 0)
+    return rc;
+  if (b.group)
+    return kiln_cli_usage_error(c, NULL,
+                                "unknown group '%s' (the commands of kiln bench "
+                                "--help)",
+                                b.group);
+  *a = (bench_args){.repeats = (int)b.repeat,
+                    .quick = b.quick,
+                    .untuned = b.untuned,
+                    .csv_path = b.csv,
+                    .plot_path = b.plot};
+  if (b.json && !HAVE_JSON_C)
+    return kiln_cli_usage_error(c, "--json",
+                                "--json needs kiln built with json-c "
+                                "(libjson-c-dev)");
+  a->json = b.json && strcmp(b.json, "-") == 0;
+  a->json_path = b.json && !a->json ? b.json : NULL;
+  int cases =
+    b.quick || b.untuned || a->json ||
+    (s && (kiln_cli_given(c, given, "--sizes") || kiln_cli_given(c, given, "--backend")));
+  if ((rc = parse_compare(c, &b, given, cases, a)) >= 0)
+    return rc;
+  if ((a->json_path && check_writable(c->name, "--json", a->json_path) != 0) ||
+      (a->csv_path && check_writable(c->name, "--csv", a->csv_path) != 0) ||
+      (a->plot_path && check_writable(c->name, "--plot", a->plot_path) != 0))
+    return 2;
+  if (!s)
     return -1;
-  if (s && a->plot_path && !s->axis)
-    return fprintf(stderr,
-                   "%s: --plot draws figures against size, and %s has no "
-                   "sizes to plot\n",
-                   who, s->op),
-           -1;
-  if (s)
-    fill_defaults(s, a, sizes_given, repeats_given, backends_given);
-  for (int k = 0; s && k < s->npeers; k++)
+  if (a->plot_path && !s->axis)
+    return kiln_cli_usage_error(c, "--plot",
+                                "--plot draws figures against size, and "
+                                "%s has no sizes to plot",
+                                s->op);
+  int sizes_given = kiln_cli_given(c, given, "--sizes");
+  if (sizes_given && parse_sizes(s, a, b.sizes) != 0)
+    return kiln_cli_usage_error(c, "--sizes", "--sizes '%s' is not a value it takes",
+                                b.sizes);
+  int backends_given = kiln_cli_given(c, given, "--backend");
+  for (int k = 0; k < s->npeers; k++)
+    a->use[k] = k >= s->selectable || (b.backends >> k & 1);
+  fill_defaults(s, a, sizes_given, kiln_cli_given(c, given, "--repeat"), backends_given);
+  for (int k = 0; k < s->npeers; k++)
     if (a->use[k] && !s->built[k])
-      return fprintf(stderr, "%s: %s\n", who, s->not_built[k]), -1;
-  return 0;
+      return kiln_cli_usage_error(c, "--backend", "%s", s->not_built[k]);
+  return -1;
 }
 
 /* ---- measurements and records -------------------------------------------- */
@@ -452,8 +560,21 @@ static void print_table(const bench_spec *s, const bench_args *a, const bench_re
     printf("%s\n", s->note);
 }
 
-int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs,
-                const char *device)
+/* The files of --json FILE, --csv and --plot; 0, or 1 when one could not be
+ * written. */
+static int write_files(const bench_args *a, const bench_records *rs)
+{
+  int rc = 0;
+  if (a->json_path)
+    rc |= bench_write_json(rs, a->json_path);
+  if (a->csv_path)
+    rc |= bench_write_csv(rs, a->csv_path);
+  if (a->plot_path)
+    rc |= bench_plot(rs, a->plot_path);
+  return rc;
+}
+
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs)
 {
   int rc = 0;
   if (a->json)
@@ -463,13 +584,7 @@ int bench_print(const bench_spec *s, const bench_args *a, const bench_records *r
   else
     bench_print_suite(rs);
   fflush(stdout);
-  if (a->json_path)
-    rc |= bench_write_json(rs, a->json_path);
-  if (a->csv_path)
-    rc |= bench_write_csv(rs, a->csv_path);
-  if (a->plot_path)
-    rc |= bench_plot(rs, a->plot_path, device);
-  return rc;
+  return rc | write_files(a, rs);
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -499,6 +614,21 @@ static void sort_records(bench_records *rs)
     rs->r[j] = r;
     key[j] = k;
   }
+}
+
+/* The run: the device, its driver and platform, kiln's version, and the
+ * time, now. */
+static void describe_run(kiln_runtime *rt, bench_run *run)
+{
+  const kiln_device_info *d = kiln_runtime_device(rt);
+  time_t now = time(NULL);
+  struct tm utc;
+  *run = (bench_run){.device = d->name,
+                     .driver = d->driver_version,
+                     .platform = d->platform_name,
+                     .kiln = kiln_version()};
+  if (gmtime_r(&now, &utc))
+    strftime(run->time, sizeof run->time, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
 /* A runtime on the device kiln picks; without the device's tuning record
@@ -540,6 +670,9 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
 static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
                const bench_args *o)
 {
+  bench_old *old = NULL;
+  if (o->compare && bench_old_load(o->compare, &old) != 0)
+    return 1;
   kiln_runtime *rt = open_runtime(0), *plain = o->untuned && rt ? open_runtime(1) : NULL;
   bench_records *rs = calloc(1, sizeof *rs);
   bench_records *us = o->untuned ? calloc(1, sizeof *us) : NULL;
@@ -550,18 +683,24 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     free(us);
     kiln_cli_runtime_destroy(plain);
     kiln_cli_runtime_destroy(rt);
+    bench_old_free(old);
     return 1;
   }
-  const char *device = kiln_runtime_device(rt)->name;
+  describe_run(rt, &rs->run);
   double t0 = bench_now_ms();
-  int failed = 0;
+  int failed = 0, cases = 0;
   if (!s)
-    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", device,
+    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", rs->run.device,
             o->quick ? " (--quick: small sizes, figures not to quote)" : "");
   for (size_t g = 0; g < count; g++) {
     bench_args a = *o;
-    if (!s) /* the suite: each group's own sizes and peers */
+    if (old && !bench_old_cases(old, gs[g]->spec, &a))
+      continue; /* OLD.json has none of this group's cases */
+    cases++;
+    if (!s && !old) /* the suite: each group's own sizes and peers */
       fill_defaults(gs[g]->spec, &a, 0, o->repeats > 0, 0);
+    else if (old)
+      fill_defaults(gs[g]->spec, &a, 1, o->repeats > 0, 1); /* the repeats */
     for (bench_records *r = rs; r; r = r == rs ? us : NULL) {
       if (r == us)
         fprintf(stderr, "kiln bench %s: again, untuned\n", gs[g]->spec->op);
@@ -574,36 +713,43 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     fprintf(stderr, "kiln bench: %zu results in %.1f s%s\n", rs->n,
             (bench_now_ms() - t0) / 1e3, failed ? "; a group FAILED (above)" : "");
   sort_records(rs);
-  int rc = rs->n ? bench_print(s, o, rs, device) : 0;
+  int rc = 0;
+  if (old && !cases)
+    fprintf(stderr, "kiln bench: --compare %s has no case of %s\n", o->compare,
+            s ? s->op : "the groups kiln bench knows");
+  else if (old)
+    rc = (bench_compare(old, rs, o->tolerance) > 0) | write_files(o, rs);
+  else if (rs->n)
+    rc = bench_print(s, o, rs);
   if (us && !o->json)
     print_untuned(rs, us);
   free(rs);
   free(us);
   kiln_cli_runtime_destroy(plain);
   kiln_cli_runtime_destroy(rt);
-  return failed || rc ? 1 : 0;
+  bench_old_free(old);
+  return failed || rc || (old && !cases) ? 1 : 0;
 }
 
-int kiln_cmd_bench(int argc, char **argv)
+static int run_suite(int argc, char **argv)
 {
   bench_args a;
+  int rc = parse(NULL, 0, &a, argc, argv);
+  if (rc >= 0)
+    return rc;
   kiln_cli_pin_pocl();
-  if (argc < 2 || argv[1][0] == '-') {
-    int p = bench_parse(NULL, &a, argc, argv);
-    return p ? (p < 0 ? 2 : 0) : run(groups, NGROUPS, NULL, &a);
-  }
-  for (size_t g = 0; g < NGROUPS; g++)
-    if (strcmp(argv[1], groups[g]->spec->op) == 0) {
-      int p = bench_parse(groups[g]->spec, &a, argc - 1, argv + 1);
-      return p ? (p < 0 ? 2 : 0) : run(&groups[g], 1, groups[g]->spec, &a);
-    }
-  fprintf(stderr, "kiln bench: unknown group '%s'; the groups are", argv[1]);
-  for (size_t g = 0; g < NGROUPS; g++)
-    fprintf(stderr, "%s %s",
-            g == 0            ? ""
-            : g + 1 < NGROUPS ? ","
-                              : " and",
-            groups[g]->spec->op);
-  fprintf(stderr, " (kiln bench --help)\n");
-  return 2;
+  return run(groups, NGROUPS, NULL, &a);
+}
+
+static int run_group(int argc, char **argv)
+{
+  size_t g = 0;
+  while (strcmp(argv[0], groups[g]->spec->op) != 0)
+    g++; /* kiln_cli_dispatch() found it */
+  bench_args a;
+  int rc = parse(groups[g]->spec, g, &a, argc, argv);
+  if (rc >= 0)
+    return rc;
+  kiln_cli_pin_pocl();
+  return run(&groups[g], 1, groups[g]->spec, &a);
 }

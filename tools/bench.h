@@ -48,11 +48,20 @@ typedef struct bench_record {
   const bench_spec *spec;    /* the group's; set by bench_add() */
 } bench_record;
 
+/* The run the records are of: what --json records beside them, and what
+ * --compare says of the two runs it compares. */
+typedef struct bench_run {
+  const char *device, *driver, *platform; /* the device's, as OpenCL names them */
+  const char *kiln;                       /* kiln_version() */
+  char time[32];                          /* when it started: ISO 8601, UTC */
+} bench_run;
+
 typedef struct bench_records {
   bench_record r[BENCH_MAX_RECORDS];
   size_t n;
   const bench_spec *spec; /* the group being measured, for bench_add() */
   int repeats;            /* its --repeat */
+  bench_run run;
 } bench_records;
 
 /* The tables of a group's spec, named <prefix>_peers, _built, _not_built,
@@ -70,8 +79,8 @@ typedef struct bench_records {
 /* What a group accepts and how it prints. */
 struct bench_spec {
   const char *op;               /* "gemm", "reduce": the group's name */
-  const char *usage;            /* "kiln bench gemm [--sizes ...] [--backend ...]";
-                                    the options every group takes follow */
+  const char *summary;          /* one line: what the group measures */
+  const char *sizes_value;      /* --sizes' value in the help: "N,...", "CASE,..." */
   const char *const *peers;     /* columns, in order: backends, then peers */
   int npeers;                   /* that --backend names, or always run */
   int selectable;               /* the first `selectable` peers: --backend */
@@ -111,6 +120,8 @@ typedef struct bench_args {
   int untuned; /* --untuned: again without the tuning record, and compared */
   int json;    /* --json without a file: JSON on stdout */
   const char *json_path, *csv_path, *plot_path;
+  const char *compare; /* --compare OLD.json, or NULL */
+  double tolerance;    /* --tolerance, a fraction: 0.1 for 10% */
 } bench_args;
 
 /* A group: its spec, and how it measures. */
@@ -123,11 +134,6 @@ typedef struct bench_group {
 } bench_group;
 
 double bench_now_ms(void);
-
-/* Parses argv (argv[0] is the group's name, or "bench" for the whole suite
- * when s is NULL) into a. Returns 0; 1 after printing the usage for --help;
- * or -1 after one line on stderr. */
-int bench_parse(const bench_spec *s, bench_args *a, int argc, char **argv);
 
 /* The median of n timings (sorted in place). */
 double bench_median(double *ms, int n);
@@ -172,14 +178,33 @@ double bench_peer_ratio(const bench_records *rs, const bench_record *r,
  * the ratios); without, one row per record of the whole suite. JSON on
  * stdout instead with a->json; then the files of --json, --csv and --plot.
  * Returns the exit status: 0, or 1 when a file could not be written. */
-int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs,
-                const char *device);
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs);
 
 /* bench_out.c: the suite's table on stdout, and the files. */
 void bench_print_suite(const bench_records *rs);
 int bench_write_json(const bench_records *rs, const char *path); /* NULL: stdout */
 int bench_write_csv(const bench_records *rs, const char *path);
-int bench_plot(const bench_records *rs, const char *path, const char *device);
+int bench_plot(const bench_records *rs, const char *path);
+
+/* bench_compare.c: --compare OLD.json, the cases of an earlier --json run
+ * against this one's. */
+typedef struct bench_old bench_old;
+
+/* Reads OLD.json (what --json writes; a bare array of records, as kiln
+ * wrote before it recorded the run, too) into *out. 0, or -1 after a line
+ * on stderr. */
+int bench_old_load(const char *path, bench_old **out);
+void bench_old_free(bench_old *old);
+
+/* a's sizes and peers for group s: the cases old has of it (peers not built
+ * in this kiln are left out, with a line on stderr). The number of cases;
+ * 0 when old has none of the group. */
+size_t bench_old_cases(const bench_old *old, const bench_spec *s, bench_args *a);
+
+/* Every case of old beside the same case of rs: old, new, how many times
+ * faster, and SLOWER where new takes more than (1 + tolerance) times old's
+ * time. Returns how many are slower. */
+size_t bench_compare(const bench_old *old, const bench_records *rs, double tolerance);
 
 /* The groups, in the suite's order (bench_gemm.c, bench_conv.c,
  * bench_reduce.c, bench_fft.c, bench_launch.c, bench_bandwidth.c,

@@ -34,7 +34,8 @@ static const char *const bw_ratios[][2] = {
 /* clang-format off */
 static const bench_spec bw_spec = {
   .op = "bandwidth",
-  .usage = "kiln bench bandwidth [--sizes BYTES,...] [--backend copy,write,read]",
+  .summary = "GB/s of device-to-device copies, writes and reads against a host memcpy",
+  .sizes_value = "BYTES,...",
   BENCH_TABLES(bw),
   .selectable = 3,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,

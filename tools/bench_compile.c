@@ -36,7 +36,8 @@ static const char *const compile_ratios[][2] = {{"warm", "cold"}};
 /* clang-format off */
 static const bench_spec compile_spec = {
   .op = "compile",
-  .usage = "kiln bench compile [--sizes FILE,...] [--backend cold,warm]",
+  .summary = "ms to build a kernel file, kiln's cache cold and warm",
+  .sizes_value = "FILE,...",
   BENCH_TABLES(compile),
   .selectable = 2,
   .min_size = 1, .max_size = 2, .size_multiple = 1,

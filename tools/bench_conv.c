@@ -75,8 +75,9 @@ static const char *const conv_ratios[][2] = {{"best", "openblas"}};
 /* clang-format off */
 static const bench_spec conv_spec = {
   .op = "conv",
-  .usage = "kiln bench conv [--sizes LAYER,...] [--backend im2col,direct,clblast,"
-           "openblas]",
+  .summary = "GFLOP/s of ResNet-like layers and a 1x1 NHWC layer against "
+             "im2col+OpenBLAS",
+  .sizes_value = "LAYER,...",
   BENCH_TABLES(conv),
   .selectable = 4,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,

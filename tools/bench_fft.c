@@ -61,7 +61,8 @@ static const char *const fft_ratios[][2] = {{"best", "fftw-measure"}, {"best", "
 /* clang-format off */
 static const bench_spec fft_spec = {
   .op = "fft",
-  .usage = "kiln bench fft [--sizes CASE,...] [--backend kiln,vkfft,clfft,fftw,fftw-measure]",
+  .summary = "GFLOP/s of 1-D and 2-D FFTs, plan time apart, against FFTW",
+  .sizes_value = "CASE,...",
   BENCH_TABLES(fft),
   .selectable = 5,
   .min_size = 1, .max_size = 5, .size_multiple = 1,

@@ -27,7 +27,8 @@ static const char *const gemm_ratios[][2] = {{"kiln", "openblas"}, {"kiln", "clb
 /* clang-format off */
 static const bench_spec gemm_spec = {
   .op = "gemm",
-  .usage = "kiln bench gemm [--sizes N,N...] [--backend kiln,clblast,openblas]",
+  .summary = "GFLOP/s of each GEMM backend against OpenBLAS",
+  .sizes_value = "N,...",
   BENCH_TABLES(gemm),
   .selectable = 3,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,

@@ -33,8 +33,9 @@ static const char *const launch_ratios[][2] = {{"kiln", "opencl"},
 /* clang-format off */
 static const bench_spec launch_spec = {
   .op = "launch",
-  .usage = "kiln bench launch [--sizes N,...] [--backend kiln,kiln-batch,opencl,"
-           "opencl-batch]",
+  .summary = "us per kernel launch, each waited for or N in a batch, against OpenCL "
+             "called directly",
+  .sizes_value = "N,...",
   BENCH_TABLES(launch),
   .selectable = 4,
   .min_size = 1, .max_size = 100000, .size_multiple = 1,

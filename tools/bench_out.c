@@ -1,7 +1,8 @@
 /*
  * bench_out.c — what `kiln bench` writes besides a group's own table: the
- * whole suite's table (one row per record), the records as JSON (json-c)
- * and CSV, and the plot of each sized group's figures against size, one
+ * whole suite's table (one row per record), the records as JSON (json-c;
+ * an object: kiln, device, driver, platform and time of the run, then its
+ * records) and CSV, and the plot of each sized group's figures against size, one
  * panel per group, drawn by gnuplot when it is installed.
  *
  * A record's "case" is its row's label ("1024", "16M", "3x3") and its
@@ -124,9 +125,15 @@ int bench_write_json(const bench_records *rs, const char *path)
   FILE *f = open_out(path);
   if (!f)
     return 1;
-  json_object *all = json_object_new_array();
+  json_object *all = json_object_new_object(), *records = json_object_new_array();
+  json_object_object_add(all, "kiln", json_text(rs->run.kiln));
+  json_object_object_add(all, "device", json_text(rs->run.device));
+  json_object_object_add(all, "driver", json_text(rs->run.driver));
+  json_object_object_add(all, "platform", json_text(rs->run.platform));
+  json_object_object_add(all, "time", json_text(rs->run.time));
   for (size_t i = 0; i < rs->n; i++)
-    json_object_array_add(all, json_record(&rs->r[i]));
+    json_object_array_add(records, json_record(&rs->r[i]));
+  json_object_object_add(all, "records", records);
   fprintf(f, "%s\n",
           json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY |
                                                 JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -285,7 +292,7 @@ static void plot_panel(FILE *gp, const bench_records *rs, size_t first)
       plot_line(gp, rs, i);
 }
 
-int bench_plot(const bench_records *rs, const char *path, const char *device)
+int bench_plot(const bench_records *rs, const char *path)
 {
   if (!on_path("gnuplot")) {
     fprintf(stderr,
@@ -317,7 +324,7 @@ int bench_plot(const bench_records *rs, const char *path, const char *device)
           640 * cols, 420 * rows, 640 * cols, 420 * rows);
   gp_string(gp, path);
   char title[256];
-  snprintf(title, sizeof title, "kiln bench on %s", device);
+  snprintf(title, sizeof title, "kiln bench on %s", rs->run.device);
   fprintf(gp, "\nset multiplot layout %zu,%zu title ", rows, cols);
   gp_string(gp, title);
   /* the offsets keep the ticks at the ends of the size axis */

@@ -63,7 +63,9 @@ static const char *const overhead_ratios[][2] = {{"kiln", "no-pool"}};
 /* clang-format off */
 static const bench_spec overhead_spec = {
   .op = "overhead",
-  .usage = "kiln bench overhead [--sizes CASE,...] [--backend kiln,no-pool,kiln-wait]",
+  .summary = "host us per call of each operation at a small size, with and without "
+             "the caching pool",
+  .sizes_value = "CASE,...",
   BENCH_TABLES(overhead),
   .selectable = 3,
   .min_size = 1, .max_size = BENCH_COUNT(overhead_labels), .size_multiple = 1,

@@ -35,7 +35,8 @@ static const double reduce_tolerance[] = {1e-6, 1e-4, 1e-4};
 /* clang-format off */
 static const bench_spec reduce_spec = {
   .op = "reduce",
-  .usage = "kiln bench reduce [--sizes BYTES,...] [--backend kiln,clblast]",
+  .summary = "GB/s of a float32 sum against a threaded C loop over the same bytes",
+  .sizes_value = "BYTES,...",
   BENCH_TABLES(reduce),
   .selectable = 2,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,

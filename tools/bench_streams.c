@@ -38,7 +38,9 @@ static const char *const streams_ratios[][2] = {{"two-streams", "one-queue"}};
 /* clang-format off */
 static const bench_spec streams_spec = {
   .op = "streams",
-  .usage = "kiln bench streams [--sizes M,...] [--backend one-queue,two-streams]",
+  .summary = "ms for 8 pieces in, a GEMM each and out: all on one queue, or the "
+             "transfers on a stream beside the GEMMs",
+  .sizes_value = "M,...",
   BENCH_TABLES(streams),
   .selectable = 2,
   .min_size = 1, .max_size = 8192, .size_multiple = 1,

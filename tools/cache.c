@@ -33,13 +33,36 @@ static int failed(const char *what, kiln_status st, const kiln_runtime *rt)
   return 1;
 }
 
-int kiln_cmd_cache(int argc, char **argv)
+typedef struct flag_args {
+  int set; /* --clear, --time */
+} flag_args;
+
+static const cli_option cache_rows[] = {
+  {.name = "--clear",
+   CLI_FLAG_AT(flag_args, set),
+   .help = "delete every entry (the folder stays)"},
+};
+
+static int run_cache(int argc, char **argv);
+
+const cli_command kiln_cache_command = {
+  .name = "kiln cache",
+  .summary = "the kernel cache: folder, entries, size",
+  CLI_ROWS(cache_rows),
+  .about = "The folder is KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln or ~/.cache/kiln;\n"
+           "a folder kiln cannot trust turns the cache off, and this says why and the\n"
+           "fix. Entries other users own are left alone, and counted.",
+  .example = "kiln cache --clear",
+  .run = run_cache,
+};
+
+static int run_cache(int argc, char **argv)
 {
-  int clear = argc == 2 && strcmp(argv[1], "--clear") == 0;
-  if (argc > 2 || (argc == 2 && !clear)) {
-    fprintf(stderr, "usage: kiln cache [--clear]\n");
-    return 2;
-  }
+  flag_args a = {0};
+  int rc = kiln_cli_parse(&kiln_cache_command, &a, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
+  int clear = a.set;
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
@@ -63,7 +86,7 @@ int kiln_cmd_cache(int argc, char **argv)
     printf("left alone: %llu untrusted entries (kiln neither loads nor deletes "
            "them); the last: %s\n",
            (unsigned long long)u.untrusted, u.untrusted_note);
-  int rc = st == KILN_OK ? 0 : failed("cache", st, rt);
+  rc = st == KILN_OK ? 0 : failed("cache", st, rt);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }
@@ -80,13 +103,31 @@ static kiln_status build_one(kiln_runtime *rt, const char *name, int timed)
   return st;
 }
 
-int kiln_cmd_kernels(int argc, char **argv)
+static const cli_option kernels_rows[] = {
+  {.name = "--time",
+   CLI_FLAG_AT(flag_args, set),
+   .help = "say how long each file took to build, and the whole"},
+};
+
+static int run_kernels(int argc, char **argv);
+
+const cli_command kiln_kernels_command = {
+  .name = "kiln kernels",
+  .summary = "build kiln's kernels on the picked device",
+  CLI_ROWS(kernels_rows),
+  .about = "Builds every file of cl/ as the operations would, through the kernel\n"
+           "cache: a second run loads them from it (compiled 0).",
+  .example = "kiln kernels --time",
+  .run = run_kernels,
+};
+
+static int run_kernels(int argc, char **argv)
 {
-  int timed = argc == 2 && strcmp(argv[1], "--time") == 0;
-  if (argc > 2 || (argc == 2 && !timed)) {
-    fprintf(stderr, "usage: kiln kernels [--time]\n");
-    return 2;
-  }
+  flag_args a = {0};
+  int rc = kiln_cli_parse(&kiln_kernels_command, &a, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
+  int timed = a.set;
   double t0 = now_ms();
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
@@ -100,7 +141,7 @@ int kiln_cmd_kernels(int argc, char **argv)
       printf("  cl/%s.cl builds\n", kiln_builtin_name(i));
   }
   if (st != KILN_OK) {
-    int rc = failed("kernels", st, rt); /* the message holds the build log */
+    rc = failed("kernels", st, rt); /* the message holds the build log */
     kiln_cli_runtime_destroy(rt);
     return rc;
   }
@@ -119,14 +160,43 @@ int kiln_cmd_kernels(int argc, char **argv)
 /* `kiln build FILE.cl [OPTIONS...]`: compiles a kernel file for the picked
  * device, through the cache, and prints the compiler's messages; on failure
  * the options and the whole build log. */
-int kiln_cmd_build(int argc, char **argv)
+typedef struct build_args {
+  const char *file;
+  int options; /* argv's index of the first build option; 0: none */
+} build_args;
+
+static const cli_option build_rows[] = {
+  {.name = "FILE.cl",
+   CLI_TEXT_AT(build_args, file),
+   .help = "an OpenCL C file",
+   .required = 1},
+  {.name = "OPTIONS...",
+   CLI_REST_AT(build_args, options),
+   .help = "OpenCL build options, passed to the compiler as they are, e.g. -DTILE=8 "
+           "-cl-fast-relaxed-math",
+   .def_text = "none"},
+};
+
+static int run_build(int argc, char **argv);
+
+const cli_command kiln_build_command = {
+  .name = "kiln build",
+  .summary = "compile FILE.cl [OPTIONS...] for the picked device and show the build log",
+  CLI_ROWS(build_rows),
+  .about = "Through the kernel cache, as kiln_program_create_file(): a failure prints\n"
+           "the options and the compiler's whole log, and exits 1.",
+  .example = "kiln build saxpy.cl -DTILE=8",
+  .run = run_build,
+};
+
+static int run_build(int argc, char **argv)
 {
-  if (argc < 2) {
-    fprintf(stderr, "usage: kiln build FILE.cl [BUILD OPTIONS...]\n");
-    return 2;
-  }
+  build_args a = {0};
+  int rc = kiln_cli_parse(&kiln_build_command, &a, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
   char options[4096] = "";
-  for (int i = 2; i < argc; i++) {
+  for (int i = a.options; i > 0 && i < argc; i++) {
     size_t used = strlen(options);
     if (snprintf(options + used, sizeof options - used, "%s%s", used ? " " : "",
                  argv[i]) >= (int)(sizeof options - used)) {
@@ -141,15 +211,15 @@ int kiln_cmd_build(int argc, char **argv)
     return failed("build", st, NULL);
   kiln_program *p = NULL;
   double t0 = now_ms();
-  st = kiln_program_create_file(rt, argv[1], options, &p);
-  int rc = 0;
+  st = kiln_program_create_file(rt, a.file, options, &p);
+  rc = 0;
   if (st != KILN_OK) {
     rc = failed("build", st, rt);
   } else {
     kiln_cache_usage u;
     kiln_cache_usage_init(&u);
     kiln_cache_stats(rt, &u);
-    printf("%s builds on %s in %.1f ms (%s)\n", argv[1], kiln_runtime_device(rt)->name,
+    printf("%s builds on %s in %.1f ms (%s)\n", a.file, kiln_runtime_device(rt)->name,
            now_ms() - t0, u.hits ? "from the cache" : "compiled");
     const char *log = kiln_program_build_log(p);
     if (*log)

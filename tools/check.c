@@ -392,15 +392,25 @@ static void check_kernel(check_ctx *c)
   free(x), free(y), free(got);
 }
 
-int kiln_cmd_check(int argc, char **argv)
+static int run_check(int argc, char **argv);
+
+const cli_command kiln_check_command = {
+  .name = "kiln check",
+  .summary = "one of each operation on the picked device, checked against a CPU "
+             "reference, with its time",
+  .about = "GEMM, a convolution, a sum, an FFT, a conversion and a kernel of your\n"
+           "own, each on random data against a reference in double, within an error\n"
+           "bound derived from its arithmetic. Exits 1 when any is outside it. The\n"
+           "device is chosen as always (KILN_DEVICE); KILN_PROFILE=1 adds the profile.",
+  .example = "KILN_DEVICE=gpu kiln check",
+  .run = run_check,
+};
+
+static int run_check(int argc, char **argv)
 {
-  if (argc > 1) {
-    fprintf(stderr,
-            "kiln check: unexpected argument '%s'; usage: kiln check (the device "
-            "is chosen as always, e.g. KILN_DEVICE=...)\n",
-            argv[1]);
-    return 2;
-  }
+  int rc = kiln_cli_parse(&kiln_check_command, &(int){0}, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
   check_ctx c = {.seed = 2026};
   if (kiln_runtime_create(NULL, &c.rt) != KILN_OK) {
     kiln_cli_say("kiln check", kiln_last_error(NULL));

@@ -1,7 +1,6 @@
 /*
- * cli.h — the commands of the kiln program that live in their own files.
- * Each takes the arguments after the command's name (argv[0] is the
- * command) and returns the process's exit status.
+ * cli.h — the commands of the kiln program that live in their own files,
+ * and what the commands share (kiln.c).
  */
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H
@@ -10,24 +9,16 @@
 #include <stdio.h>
 
 #include "kiln/kiln.h"
+#include "opts.h"
 
-/* `kiln info [--raw | --list | --json] [--device SEL]` (info.c). */
-int kiln_cmd_info(int argc, char **argv);
-
-/* `kiln cache [--clear]`, `kiln kernels [--time]` and
- * `kiln build FILE.cl [OPTIONS...]` (cache.c). */
-int kiln_cmd_cache(int argc, char **argv);
-int kiln_cmd_kernels(int argc, char **argv);
-int kiln_cmd_build(int argc, char **argv);
-
-/* `kiln bench [GROUP] [--sizes ...] [--backend ...] [--quick] [--repeat R]
- * [--json [FILE]] [--csv FILE] [--plot FILE.png]`: the whole suite, or one
- * group of it (bench.c and the bench_*.c beside it). */
-int kiln_cmd_bench(int argc, char **argv);
-
-/* `kiln tune [--device SEL | --all] [--only LIST] [--budget S]`, and
- * --show, --clear, --export FILE, --import FILE (tune.c). */
-int kiln_cmd_tune(int argc, char **argv);
+/* The commands that live in their own files, each with its rows (opts.h):
+ * `kiln info` (info.c); `kiln cache`, `kiln kernels` and `kiln build`
+ * (cache.c); `kiln bench` and its groups (bench.c and the bench_*.c beside
+ * it); `kiln tune` (tune.c); `kiln check` (check.c); `kiln run` and its
+ * operations (run.c and the run_*.c beside it). */
+extern const cli_command kiln_info_command, kiln_cache_command, kiln_kernels_command,
+  kiln_build_command, kiln_bench_command, kiln_tune_command, kiln_check_command,
+  kiln_run_command;
 
 /* `kiln tune --clblast [--tuners DIR]` for rt's device (tune_clblast.c):
  * runs CLBlast's GEMM tuners from DIR (NULL: PATH) and keeps their best
@@ -44,14 +35,6 @@ int kiln_cli_clblast_check(int argc, char **argv);
 /* One line on whether the runtime's device is tuned (tune.c): its record,
  * or why none applies. */
 void kiln_cli_print_tuning(FILE *out, kiln_runtime *rt);
-
-/* `kiln check`: one of each operation, checked and timed (check.c). */
-int kiln_cmd_check(int argc, char **argv);
-
-/* `kiln run gemm A.npy B.npy -o C.npy [options]`,
- * `kiln run reduce --op OP [--axis N] X.npy -o Y.npy` and
- * `kiln run conv2d X.npy W.npy -o Y.npy [options]` (run.c). */
-int kiln_cmd_run(int argc, char **argv);
 
 /* Writes "who: msg" and a newline on stderr as one line (kiln.c): the line
  * breaks of msg (a library message may list the devices, one a line) become

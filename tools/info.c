@@ -29,10 +29,43 @@
 enum mode { HUMAN, RAW, LIST, JSON };
 
 typedef struct info_args {
-  enum mode mode;
-  const char *mode_flag; /* the option that set the mode, for messages */
-  const char *device;    /* --device's value, or NULL for all */
+  int raw, list, json;
+  const char *device; /* --device's value, or NULL for all */
 } info_args;
+
+static const cli_option info_rows[] = {
+  {.name = "--raw",
+   CLI_FLAG_AT(info_args, raw),
+   .help = "CL names and raw values, as clinfo --raw"},
+  {.name = "--list",
+   .alias = "-l",
+   CLI_FLAG_AT(info_args, list),
+   .help = "one line per platform and device, as clinfo -l"},
+  {.name = "--json",
+   CLI_FLAG_AT(info_args, json),
+   .help = "one JSON document of all of it"},
+  {.name = "--device",
+   .alias = "-d",
+   CLI_TEXT_AT(info_args, device),
+   .value = "SEL",
+   .help = "only one device, chosen as KILN_DEVICE chooses: P:D (platform P's device "
+           "D, as --list numbers them), N (the N-th device), a vendor, a type (gpu, "
+           "cpu, accelerator) or name=TEXT",
+   .def_text = "every device"},
+};
+
+static int run_info(int argc, char **argv);
+
+const cli_command kiln_info_command = {
+  .name = "kiln info",
+  .summary = "every OpenCL platform and device, as clinfo reports them",
+  CLI_ROWS(info_rows),
+  .about = "Without a layout option: clinfo's report, aligned label and value pairs.\n"
+           "--raw, --list and --json are layouts: one at most. No context is created,\n"
+           "so a busy device is reported too; notes on skipped devices go to stderr.",
+  .example = "kiln info --list\nkiln info --device 1:0 --raw",
+  .run = run_info,
+};
 
 /* clinfo's columns: labels are padded to 48 (46 after a 2-space indent),
  * then two spaces, so values start at column 50 of the line. */
@@ -56,65 +89,6 @@ static int fail(const char *fmt, ...)
   fputc('\n', stderr);
   va_end(ap);
   return 1;
-}
-
-static int set_mode(info_args *a, enum mode mode, const char *flag)
-{
-  if (a->mode_flag && strcmp(a->mode_flag, flag) != 0)
-    return fail("%s and %s cannot be combined; choose one layout", a->mode_flag, flag);
-  a->mode = mode;
-  a->mode_flag = flag;
-  return 0;
-}
-
-static int usage(FILE *out)
-{
-  fprintf(out, "usage: kiln info [--raw | --list | --json] [--device SEL]\n"
-               "  (no option)   every platform and device, as clinfo reports them\n"
-               "  --raw         CL names and raw values, as clinfo --raw\n"
-               "  --list        one line per platform and device, as clinfo -l\n"
-               "  --json        one JSON document of all of it\n"
-               "  --device SEL  only one device, chosen as KILN_DEVICE chooses: P:D\n"
-               "                (platform P's device D, as --list numbers them), N\n"
-               "                (the N-th device), a vendor, a type (gpu, cpu,\n"
-               "                accelerator) or name=TEXT\n");
-  return out == stdout ? 0 : 2;
-}
-
-/* Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, info_args *a)
-{
-  static const struct {
-    const char *flag;
-    enum mode mode;
-  } modes[] = {
-    {"--raw", RAW},
-    {"--list", LIST},
-    {"-l", LIST},
-    {"--json", JSON},
-  };
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    size_t m = 0;
-    while (m < sizeof modes / sizeof modes[0] && strcmp(arg, modes[m].flag) != 0)
-      m++;
-    if (m < sizeof modes / sizeof modes[0]) {
-      if (set_mode(a, modes[m].mode, arg) != 0)
-        return 2;
-    } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      return usage(stdout);
-    } else if (strncmp(arg, "--device=", 9) == 0) {
-      a->device = arg + 9;
-    } else if (strcmp(arg, "--device") == 0 || strcmp(arg, "-d") == 0) {
-      if (i + 1 >= argc)
-        return fail("%s needs a value: P:D (platform P's device D) or N", arg), 2;
-      a->device = argv[++i];
-    } else {
-      fail("unknown option '%s'; expected --raw, --list, --json or --device SEL", arg);
-      return 2;
-    }
-  }
-  return -1;
 }
 
 /* ---- clinfo's report ------------------------------------------------------ */
@@ -377,12 +351,16 @@ static void print_notes(const kiln_device_list *list)
   }
 }
 
-int kiln_cmd_info(int argc, char **argv)
+static int run_info(int argc, char **argv)
 {
-  info_args a = {HUMAN, NULL, NULL};
-  int status = parse_args(argc, argv, &a);
+  info_args a = {0};
+  int status = kiln_cli_parse(&kiln_info_command, &a, argc, argv, NULL);
   if (status >= 0)
     return status;
+  if (a.raw + a.list + a.json > 1)
+    return kiln_cli_usage_error(&kiln_info_command, a.raw ? "--raw" : "--list",
+                                "--raw, --list and --json are layouts: choose one");
+  enum mode mode = a.raw ? RAW : a.list ? LIST : a.json ? JSON : HUMAN;
   kiln_device_list *list = NULL;
   kiln_status st = kiln_device_list_create(NULL, &list);
   if (st != KILN_OK) {
@@ -401,7 +379,7 @@ int kiln_cmd_info(int argc, char **argv)
   }
   const size_t *only = a.device ? &one : NULL;
   status = 0;
-  switch (a.mode) {
+  switch (mode) {
   case HUMAN: print_human(list, only); break;
   case RAW: print_raw(list, only); break;
   case LIST: print_list(list, only); break;

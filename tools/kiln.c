@@ -1,8 +1,10 @@
 /*
- * kiln — the command line: device report, version.
+ * kiln — the command line: the table of commands, `kiln help`, `kiln
+ * version`, `kiln devices`, and what the commands share.
  *
  * The library never prints; this program does, and turns every kiln_status
- * into one clear line on stderr and a non-zero exit.
+ * into one clear line on stderr and a non-zero exit. Every command's
+ * options are rows (opts.h), from which its parser and its help come.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,36 +12,9 @@
 
 #include "cli.h"
 #include "kiln/kiln.h"
-
-static int usage(FILE *out)
-{
-  fprintf(out,
-          "usage: kiln <command> [options]\n"
-          "\n"
-          "commands:\n"
-          "  info       every OpenCL platform and device, as clinfo reports them\n"
-          "             (--raw, --list, --json, --device SEL; see kiln info --help)\n"
-          "  devices    rank the devices, and say which one kiln picks and why\n"
-          "  kernels    build kiln's kernels on the picked device (--time)\n"
-          "  build      compile FILE.cl [OPTIONS...] and show the build log\n"
-          "  run        one operation on .npy files: run gemm A.npy B.npy -o C.npy,\n"
-          "             run reduce --op sum [--axis N] X.npy -o Y.npy,\n"
-          "             run conv2d X.npy W.npy -o Y.npy [--stride] [--pad] [...],\n"
-          "             run fft X.npy -o Y.npy [--inverse] [--real] [--axes -2,-1]\n"
-          "  check      one of each operation on the picked device, checked against\n"
-          "             a CPU reference, with its time (KILN_PROFILE=1: the profile)\n"
-          "  bench      the benchmark suite, one table (--quick, --json F, --csv F,\n"
-          "             --plot F.png), or one group: bench gemm|conv|reduce|fft|launch|\n"
-          "             overhead|streams|bandwidth|compile [--sizes] [--backend]\n"
-          "             (see kiln bench --help)\n"
-          "  tune       measure kiln's kernel parameters on a device and keep them\n"
-          "             as its tuning record (--budget S, --only, --show, --clear,\n"
-          "             --export F, --import F; see kiln tune --help)\n"
-          "  cache      the kernel cache: folder, entries, size (--clear)\n"
-          "  version    print kiln's version\n"
-          "  help       print this help; help env: the environment variables\n");
-  return out == stdout ? 0 : 2;
-}
+#include "kiln/version.h"
+#include "kiln_config.h"
+#include "opts.h"
 
 void kiln_cli_say(const char *who, const char *msg)
 {
@@ -151,15 +126,23 @@ void kiln_cli_runtime_destroy(kiln_runtime *rt)
 
 /* The devices in kiln's order, best first, with the keys that put them
  * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed. */
-static int cmd_devices(int argc, char **argv)
+static int run_devices(int argc, char **argv);
+
+static const cli_command devices_command = {
+  .name = "kiln devices",
+  .summary = "rank the devices, and say which one kiln picks and why",
+  .about = "Each device's ranking keys, in order: its type (a discrete GPU first), its\n"
+           "estimated fp32 peak, its memory, its OpenCL version. The device is chosen\n"
+           "as always: KILN_DEVICE and KILN_VISIBLE_DEVICES (kiln help env).",
+  .example = "KILN_DEVICE=gpu,cpu kiln devices",
+  .run = run_devices,
+};
+
+static int run_devices(int argc, char **argv)
 {
-  if (argc > 1) {
-    fprintf(stderr,
-            "kiln devices: unexpected argument '%s'; usage: kiln devices (the "
-            "device is chosen as always, e.g. KILN_DEVICE=...)\n",
-            argv[1]);
-    return 2;
-  }
+  int rc = kiln_cli_parse(&devices_command, &(int){0}, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
@@ -201,33 +184,178 @@ static int cmd_devices(int argc, char **argv)
   return 0;
 }
 
+/* ---- kiln version ---------------------------------------------------------- */
+
+/* The version, and what this kiln was built with: the backends of its
+ * operations, then the optional libraries of its tools. */
+static int print_version(void)
+{
+  static const struct {
+    const char *what;
+    int built;
+  } parts[] =
+    {
+      {"kiln", 1},
+      {"clblast", HAVE_CLBLAST},
+      {"clfft", HAVE_CLFFT},
+      {"vkfft", HAVE_VKFFT},
+    },
+    extras[] = {
+      {"json-c (tuning records, --json)", HAVE_JSON_C},
+      {"libzip (.npz files)", HAVE_LIBZIP},
+      {"openblas (kiln bench)", HAVE_OPENBLAS},
+      {"fftw (kiln bench)", HAVE_FFTW},
+    };
+  printf("kiln %s\n", kiln_version());
+  if (strcmp(kiln_version(), KILN_VERSION_STRING) != 0)
+    printf("(this kiln command was built with libkiln %s)\n", KILN_VERSION_STRING);
+  for (int pass = 0; pass < 4; pass++) {
+    static const char *const heads[] = {"backends:", "not built:", "with:", "without:"};
+    int n = 0, extra = pass >= 2;
+    size_t count =
+      extra ? sizeof extras / sizeof extras[0] : sizeof parts / sizeof parts[0];
+    for (size_t i = 0; i < count; i++) {
+      const char *what = extra ? extras[i].what : parts[i].what;
+      int built = extra ? extras[i].built : parts[i].built;
+      if (built == (pass % 2 == 0))
+        printf("%s %s", n++ ? "," : heads[pass], what);
+    }
+    if (n)
+      printf("\n");
+  }
+  return 0;
+}
+
+static int run_version(int argc, char **argv);
+
+static const cli_command version_command = {
+  .name = "kiln version",
+  .summary = "print kiln's version and what it was built with (as kiln --version)",
+  .example = "kiln version",
+  .run = run_version,
+};
+
+static int run_version(int argc, char **argv)
+{
+  int rc = kiln_cli_parse(&version_command, &(int){0}, argc, argv, NULL);
+  return rc >= 0 ? rc : print_version();
+}
+
+/* ---- the commands ---------------------------------------------------------- */
+
+static const cli_command help_command;
+
+static const cli_command *const commands[] = {
+  &kiln_info_command,  &devices_command,   &kiln_check_command, &kiln_run_command,
+  &kiln_bench_command, &kiln_tune_command, &kiln_cache_command, &kiln_kernels_command,
+  &kiln_build_command, &version_command,   &help_command,
+};
+
+static const cli_command *command_at(size_t i)
+{
+  return i < sizeof commands / sizeof commands[0] ? commands[i] : NULL;
+}
+
+typedef struct main_args {
+  const char *command;
+  int version;
+} main_args;
+
+static const cli_option main_rows[] = {
+  {.name = "COMMAND",
+   CLI_TEXT_AT(main_args, command),
+   .help = "what to do: one of the commands below"},
+  {.name = "--version",
+   CLI_FLAG_AT(main_args, version),
+   .help = "print kiln's version and what it was built with (its backends, its "
+           "optional libraries), and exit"},
+};
+
+static int run_main(int argc, char **argv);
+
+static const cli_command main_command = {
+  .name = "kiln",
+  .summary = "kiln: OpenCL devices, kiln's pick among them, and its operations on .npy "
+             "files, from the shell.",
+  .usage = "kiln COMMAND [options]",
+  CLI_ROWS(main_rows),
+  .about = "Every option of every command is in its help: kiln COMMAND --help, or\n"
+           "kiln help COMMAND. An option's value may follow it (--device 1:0) or be\n"
+           "joined to it (--device=1:0); -- ends the options. The environment\n"
+           "variables: kiln help env.\n"
+           "\n"
+           "Exit status: 0 when the command did what it was asked; 1 when it failed\n"
+           "(a file, a device, a result), 2 for a usage error; either way with one\n"
+           "line on stderr.",
+  .example = "kiln devices\nkiln run gemm a.npy b.npy -o c.npy",
+  .sub = command_at,
+  .run = run_main,
+};
+
+static int run_main(int argc, char **argv)
+{
+  /* no command's name came first: an option (--version, --help), or a
+   * word that names none */
+  main_args a = {NULL, 0};
+  int rc = kiln_cli_parse(&main_command, &a, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
+  if (a.version)
+    return print_version();
+  if (!a.command)
+    return kiln_cli_usage_error(&main_command, NULL, "no command given");
+  return kiln_cli_usage_error(&main_command, NULL, "unknown command '%s'", a.command);
+}
+
+/* ---- kiln help --------------------------------------------------------------- */
+
+typedef struct help_args {
+  int words; /* argv's index of the first word, 0 when none */
+} help_args;
+
+static const cli_option help_rows[] = {
+  {.name = "COMMAND...",
+   CLI_REST_AT(help_args, words),
+   .help = "a command, and the command under it (run gemm, bench fft); env for the "
+           "environment variables",
+   .def_text = "the list of commands"},
+};
+
+static int run_help(int argc, char **argv);
+
+static const cli_command help_command = {
+  .name = "kiln help",
+  .summary = "print the help of kiln or of a command; help env: the environment "
+             "variables",
+  CLI_ROWS(help_rows),
+  .example = "kiln help run conv2d\nkiln help env",
+  .run = run_help,
+};
+
+static int run_help(int argc, char **argv)
+{
+  help_args a = {0};
+  int rc = kiln_cli_parse(&help_command, &a, argc, argv, NULL);
+  if (rc >= 0)
+    return rc;
+  if (a.words && argc - a.words == 1 && strcmp(argv[a.words], "env") == 0)
+    return help_env();
+  const cli_command *c = a.words
+                           ? kiln_cli_find(&main_command, argc - a.words, argv + a.words)
+                           : &main_command;
+  if (!c) {
+    char words[256] = "";
+    for (int i = a.words, at = 0; i < argc && at < (int)sizeof words; i++)
+      at +=
+        snprintf(words + at, sizeof words - (size_t)at, "%s%s", at ? " " : "", argv[i]);
+    return kiln_cli_usage_error(&help_command, NULL,
+                                "no command 'kiln %s' (kiln help lists them)", words);
+  }
+  kiln_cli_help(c, stdout);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
-  if (argc < 2) { /* one line: the help is kiln help */
-    fprintf(stderr, "usage: kiln <command> [options]; kiln help lists the commands\n");
-    return 2;
-  }
-  /* The commands that take the arguments after their name. */
-  static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv);
-  } commands[] = {
-    {"info", kiln_cmd_info},       {"devices", cmd_devices},  {"cache", kiln_cmd_cache},
-    {"kernels", kiln_cmd_kernels}, {"build", kiln_cmd_build}, {"check", kiln_cmd_check},
-    {"bench", kiln_cmd_bench},     {"run", kiln_cmd_run},     {"tune", kiln_cmd_tune},
-  };
-  const char *cmd = argv[1];
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(cmd, commands[i].name) == 0)
-      return commands[i].run(argc - 1, argv + 1);
-  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-    printf("kiln %s\n", kiln_version());
-    return 0;
-  }
-  if (strcmp(cmd, "help") == 0 && argc == 3 && strcmp(argv[2], "env") == 0)
-    return help_env();
-  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
-    return usage(stdout);
-  fprintf(stderr, "kiln: unknown command '%s'; kiln help lists the commands\n", cmd);
-  return 2;
+  return kiln_cli_dispatch(&main_command, argc, argv);
 }

@@ -8,6 +8,7 @@
  * run_reduce.c, `kiln run conv2d` in run_conv.c, `kiln run fft` in
  * run_fft.c.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,122 +46,39 @@ int run_say(const char *fmt, ...)
   return 1;
 }
 
-int run_usage(const char *usage)
+int run_parse(const cli_command *c, void *args, int argc, char **argv)
 {
-  /* One line: the usage texts wrap for the source, not for the terminal. */
-  for (const char *p = usage; *p; p++) {
-    if (*p == '\n') {
-      while (p[1] == ' ')
-        p++;
-      fputc(' ', stderr);
-    } else {
-      fputc(*p, stderr);
-    }
-  }
-  fputc('\n', stderr);
-  return -1;
+  who = c->name;
+  return kiln_cli_parse(c, args, argc, argv, NULL);
 }
 
-int run_option_value(const char *o, const char *v, const char *const *known, int n)
+kiln_backend run_backend_named(const char *name)
 {
-  if (run_parse_enum(o, known, n) < 0)
-    return run_say("unknown option '%s'", o), -1;
-  if (!v)
-    return run_say("%s needs a value", o), -1;
-  return 0;
-}
-
-/* ---- options -------------------------------------------------------------- */
-
-int run_parse_args(const run_cli *cli, int argc, char **argv)
-{
-  int got = 0;
-  for (int i = 1; i < argc;) {
-    const char *a = argv[i];
-    if (a[0] == '-' && a[1]) {
-      int used = cli->option(cli->ctx, a, i + 1 < argc ? argv[i + 1] : NULL);
-      if (used < 0)
-        return -1;
-      i += used;
-    } else if (got < 2 && cli->operands[got]) {
-      *cli->operands[got++] = a;
-      i++;
-    } else {
-      return run_say("one %s too many: '%s'", cli->noun, a), -1;
-    }
-  }
-  return 0;
-}
-
-int run_parse_number(const char *s, double *v)
-{
-  char *end;
-  *v = strtod(s, &end);
-  return *s && !*end && isfinite(*v) ? 0 : -1;
-}
-
-int run_parse_enum(const char *s, const char *const *names, int n)
-{
-  for (int i = 0; i < n; i++)
-    if (names[i] && strcmp(s, names[i]) == 0)
-      return i;
-  return -1;
-}
-
-int run_parse_counts(const char *o, const char *s, size_t least, int most,
-                     const char *takes, size_t *v)
-{
-  int n = 0;
-  const char *at = s;
-  while (n < most) {
-    char *end;
-    if (*at < '0' || *at > '9')
-      break;
-    unsigned long long x = strtoull(at, &end, 10);
-    if (x < least || x >= ((size_t)1 << 31))
-      break;
-    v[n++] = (size_t)x;
-    if (*end == '\0') {
-      if (n == 1 || n == most)
-        return n;
-      break;
-    }
-    if (*end != ',')
-      break;
-    at = end + 1;
-  }
-  return run_say("%s '%s': expected %s", o, s, takes), -1;
-}
-
-int run_parse_backend(const char *v, kiln_backend *be, const kiln_backend *takes, int n)
-{
-  char names[96];
-  size_t at = 0;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(v, kiln_backend_name(takes[i])) == 0) {
-      *be = takes[i];
-      return 0;
-    }
-    at += (size_t)snprintf(names + at, sizeof names - at, "%s%s",
-                           i == 0       ? ""
-                           : i == n - 1 ? " or "
-                                        : ", ",
-                           kiln_backend_name(takes[i]));
-  }
-  return run_say("--backend '%s': expected %s", v, names), -1;
-}
-
-int run_parse_blas_backend(const char *v, kiln_backend *be)
-{
-  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_KILN,
-                                       KILN_BACKEND_CLBLAST};
-  return run_parse_backend(v, be, takes, 3);
+  kiln_backend be = KILN_BACKEND_AUTO;
+  while (be <= KILN_BACKEND_VKFFT && strcmp(kiln_backend_name(be), name) != 0)
+    be++;
+  assert(be <= KILN_BACKEND_VKFFT && "a --backend choice names a backend");
+  return be;
 }
 
 /* ---- arrays and the device ------------------------------------------------ */
 
 int run_load(const char *path, kiln_array *x)
 {
+  /* FILE.npz:NAME, or FILE.npz for its only array */
+  const char *npz = strstr(path, ".npz:");
+  size_t len = strlen(path);
+  if (npz || (len > 4 && strcmp(path + len - 4, ".npz") == 0)) {
+    char *file = malloc(len + 1);
+    if (!file)
+      return run_say("out of host memory"), -1;
+    memcpy(file, path, len + 1);
+    if (npz)
+      file[npz - path + 4] = '\0';
+    int rc = run_load_npz(file, npz ? npz + 5 : NULL, x);
+    free(file);
+    return rc;
+  }
   if (kiln_npy_load(path, x) != KILN_OK || kiln_array_to_c_order(x) != KILN_OK)
     return run_say("%s", kiln_last_error(NULL)), -1;
   return 0;
@@ -200,6 +118,28 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
   return st;
 }
 
+int run_to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t)
+{
+  if (a->dtype == t)
+    return 0;
+  kiln_array conv = *a;
+  conv.dtype = t;
+  if (run_alloc_result(&conv) != 0)
+    return -1;
+  kiln_buffer *buf = NULL;
+  kiln_status st = run_upload(rt, a, t, &buf);
+  if (st == KILN_OK)
+    st = kiln_buffer_read(buf, 0, a->count, conv.data);
+  kiln_buffer_destroy(buf);
+  if (st != KILN_OK) {
+    free(conv.data);
+    return run_say("%s", kiln_last_error(rt)), -1;
+  }
+  kiln_array_free(a);
+  *a = conv;
+  return 0;
+}
+
 int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
               const kiln_array *y)
 {
@@ -228,31 +168,53 @@ const char *run_backend_label(kiln_backend be)
 
 /* ---- kiln run ------------------------------------------------------------- */
 
-static const struct run_op {
-  const char *name, *who;
-  int (*run)(int argc, char **argv);
-} ops[] = {
-  {"gemm", "kiln run gemm", run_gemm},
-  {"reduce", "kiln run reduce", run_reduce},
-  {"conv2d", "kiln run conv2d", run_conv2d},
-  {"fft", "kiln run fft", run_fft},
+static const cli_command *const ops[] = {
+  &run_gemm_command,
+  &run_reduce_command,
+  &run_conv2d_command,
+  &run_fft_command,
 };
 
-int kiln_cmd_run(int argc, char **argv)
+static const cli_command *op_at(size_t i)
 {
-  for (size_t i = 0; argc >= 2 && i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(argv[1], ops[i].name) == 0) {
-      who = ops[i].who;
-      return ops[i].run(argc - 1, argv + 1);
-    }
-  if (argc < 2)
-    fprintf(stderr,
-            "usage: kiln run gemm|reduce|conv2d|fft FILES... -o OUT.npy [options]; "
-            "kiln help shows each\n");
-  else
-    fprintf(stderr,
-            "kiln run: unknown operation '%s'; expected gemm, reduce, conv2d or "
-            "fft\n",
-            argv[1]);
-  return 2;
+  return i < sizeof ops / sizeof ops[0] ? ops[i] : NULL;
+}
+
+typedef struct run_args {
+  const char *op;
+} run_args;
+
+static const cli_option run_rows[] = {
+  {.name = "OPERATION",
+   CLI_TEXT_AT(run_args, op),
+   .help = "gemm, reduce, conv2d or fft: the commands below",
+   .required = 1},
+};
+
+static int run_cmd(int argc, char **argv);
+
+const cli_command kiln_run_command = {
+  .name = "kiln run",
+  .summary = "one operation on .npy files, with the device, the backend and the time",
+  .usage = "kiln run OPERATION ARRAYS... -o OUT.npy [options]",
+  CLI_ROWS(run_rows),
+  .about = "Each reads its arrays, runs on the picked device through kiln's _host\n"
+           "calls (so arrays larger than the device run in pieces), writes the\n"
+           "result, and prints the device, the backend and the time. A failure is\n"
+           "one line on stderr, exit 1, and no output file." RUN_ARRAYS_NOTE,
+  .example = "kiln run gemm a.npy b.npy -o c.npy",
+  .sub = op_at,
+  .run = run_cmd,
+};
+
+/* Only when argv[1] names no operation (kiln_cli_dispatch() runs those). */
+static int run_cmd(int argc, char **argv)
+{
+  run_args a = {0};
+  int rc = kiln_cli_parse(&kiln_run_command, &a, argc, argv, NULL);
+  return rc >= 0 ? rc
+                 : kiln_cli_usage_error(&kiln_run_command, NULL,
+                                        "unknown operation '%s'; expected gemm, reduce, "
+                                        "conv2d or fft",
+                                        a.op);
 }

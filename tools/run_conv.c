@@ -15,83 +15,116 @@
 
 typedef struct conv_args {
   const char *x, *w, *bias, *out;
-  kiln_conv2d_desc d; /* the options; sizes and dtype come from the files */
+  cli_ints stride, pad, dilation;
+  long groups;
+  int relu, layout, backend; /* layout: kiln_tensor_layout; backend: conv_backends' */
+  kiln_conv2d_desc d;        /* the options; sizes and dtype come from the files */
 } conv_args;
 
-static const char usage[] =
-  "usage: kiln run conv2d X.npy W.npy -o Y.npy [--bias b.npy] [--stride S | SH,SW]\n"
-  "                       [--pad P | T,B,L,R] [--dilation D | DH,DW] [--groups G]\n"
-  "                       [--relu] [--layout nchw|nhwc]\n"
-  "                       [--backend auto|im2col|direct|clblast]";
+static const char *const conv_layouts[] = {"nchw", "nhwc", NULL};
+static const char *const conv_backends[] = {"auto", "im2col", "direct", "clblast", NULL};
 
-/* A known option with its value into c->d; -1 after saying why. */
-static int value(conv_args *c, const char *o, const char *v)
-{
-  static const kiln_backend takes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_IM2COL,
-                                       KILN_BACKEND_DIRECT, KILN_BACKEND_CLBLAST};
-  static const char *const layouts[] = {"nchw", "nhwc"};
-  kiln_conv2d_desc *d = &c->d;
-  size_t v4[4];
-  int n = 0;
-  if (strcmp(o, "-o") == 0 || strcmp(o, "--bias") == 0) {
-    *(o[1] == 'o' ? &c->out : &c->bias) = v;
-  } else if (strcmp(o, "--stride") == 0 || strcmp(o, "--dilation") == 0) {
-    int stride = o[2] == 's';
-    if ((n = run_parse_counts(o, v, 1, 2,
-                              "one number or two (height,width), each "
-                              "from 1 to 2^31-1",
-                              v4)) < 0)
-      return -1;
-    *(stride ? &d->stride_h : &d->dilation_h) = v4[0];
-    *(stride ? &d->stride_w : &d->dilation_w) = v4[n - 1];
-  } else if (strcmp(o, "--pad") == 0) {
-    if ((n = run_parse_counts(o, v, 0, 4,
-                              "one number, or four (top,bottom,left,"
-                              "right), each from 0 to 2^31-1",
-                              v4)) < 0)
-      return -1;
-    d->pad_top = v4[0], d->pad_bottom = v4[n == 4 ? 1 : 0];
-    d->pad_left = v4[n == 4 ? 2 : 0], d->pad_right = v4[n == 4 ? 3 : 0];
-  } else if (strcmp(o, "--groups") == 0) {
-    if (run_parse_counts(o, v, 1, 1, "a number from 1 to 2^31-1", v4) < 0)
-      return -1;
-    d->groups = v4[0];
-  } else if (strcmp(o, "--layout") == 0) {
-    if ((n = run_parse_enum(v, layouts, 2)) < 0)
-      return run_say("--layout '%s': expected nchw or nhwc", v), -1;
-    d->layout = (kiln_tensor_layout)n;
-  } else { /* --backend: option() let known options only through */
-    return run_parse_backend(v, &d->backend, takes, 4);
-  }
-  return 0;
-}
+static const cli_option conv_rows[] = {
+  {.name = "X.npy",
+   CLI_TEXT_AT(conv_args, x),
+   .help = "the input: (n, c, h, w), or (n, h, w, c) with --layout nhwc; float16, "
+           "float32 or float64, which sets the compute type",
+   .required = 1},
+  {.name = "W.npy",
+   CLI_TEXT_AT(conv_args, w),
+   .help = "the filters: (k, c/groups, r, s), or (k, r, s, c/groups) with --layout "
+           "nhwc; converted to X's type",
+   .required = 1},
+  {.name = "-o",
+   CLI_TEXT_AT(conv_args, out),
+   .value = "Y.npy",
+   .help = "the result: (n, k, p, q), or (n, p, q, k) with --layout nhwc",
+   .required = 1},
+  {.name = "--bias",
+   CLI_TEXT_AT(conv_args, bias),
+   .value = "b.npy",
+   .help = "one value per output channel, shape (k,), added to each",
+   .def_text = "none"},
+  {.name = "--stride",
+   CLI_INTS_AT(conv_args, stride),
+   .value = "S|SH,SW",
+   .help = "the filter's step: one for both axes, or height,width",
+   .def = "1",
+   .min = 1,
+   .max = CLI_INT31,
+   .counts = 1u << 1 | 1u << 2},
+  {.name = "--pad",
+   CLI_INTS_AT(conv_args, pad),
+   .value = "P|PH,PW|T,B,L,R",
+   .help = "zeros around the input: one for every side, height,width (each on both "
+           "sides, as PyTorch's padding), or top,bottom,left,right",
+   .def = "0",
+   .min = 0,
+   .max = CLI_INT31,
+   .counts = 1u << 1 | 1u << 2 | 1u << 4},
+  {.name = "--dilation",
+   CLI_INTS_AT(conv_args, dilation),
+   .value = "D|DH,DW",
+   .help = "the spacing of the filter's taps: one for both axes, or height,width",
+   .def = "1",
+   .min = 1,
+   .max = CLI_INT31,
+   .counts = 1u << 1 | 1u << 2},
+  {.name = "--groups",
+   CLI_INT_AT(conv_args, groups),
+   .value = "G",
+   .help = "channel groups; c and k must be multiples (c for depthwise)",
+   .def = "1",
+   .min = 1,
+   .max = CLI_INT31},
+  {.name = "--relu", CLI_FLAG_AT(conv_args, relu), .help = "max(0, y), fused"},
+  {.name = "--layout",
+   CLI_CHOICE_AT(conv_args, layout),
+   .help = "the order of X's, W's and Y's axes",
+   .def = "nchw",
+   .choices = conv_layouts},
+  {.name = "--backend",
+   CLI_CHOICE_AT(conv_args, backend),
+   .help = "im2col and kiln's GEMM, kiln's direct kernel, CLBlast's convgemm, or "
+           "kiln's rules (auto)",
+   .def = "auto",
+   .choices = conv_backends},
+};
 
-/* One option (run_cli.option): --relu, or a known option and its value;
- * returns the arguments it used (1 or 2), or -1 after saying why. */
-static int option(void *ctx, const char *o, const char *v)
-{
-  static const char *const known[] = {"-o",         "--bias",   "--stride", "--pad",
-                                      "--dilation", "--groups", "--layout", "--backend"};
-  conv_args *c = ctx;
-  if (strcmp(o, "--relu") == 0) {
-    c->d.relu = 1;
-    return 1;
-  }
-  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
-    return -1;
-  return value(c, o, v) == 0 ? 2 : -1;
-}
+static int run_conv2d(int argc, char **argv);
 
+const cli_command run_conv2d_command = {
+  .name = "kiln run conv2d",
+  .summary = "a 2-D convolution of .npy files (cross-correlation, as PyTorch's conv2d)",
+  CLI_ROWS(conv_rows),
+  .about =
+    "X and Y go through kiln_conv2d_host(), so arrays larger than the device\n"
+    "run in pieces; the time is that one call, transfers included." RUN_ARRAYS_NOTE,
+  .example = "kiln run conv2d x.npy w.npy --pad 1 --stride 2 --relu -o y.npy",
+  .run = run_conv2d,
+};
+
+/* The options into c->d; -1 to go on, else the exit status. */
 static int parse(conv_args *c, int argc, char **argv)
 {
   memset(c, 0, sizeof *c);
-  kiln_conv2d_desc_init(&c->d, KILN_F32, 0, 0, 0, 0, 0, 0, 0);
-  run_cli cli = {option, c, {&c->x, &c->w}, "array"};
-  if (run_parse_args(&cli, argc, argv) != 0)
-    return -1;
-  if (!c->x || !c->w || !c->out)
-    return run_usage(usage);
-  return 0;
+  int rc = run_parse(&run_conv2d_command, c, argc, argv);
+  if (rc >= 0)
+    return rc;
+  kiln_conv2d_desc *d = &c->d;
+  const long *pad = c->pad.v, *s = c->stride.v, *dil = c->dilation.v;
+  int p4 = c->pad.n == 4, p2 = c->pad.n == 2;
+  kiln_conv2d_desc_init(d, KILN_F32, 0, 0, 0, 0, 0, 0, 0);
+  d->stride_h = (size_t)s[0], d->stride_w = (size_t)s[c->stride.n - 1];
+  d->dilation_h = (size_t)dil[0], d->dilation_w = (size_t)dil[c->dilation.n - 1];
+  d->pad_top = (size_t)pad[0], d->pad_bottom = (size_t)pad[p4 ? 1 : 0];
+  d->pad_left = (size_t)pad[p4 ? 2 : p2 ? 1 : 0];
+  d->pad_right = (size_t)pad[p4 ? 3 : p2 ? 1 : 0];
+  d->groups = (size_t)c->groups;
+  d->relu = c->relu;
+  d->layout = (kiln_tensor_layout)c->layout;
+  d->backend = run_backend_named(conv_backends[c->backend]);
+  return -1;
 }
 
 /* The sizes of x and W into c->d, checked against each other and the
@@ -132,30 +165,6 @@ static int shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
   return 0;
 }
 
-/* a (W or the bias) in type t, converted on the device when it is not:
- * a's data replaced by the converted values. -1 after saying why. */
-static int to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t)
-{
-  if (a->dtype == t)
-    return 0;
-  kiln_array conv = *a;
-  conv.dtype = t;
-  if (run_alloc_result(&conv) != 0)
-    return -1;
-  kiln_buffer *buf = NULL;
-  kiln_status st = run_upload(rt, a, t, &buf);
-  if (st == KILN_OK)
-    st = kiln_buffer_read(buf, 0, a->count, conv.data);
-  kiln_buffer_destroy(buf);
-  if (st != KILN_OK) {
-    free(conv.data);
-    return run_say("%s", kiln_last_error(rt)), -1;
-  }
-  kiln_array_free(a);
-  *a = conv;
-  return 0;
-}
-
 /* The convolution through kiln_conv2d_host(), which cuts what does not fit
  * the device into pieces; timed into *ms, transfers included. */
 static kiln_status compute(kiln_runtime *rt, const kiln_conv2d_desc *d,
@@ -191,15 +200,18 @@ static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
          d->relu ? ", relu" : "", ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
 }
 
-int run_conv2d(int argc, char **argv)
+static int run_conv2d(int argc, char **argv)
 {
   conv_args c;
   kiln_array x = {0}, w = {0}, b = {0}, y = {0};
   kiln_runtime *rt = NULL;
   size_t p = 0, q = 0;
   double ms = 0;
-  int rc = 1;
-  if (parse(&c, argc, argv) != 0 || run_load(c.x, &x) != 0 || run_load(c.w, &w) != 0 ||
+  int rc = parse(&c, argc, argv);
+  if (rc >= 0)
+    return rc;
+  rc = 1;
+  if (run_load(c.x, &x) != 0 || run_load(c.w, &w) != 0 ||
       (c.bias && run_load(c.bias, &b) != 0) ||
       shapes(&c, &x, &w, c.bias ? &b : NULL, &p, &q) != 0)
     goto done;
@@ -209,7 +221,8 @@ int run_conv2d(int argc, char **argv)
                    .count = c.d.n * c.d.k * p * q,
                    .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
   if (run_alloc_result(&y) != 0 || run_start(&rt) != 0 ||
-      to_type(rt, &w, c.d.dtype) != 0 || (c.bias && to_type(rt, &b, c.d.dtype) != 0))
+      run_to_type(rt, &w, c.d.dtype) != 0 ||
+      (c.bias && run_to_type(rt, &b, c.d.dtype) != 0))
     goto done;
   kiln_status st = compute(rt, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms);
   if (run_write(rt, st, c.out, &y) != 0)

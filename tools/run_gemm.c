@@ -3,12 +3,13 @@
  * op(A) op(B) + beta C0 on .npy files (what the operations share is in
  * run.c).
  *
- * Arrays already in the compute type go straight to kiln_gemm_host(), which
- * cuts problems larger than the device into panels. Others are converted on
- * the device (kiln_convert) and multiplied there.
+ * C's type is numpy's for the same product; matrices in another type are
+ * converted on the device (kiln_convert), then kiln_gemm_host() multiplies
+ * them, in panels when they are larger than the device.
  */
 /* kiln_gemm_backend_for() is experimental API. */
 #define KILN_EXPERIMENTAL
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,64 +18,96 @@
 
 typedef struct gemm_args {
   const char *a, *b, *c0, *out;
+  int ta, tb;
+  double alpha, beta; /* beta NAN: not given */
+  int dtype;          /* gemm_dtypes' index; -1: not given */
+  int backend;        /* gemm_backends' index */
   kiln_gemm_desc d;
-  int dtype_given, beta_given;
 } gemm_args;
 
-static const char usage[] =
-  "usage: kiln run gemm A.npy B.npy -o C.npy [--ta] [--tb] [--alpha X] [--beta Y]\n"
-  "                     [--c C0.npy] [--dtype float16|float32|float64]\n"
-  "                     [--backend auto|kiln|clblast]";
+/* --dtype's choices: kiln_dtype KILN_F16 + index */
+static const char *const gemm_dtypes[] = {"float16", "float32", "float64", NULL};
+static const char *const gemm_backends[] = {"auto", "kiln", "clblast", NULL};
 
-/* One option (run_cli.option); returns the arguments it used (1 or 2), or
- * -1. */
-static int option(void *ctx, const char *o, const char *v)
-{
-  static const char *const dtypes[] = {NULL, "float16", "float32", "float64"};
-  gemm_args *g = ctx;
-  int k;
-  if (strcmp(o, "--ta") == 0 || strcmp(o, "--tb") == 0) {
-    *(o[3] == 'a' ? &g->d.trans_a : &g->d.trans_b) = KILN_TRANS;
-    return 1;
-  }
-  static const char *const known[] = {"-o",     "--c",     "--alpha",
-                                      "--beta", "--dtype", "--backend"};
-  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
-    return -1;
-  if (strcmp(o, "-o") == 0)
-    g->out = v;
-  else if (strcmp(o, "--c") == 0)
-    g->c0 = v;
-  else if (strcmp(o, "--alpha") == 0 || strcmp(o, "--beta") == 0) {
-    if (run_parse_number(v, o[2] == 'a' ? &g->d.alpha : &g->d.beta) != 0)
-      return run_say("%s takes a finite number", o), -1;
-    g->beta_given |= o[2] == 'b';
-  } else if (strcmp(o, "--dtype") == 0) {
-    if ((k = run_parse_enum(v, dtypes, 4)) < 0)
-      return run_say("--dtype '%s': expected float16, float32 or float64", v), -1;
-    g->d.dtype = (kiln_dtype)k;
-    g->dtype_given = 1;
-  } else if (strcmp(o, "--backend") == 0) {
-    if (run_parse_blas_backend(v, &g->d.backend) != 0)
-      return -1;
-  } else
-    return run_say("unknown option '%s'", o), -1;
-  return 2;
-}
+static const cli_option gemm_rows[] = {
+  {.name = "A.npy",
+   CLI_TEXT_AT(gemm_args, a),
+   .help = "the matrix A: (m, k), or (k, m) with --ta",
+   .required = 1},
+  {.name = "B.npy",
+   CLI_TEXT_AT(gemm_args, b),
+   .help = "the matrix B: (k, n), or (n, k) with --tb",
+   .required = 1},
+  {.name = "-o",
+   CLI_TEXT_AT(gemm_args, out),
+   .value = "C.npy",
+   .help = "the result C, (m, n), written as a .npy file",
+   .required = 1},
+  {.name = "--ta", CLI_FLAG_AT(gemm_args, ta), .help = "use A transposed: op(A) = A^T"},
+  {.name = "--tb", CLI_FLAG_AT(gemm_args, tb), .help = "use B transposed: op(B) = B^T"},
+  {.name = "--alpha",
+   CLI_NUMBER_AT(gemm_args, alpha),
+   .value = "X",
+   .help = "the factor of op(A) op(B)",
+   .def = "1",
+   .min = -HUGE_VAL,
+   .max = HUGE_VAL},
+  {.name = "--beta",
+   CLI_NUMBER_AT(gemm_args, beta),
+   .value = "Y",
+   .help = "the factor of C0",
+   .def_text = "1 with --c, else 0",
+   .min = -HUGE_VAL,
+   .max = HUGE_VAL},
+  {.name = "--c",
+   CLI_TEXT_AT(gemm_args, c0),
+   .value = "C0.npy",
+   .help = "C0, an (m, n) matrix added as beta C0",
+   .def_text = "none"},
+  {.name = "--dtype",
+   CLI_CHOICE_AT(gemm_args, dtype),
+   .help = "the type to compute and write C in; A, B and C0 are converted on the "
+           "device",
+   .def_text = "numpy's type for A @ B",
+   .choices = gemm_dtypes},
+  {.name = "--backend",
+   CLI_CHOICE_AT(gemm_args, backend),
+   .help = "kiln's kernels, CLBlast, or kiln's rules (auto)",
+   .def = "auto",
+   .choices = gemm_backends},
+};
+
+static int run_gemm(int argc, char **argv);
+
+const cli_command run_gemm_command = {
+  .name = "kiln run gemm",
+  .summary = "C = alpha op(A) op(B) + beta C0 of .npy files",
+  CLI_ROWS(gemm_rows),
+  .about = "C's type is numpy's for the same product (np.result_type): the widest\n"
+           "float of A, B and C0, float64 where an integer meets a float; --dtype\n"
+           "chooses another. Matrices not in that type are converted on the device,\n"
+           "then kiln_gemm_host() multiplies them, in panels when they are larger\n"
+           "than the device." RUN_ARRAYS_NOTE,
+  .example = "kiln run gemm a.npy b.npy --tb --alpha 0.5 -o c.npy",
+  .run = run_gemm,
+};
 
 static int parse(gemm_args *g, int argc, char **argv)
 {
-  memset(g, 0, sizeof *g);
+  *g = (gemm_args){.beta = NAN, .dtype = -1};
+  int rc = run_parse(&run_gemm_command, g, argc, argv);
+  if (rc >= 0)
+    return rc;
   /* alpha 1; the dtype and sizes come from the options and the files */
   kiln_gemm_desc_init(&g->d, (kiln_dtype)0, 0, 0, 0);
-  run_cli cli = {option, g, {&g->a, &g->b}, "matrix"};
-  if (run_parse_args(&cli, argc, argv) != 0)
-    return -1;
-  if (!g->a || !g->b || !g->out)
-    return run_usage(usage);
-  if (g->c0 && !g->beta_given)
-    g->d.beta = 1; /* C = alpha A B + C0 */
-  return 0;
+  g->d.trans_a = g->ta ? KILN_TRANS : KILN_NO_TRANS;
+  g->d.trans_b = g->tb ? KILN_TRANS : KILN_NO_TRANS;
+  g->d.alpha = g->alpha;
+  g->d.beta = !isnan(g->beta) ? g->beta : g->c0 ? 1 : 0; /* C = alpha A B + C0 */
+  if (g->dtype >= 0)
+    g->d.dtype = (kiln_dtype)(KILN_F16 + g->dtype);
+  g->d.backend = run_backend_named(gemm_backends[g->backend]);
+  return -1;
 }
 
 /* Loads a 2-D .npy file in C order. */
@@ -89,7 +122,27 @@ static int load(const char *path, const char *name, kiln_array *x)
   return 0;
 }
 
-/* Checks the shapes against each other and fills m, n, k. */
+/* numpy's type for alpha op(A) op(B) + beta C0 (np.result_type): the
+ * widest float among them, float64 where an integer meets a float (as
+ * numpy promotes int32 with float32); 0 for integers alone or complex,
+ * which kiln does not multiply. */
+static kiln_dtype numpy_type(const kiln_array *const *x, int n)
+{
+  int ints = 0;
+  kiln_dtype widest = (kiln_dtype)0;
+  for (int i = 0; i < n; i++) {
+    kiln_dtype t = x[i]->dtype;
+    if (t == KILN_I32 || t == KILN_I64)
+      ints = 1;
+    else if (t == KILN_F16 || t == KILN_F32 || t == KILN_F64)
+      widest = t > widest ? t : widest; /* KILN_F16 < KILN_F32 < KILN_F64 */
+    else
+      return (kiln_dtype)0;
+  }
+  return widest && ints ? KILN_F64 : widest;
+}
+
+/* Checks the shapes against each other and fills m, n, k and the type. */
 static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
                   const kiln_array *c0)
 {
@@ -105,64 +158,42 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
            -1;
   if (c0 && (c0->ndim != 2 || c0->shape[0] != d->m || c0->shape[1] != d->n))
     return run_say("--c is not a %zu x %zu matrix", d->m, d->n), -1;
-  if (!g->dtype_given)
-    d->dtype = a->dtype;
-  if (d->dtype != KILN_F16 && d->dtype != KILN_F32 && d->dtype != KILN_F64)
-    return run_say("A holds %s; pass --dtype float16, float32 or float64 to compute in "
-                   "one of those",
-                   kiln_dtype_name(a->dtype)),
+  const kiln_array *all[] = {a, b, c0};
+  if (g->dtype < 0 && !(d->dtype = numpy_type(all, c0 ? 3 : 2)))
+    return run_say("A holds %s and B %s%s%s; kiln multiplies float16, float32 and "
+                   "float64: pass --dtype to compute in one of those",
+                   kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype),
+                   c0 ? ", C0 " : "", c0 ? kiln_dtype_name(c0->dtype) : ""),
            -1;
   return 0;
 }
 
-/* C = alpha op(A) op(B) + beta C in the compute type, into c (dtype d). */
-static kiln_status compute(kiln_runtime *rt, const kiln_gemm_desc *d, const kiln_array *a,
-                           const kiln_array *b, kiln_array *c)
-{
-  if (a->dtype == d->dtype && b->dtype == d->dtype && c->dtype == d->dtype)
-    return kiln_gemm_host(rt, d, a->data, b->data, c->data);
-  kiln_buffer *da = NULL, *db = NULL, *dc = NULL, *out = NULL;
-  kiln_status st = run_upload(rt, a, d->dtype, &da);
-  if (st == KILN_OK)
-    st = run_upload(rt, b, d->dtype, &db);
-  if (st == KILN_OK)
-    st = run_upload(rt, c, d->dtype, &dc);
-  if (st == KILN_OK)
-    st = kiln_gemm(rt, d, da, db, dc);
-  if (st == KILN_OK)
-    st = kiln_buffer_create(rt, c->dtype, c->count, 0, &out);
-  if (st == KILN_OK)
-    st = kiln_convert(dc, out);
-  if (st == KILN_OK)
-    st = kiln_buffer_read(out, 0, c->count, c->data);
-  kiln_buffer_destroy(da), kiln_buffer_destroy(db);
-  kiln_buffer_destroy(dc), kiln_buffer_destroy(out);
-  return st;
-}
-
-int run_gemm(int argc, char **argv)
+static int run_gemm(int argc, char **argv)
 {
   gemm_args g;
   kiln_array a = {0}, b = {0}, c = {0};
   kiln_runtime *rt = NULL;
-  int rc = 1;
-  if (parse(&g, argc, argv) != 0 || load(g.a, "A", &a) != 0 || load(g.b, "B", &b) != 0 ||
+  int rc = parse(&g, argc, argv);
+  if (rc >= 0)
+    return rc;
+  rc = 1;
+  if (load(g.a, "A", &a) != 0 || load(g.b, "B", &b) != 0 ||
       (g.c0 && load(g.c0, "C0", &c) != 0) || shapes(&g, &a, &b, g.c0 ? &c : NULL) != 0)
     goto done;
   if (!g.c0) { /* C starts as zeros of the compute type (beta is 0: never read) */
     c = (kiln_array){
       .dtype = g.d.dtype, .ndim = 2, .shape = {g.d.m, g.d.n}, .count = g.d.m * g.d.n};
-    c.data = calloc(c.count ? c.count : 1, 8);
-  } else if (c.dtype != g.d.dtype) {
-    run_say("--c holds another dtype than the computation (%s)",
-            kiln_dtype_name(g.d.dtype));
-    goto done;
+    c.data = calloc(c.count ? c.count : 1, kiln_dtype_size(g.d.dtype));
   }
-  if (run_start(&rt) != 0)
+  /* every matrix in the compute type, converted on the device, then one
+   * kiln_gemm_host(), which cuts products larger than the device into
+   * panels */
+  if (run_start(&rt) != 0 || run_to_type(rt, &a, g.d.dtype) != 0 ||
+      run_to_type(rt, &b, g.d.dtype) != 0 || run_to_type(rt, &c, g.d.dtype) != 0)
     goto done;
   kiln_backend be = kiln_gemm_backend_for(rt, &g.d);
   double t0 = run_now_ms();
-  kiln_status st = compute(rt, &g.d, &a, &b, &c);
+  kiln_status st = kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
   double ms = run_now_ms() - t0;
   if (run_write(rt, st, g.out, &c) != 0)
     goto done;

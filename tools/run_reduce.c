@@ -4,7 +4,8 @@
  *
  * The array goes to kiln_reduce_host() as it is (it reduces arrays larger
  * than the device in chunks); the result has the input's shape without the
- * reduced axis, a 0-d array when every element is reduced.
+ * reduced axis, a 0-d array when every element is reduced, and numpy's
+ * type for the same call.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,74 +16,75 @@
 
 typedef struct reduce_args {
   const char *x, *out;
-  kiln_reduce_op op;
-  int32_t axis; /* as given, or KILN_AXIS_ALL */
-  kiln_backend backend;
+  int op;      /* reduce_ops' index: kiln_reduce_op KILN_REDUCE_SUM + index */
+  long axis;   /* as given; KILN_AXIS_ALL when not */
+  int backend; /* reduce_backends' index */
 } reduce_args;
 
-static const char usage[] =
-  "usage: kiln run reduce --op sum|mean|min|max|argmin|argmax|norm [--axis N]\n"
-  "                       [--backend auto|kiln|clblast] X.npy -o Y.npy";
+static const char *const reduce_ops[] = {"sum",    "mean",   "min",  "max",
+                                         "argmin", "argmax", "norm", NULL};
+static const char *const reduce_backends[] = {"auto", "kiln", "clblast", NULL};
 
-/* One option and its value (run_cli.option); 2, or -1 after saying why. */
-static int option(void *ctx, const char *o, const char *v)
-{
-  static const char *const known[] = {"-o", "--op", "--axis", "--backend"};
-  reduce_args *r = ctx;
-  if (run_option_value(o, v, known, sizeof known / sizeof known[0]) != 0)
-    return -1;
-  if (strcmp(o, "-o") == 0) {
-    r->out = v;
-  } else if (strcmp(o, "--op") == 0) {
-    int k = KILN_REDUCE_SUM;
-    while (k <= KILN_REDUCE_NORM2 &&
-           strcmp(v, kiln_reduce_op_name((kiln_reduce_op)k)) != 0)
-      k++;
-    if (k > KILN_REDUCE_NORM2)
-      return run_say("--op '%s': expected sum, mean, min, max, argmin, argmax or norm",
-                     v),
-             -1;
-    r->op = (kiln_reduce_op)k;
-  } else if (strcmp(o, "--axis") == 0) {
-    char *end;
-    long a = strtol(v, &end, 10);
-    if (!*v || *end || a < -KILN_ARRAY_MAX_DIMS || a >= KILN_ARRAY_MAX_DIMS)
-      return run_say("--axis '%s': expected an integer from %d to %d", v,
-                     -KILN_ARRAY_MAX_DIMS, KILN_ARRAY_MAX_DIMS - 1),
-             -1;
-    r->axis = (int32_t)a;
-  } else if (strcmp(o, "--backend") == 0) {
-    if (run_parse_blas_backend(v, &r->backend) != 0)
-      return -1;
-  } else {
-    return run_say("unknown option '%s'", o), -1;
-  }
-  return 2;
-}
+static const cli_option reduce_rows[] = {
+  {.name = "X.npy",
+   CLI_TEXT_AT(reduce_args, x),
+   .help = "the array: float16, float32, float64 or int32, up to 8 dimensions",
+   .required = 1},
+  {.name = "-o",
+   CLI_TEXT_AT(reduce_args, out),
+   .value = "Y.npy",
+   .help = "the result: X's shape without the axis, a 0-d array when every element is "
+           "reduced; typed as numpy types it",
+   .required = 1},
+  {.name = "--op",
+   CLI_CHOICE_AT(reduce_args, op),
+   .help = "what to compute; norm is the L2 norm",
+   .required = 1,
+   .choices = reduce_ops},
+  {.name = "--axis",
+   CLI_INT_AT(reduce_args, axis),
+   .value = "N",
+   .help = "reduce along this axis only, counted from the end when negative, as "
+           "numpy's",
+   .def_text = "every element",
+   .min = -KILN_ARRAY_MAX_DIMS,
+   .max = KILN_ARRAY_MAX_DIMS - 1},
+  {.name = "--backend",
+   CLI_CHOICE_AT(reduce_args, backend),
+   .help = "kiln's kernels, CLBlast (float sums and norms of every element), or "
+           "kiln's rules (auto)",
+   .def = "auto",
+   .choices = reduce_backends},
+};
 
-static int parse(reduce_args *r, int argc, char **argv)
-{
-  *r = (reduce_args){.axis = KILN_AXIS_ALL};
-  run_cli cli = {option, r, {&r->x, NULL}, "array"};
-  if (run_parse_args(&cli, argc, argv) != 0)
-    return -1;
-  if (!r->x || !r->out || !r->op)
-    return run_usage(usage);
-  return 0;
-}
+static int run_reduce(int argc, char **argv);
+
+const cli_command run_reduce_command = {
+  .name = "kiln run reduce",
+  .summary = "a reduction of a .npy file: sum, mean, min, max, argmin, argmax or norm",
+  CLI_ROWS(reduce_rows),
+  .about = "Y is typed as numpy types the same call: float16's sum, mean and norm are\n"
+           "float16 (accumulated in float32 or better, then rounded), int32's sum is\n"
+           "int64 and its mean and norm float64, argmin and argmax are int64 (the\n"
+           "first index of the extreme). Arrays larger than the device are reduced\n"
+           "in chunks (kiln_reduce_host)." RUN_ARRAYS_NOTE,
+  .example = "kiln run reduce --op sum --axis 1 x.npy -o y.npy",
+  .run = run_reduce,
+};
 
 /* The request for x and the array that receives its result (x's shape
  * without the axis), its data zeroed; -1 after saying why. */
 static int plan(const reduce_args *r, const kiln_array *x, kiln_reduce_desc *d,
                 kiln_array *y)
 {
-  kiln_dtype out = kiln_reduce_out_dtype(r->op, x->dtype);
+  kiln_reduce_op op = (kiln_reduce_op)(KILN_REDUCE_SUM + r->op);
+  kiln_dtype out = kiln_reduce_out_dtype(op, x->dtype);
   if (!out)
     return run_say("X holds %s; kiln reduces float16, float32, float64 and int32",
                    kiln_dtype_name(x->dtype)),
            -1;
   int all = r->axis == KILN_AXIS_ALL;
-  int32_t axis = !all && r->axis < 0 ? r->axis + (int32_t)x->ndim : r->axis;
+  int32_t axis = (int32_t)(!all && r->axis < 0 ? r->axis + (long)x->ndim : r->axis);
   if (!all && x->ndim == 0)
     return run_say("X is a 0-d array, which has no axis; leave --axis out"), -1;
   if (!all && (axis < 0 || axis >= (int32_t)x->ndim))
@@ -90,12 +92,12 @@ static int plan(const reduce_args *r, const kiln_array *x, kiln_reduce_desc *d,
                    "%d to %d",
                    (int)r->axis, x->ndim, -(int)x->ndim, (int)x->ndim - 1),
            -1;
-  kiln_reduce_desc_init(d, r->op, x->dtype, x->count);
-  d->backend = r->backend;
+  kiln_reduce_desc_init(d, op, x->dtype, x->count);
+  d->backend = run_backend_named(reduce_backends[r->backend]);
   if (x->ndim > 0) { /* a 0-d array stays the 1-D view of its one element */
     d->ndim = x->ndim;
     memcpy(d->shape, x->shape, sizeof d->shape);
-    d->axis = r->axis;
+    d->axis = (int32_t)r->axis;
   }
   *y = (kiln_array){.dtype = out, .count = 1};
   for (unsigned i = 0; i < x->ndim && !all; i++)
@@ -121,31 +123,40 @@ static void report(kiln_runtime *rt, const reduce_args *r, const kiln_array *x,
   run_shape_text(ys, sizeof ys, y->ndim, y->shape);
   double bytes = (double)x->count * (double)kiln_dtype_size(x->dtype);
   printf("device   %s\nbackend  %s\nreduce   %s of %s %s ", kiln_runtime_device(rt)->name,
-         run_backend_label(r->backend), kiln_reduce_op_name(r->op),
-         kiln_dtype_name(x->dtype), xs);
+         run_backend_label(run_backend_named(reduce_backends[r->backend])),
+         reduce_ops[r->op], kiln_dtype_name(x->dtype), xs);
   if (r->axis == KILN_AXIS_ALL)
     printf("over every element");
   else
-    printf("along axis %d", (int)r->axis);
+    printf("along axis %ld", r->axis);
   printf(" -> %s %s\ntime     %.2f ms (%.3g GB/s, transfers included)\nwrote    %s\n",
          kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? bytes / ms / 1e6 : 0.0, r->out);
 }
 
-int run_reduce(int argc, char **argv)
+static int run_reduce(int argc, char **argv)
 {
-  reduce_args r;
+  reduce_args r = {.axis = KILN_AXIS_ALL};
   kiln_array x = {0}, y = {0};
   kiln_reduce_desc d;
   kiln_runtime *rt = NULL;
-  int rc = 1;
-  if (parse(&r, argc, argv) != 0 || run_load(r.x, &x) != 0 || plan(&r, &x, &d, &y) != 0 ||
-      run_start(&rt) != 0)
+  int rc = run_parse(&run_reduce_command, &r, argc, argv);
+  if (rc >= 0)
+    return rc;
+  rc = 1;
+  if (run_load(r.x, &x) != 0 || plan(&r, &x, &d, &y) != 0 || run_start(&rt) != 0)
     goto done;
   int64_t spare = 0; /* stands for the data of an array of no elements */
   double t0 = run_now_ms();
   kiln_status st =
     kiln_reduce_host(rt, &d, x.data ? x.data : &spare, y.data ? y.data : &spare);
   double ms = run_now_ms() - t0;
+  /* numpy's type: float16's sum, mean and norm are float16 (kiln_reduce()'s
+   * float32, rounded to nearest even on the device) */
+  if (st == KILN_OK && x.dtype == KILN_F16 && y.dtype == KILN_F32) {
+    if (y.count && run_to_type(rt, &y, KILN_F16) != 0)
+      goto done;
+    y.dtype = KILN_F16;
+  }
   if (run_write(rt, st, r.out, &y) != 0)
     goto done;
   report(rt, &r, &x, &y, ms);

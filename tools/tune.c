@@ -23,41 +23,6 @@ static void on_sigint(int sig)
   interrupted = 1;
 }
 
-static int usage(FILE *out)
-{
-  fprintf(out,
-          "usage: kiln tune [--device SEL | --all] [--only gemm,reduce,fft,conv]\n"
-          "                 [--budget SECONDS]\n"
-          "       kiln tune [--device SEL | --all] --show | --clear\n"
-          "       kiln tune [--device SEL] --export FILE | --import FILE\n"
-          "       kiln tune [--device SEL | --all] --clblast [--tuners DIR]\n"
-          "\n"
-          "Searches the parameters of kiln's own kernels (GEMM's tiles and shape\n"
-          "for f32, f16 storage and f64; the reductions; the FFT passes; the\n"
-          "convolution's direct kernel and im2col step) on the picked device,\n"
-          "checks each candidate against a CPU reference, times it,\n"
-          "and keeps the best as the device's tuning record beside the kernel\n"
-          "cache. Every later runtime on that device and driver applies it.\n"
-          "\n"
-          "  --device SEL      a device as KILN_DEVICE selects (default: kiln's pick)\n"
-          "  --all             every visible device but simulators, in turn\n"
-          "  --only LIST       gemm, reduce, fft, conv, comma-separated (default: all)\n"
-          "  --budget SECONDS  for the whole search of each device (default 240)\n"
-          "  --show            print the parameters in use, as a record\n"
-          "  --clear           delete the device's record: the rules apply again\n"
-          "  --export FILE     write the device's record to FILE (- for stdout)\n"
-          "  --import FILE     check FILE's record against the device and keep it\n"
-          "  --clblast         run CLBlast's GEMM tuners (clblast-utils) for the\n"
-          "                    device, a cut-down search of minutes, check their\n"
-          "                    fastest results in CLBlast's GEMM at other sizes,\n"
-          "                    and keep the fastest right one in the record: every\n"
-          "                    later runtime hands it to CLBlast\n"
-          "  --tuners DIR      the folder of CLBlast's tuners (default: PATH)\n"
-          "\n"
-          "example: kiln tune --only gemm --budget 60\n");
-  return out == stdout ? 0 : 2;
-}
-
 static double ms(double s)
 {
   return s * 1e3;
@@ -157,109 +122,139 @@ static int one_device(const job *j, const char *sel)
   return rc;
 }
 
-/* --only gemm,reduce,fft,conv */
-static int parse_only(const char *list, unsigned *what)
-{
-  static const struct {
-    const char *name;
-    unsigned bit;
-  } kinds[] = {{"gemm", KILN_TUNE_GEMM},
-               {"reduce", KILN_TUNE_REDUCE},
-               {"fft", KILN_TUNE_FFT},
-               {"conv", KILN_TUNE_CONV}};
-  *what = 0;
-  for (const char *p = list; *p;) {
-    size_t len = strcspn(p, ","), i = 0;
-    while (i < sizeof kinds / sizeof kinds[0] &&
-           (strlen(kinds[i].name) != len || strncmp(p, kinds[i].name, len) != 0))
-      i++;
-    if (i == sizeof kinds / sizeof kinds[0])
-      return -1;
-    *what |= kinds[i].bit;
-    p += len + (p[len] == ',');
-  }
-  return *what ? 0 : -1;
-}
+typedef struct tune_args {
+  const char *device, *export_file, *import_file, *tuners;
+  int all, show, clear, clblast, check; /* check: argv's index after --clblast-check */
+  unsigned only;
+  double budget;
+} tune_args;
 
-int kiln_cmd_tune(int argc, char **argv)
+/* --only's choices are kiln_tune_what's bits, in order. */
+static const char *const tune_kernels[] = {"gemm", "reduce", "fft", "conv", NULL};
+_Static_assert(KILN_TUNE_GEMM == 1 && KILN_TUNE_REDUCE == 2 && KILN_TUNE_FFT == 4 &&
+                 KILN_TUNE_CONV == 8,
+               "--only's bits are kiln_tune_what's");
+
+static const cli_option tune_rows[] = {
+  {.name = "--device",
+   CLI_TEXT_AT(tune_args, device),
+   .value = "SEL",
+   .help = "a device, as KILN_DEVICE selects",
+   .def_text = "kiln's pick"},
+  {.name = "--all",
+   CLI_FLAG_AT(tune_args, all),
+   .help = "every visible device but simulators, in turn"},
+  {.name = "--only",
+   CLI_CHOICES_AT(tune_args, only),
+   .help = "the kernels to measure",
+   .def = "gemm,reduce,fft,conv",
+   .choices = tune_kernels},
+  {.name = "--budget",
+   CLI_NUMBER_AT(tune_args, budget),
+   .value = "SECONDS",
+   .help = "for the whole search of each device",
+   .def = "240",
+   .min = 1,
+   .max = 1e6},
+  {.name = "--show",
+   CLI_FLAG_AT(tune_args, show),
+   .help = "print the parameters in use, as a record"},
+  {.name = "--clear",
+   CLI_FLAG_AT(tune_args, clear),
+   .help = "delete the device's record: the rules apply again"},
+  {.name = "--export",
+   CLI_TEXT_AT(tune_args, export_file),
+   .value = "FILE",
+   .help = "write the device's record to FILE (- for stdout)",
+   .def_text = "none"},
+  {.name = "--import",
+   CLI_TEXT_AT(tune_args, import_file),
+   .value = "FILE",
+   .help = "check FILE's record against the device and keep it",
+   .def_text = "none"},
+  {.name = "--clblast",
+   CLI_FLAG_AT(tune_args, clblast),
+   .help = "run CLBlast's GEMM tuners (clblast-utils) for the device, a cut-down "
+           "search of minutes, check their fastest results in CLBlast's GEMM at "
+           "other sizes, and keep the fastest right one in the record: every later "
+           "runtime hands it to CLBlast"},
+  {.name = "--tuners",
+   CLI_TEXT_AT(tune_args, tuners),
+   .value = "DIR",
+   .help = "with --clblast: the folder of CLBlast's tuners",
+   .def_text = "PATH"},
+  {.name = "--clblast-check",
+   CLI_REST_AT(tune_args, check),
+   .value = "DEVICE DIR KERNEL PREC NAME=VALUE...",
+   .help = "internal: the process that --clblast starts to check one candidate in "
+           "CLBlast's GEMM; exits 0 when its products are right"},
+};
+
+static int run_tune(int argc, char **argv);
+
+const cli_command kiln_tune_command = {
+  .name = "kiln tune",
+  .summary = "measure kiln's kernel parameters on a device and keep them as its "
+             "tuning record",
+  .usage = "kiln tune [--device SEL | --all] [--only LIST] [--budget SECONDS]\n"
+           "       kiln tune [--device SEL | --all] --show | --clear\n"
+           "       kiln tune [--device SEL] --export FILE | --import FILE\n"
+           "       kiln tune [--device SEL | --all] --clblast [--tuners DIR]",
+  CLI_ROWS(tune_rows),
+  .about = "Searches the parameters of kiln's own kernels (GEMM's tiles and shape for\n"
+           "f32, f16 storage and f64; the reductions; the FFT passes; the convolution's\n"
+           "direct kernel and im2col step) on the device, checks each candidate\n"
+           "against a CPU reference, times it, and keeps the best as the device's\n"
+           "tuning record beside the kernel cache. Every later runtime on that device\n"
+           "and driver applies it. Progress goes to stderr, what changed to stdout;\n"
+           "Ctrl-C stops the search and keeps what was measured.",
+  .example = "kiln tune --only gemm --budget 60",
+  .run = run_tune,
+};
+
+static int run_tune(int argc, char **argv)
 {
-  if (argc >= 2 && strcmp(argv[1], "--clblast-check") == 0)
-    return kiln_cli_clblast_check(argc - 2, argv + 2); /* tune_clblast.c's child */
+  const cli_command *c = &kiln_tune_command;
+  tune_args a = {0};
+  uint64_t given = 0;
+  int rc = kiln_cli_parse(c, &a, argc, argv, &given);
+  if (rc >= 0)
+    return rc;
+  if (a.check)
+    return kiln_cli_clblast_check(argc - a.check, argv + a.check); /* its child */
   kiln_cli_pin_pocl();
   job j = {.action = TUNE};
   kiln_tune_options_init(&j.opts);
   j.opts.progress = progress;
-  const char *device = NULL, *tuners = NULL;
-  int all = 0, actions = 0, search = 0; /* search: --only or --budget given */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    char *end = NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-      return usage(stdout);
-    if (strcmp(a, "--all") == 0) {
-      all = 1;
-    } else if (strcmp(a, "--show") == 0 || strcmp(a, "--clear") == 0) {
-      j.action = a[2] == 's' ? SHOW : CLEAR;
-      actions++;
-    } else if (strcmp(a, "--clblast") == 0) {
-      j.action = CLBLAST;
-      actions++;
-    } else if (!v && (strcmp(a, "--device") == 0 || strcmp(a, "--only") == 0 ||
-                      strcmp(a, "--budget") == 0 || strcmp(a, "--export") == 0 ||
-                      strcmp(a, "--import") == 0 || strcmp(a, "--tuners") == 0)) {
-      fprintf(stderr, "kiln tune: %s needs a value; kiln tune --help\n", a);
-      return 2;
-    } else if (strcmp(a, "--device") == 0) {
-      device = argv[++i];
-    } else if (strcmp(a, "--only") == 0) {
-      search = 1;
-      if (parse_only(argv[++i], &j.opts.what) != 0) {
-        fprintf(stderr,
-                "kiln tune: --only '%s': expected gemm, reduce, fft or conv, "
-                "comma-separated\n",
-                argv[i]);
-        return 2;
-      }
-    } else if (strcmp(a, "--budget") == 0) {
-      search = 1;
-      j.opts.budget = strtod(argv[++i], &end);
-      if (*end || !(j.opts.budget > 0) || j.opts.budget > 1e6) {
-        fprintf(stderr, "kiln tune: --budget '%s': expected seconds, more than 0\n",
-                argv[i]);
-        return 2;
-      }
-    } else if (strcmp(a, "--tuners") == 0) {
-      tuners = argv[++i];
-    } else if (strcmp(a, "--export") == 0 || strcmp(a, "--import") == 0) {
-      j.action = a[2] == 'e' ? EXPORT : IMPORT;
-      j.file = argv[++i];
-      actions++;
-    } else {
-      fprintf(stderr, "kiln tune: unknown option '%s'\n", a);
-      return usage(stderr);
-    }
+  j.opts.what = a.only;
+  j.opts.budget = a.budget;
+  int actions = a.show + a.clear + a.clblast + !!a.export_file + !!a.import_file;
+  int search = kiln_cli_given(c, given, "--only") || kiln_cli_given(c, given, "--budget");
+  j.action = a.show ? SHOW : a.clear ? CLEAR : a.clblast ? CLBLAST : TUNE;
+  if (a.export_file || a.import_file) {
+    j.action = a.export_file ? EXPORT : IMPORT;
+    j.file = a.export_file ? a.export_file : a.import_file;
   }
-  if (actions > 1 || (all && device) ||
-      (all && (j.action == EXPORT || j.action == IMPORT))) {
-    fprintf(stderr, "kiln tune: --show, --clear, --export and --import go alone, and "
-                    "--all neither with --device nor with a file\n");
-    return 2;
-  }
-  if ((j.action == CLBLAST && search) || (j.action != CLBLAST && tuners)) {
-    fprintf(stderr, "kiln tune: %s\n",
-            tuners ? "--tuners goes with --clblast"
-                   : "--only and --budget are for kiln's own kernels, not --clblast "
-                     "(whose search is fixed: kiln tune --help)");
-    return 2;
-  }
+  if (actions > 1 || (a.all && a.device) ||
+      (a.all && (j.action == EXPORT || j.action == IMPORT)))
+    return kiln_cli_usage_error(c, NULL,
+                                "--show, --clear, --export, --import and --clblast go "
+                                "alone, and --all neither with --device nor with a file");
+  if (a.tuners && j.action != CLBLAST)
+    return kiln_cli_usage_error(c, "--tuners", "--tuners goes with --clblast");
+  if (search && j.action != TUNE)
+    return kiln_cli_usage_error(
+      c, kiln_cli_given(c, given, "--only") ? "--only" : "--budget",
+      "--only and --budget are for the search of kiln's own "
+      "kernels, alone");
   if (j.action == CLBLAST)
-    j.file = tuners;
+    j.file = a.tuners;
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */
   sigaction(SIGINT, &sa, NULL);
-  if (!all)
-    return one_device(&j, device);
+  if (!a.all)
+    return one_device(&j, a.device);
   /* Every visible device but simulators, by their index. */
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
@@ -270,7 +265,7 @@ int kiln_cmd_tune(int argc, char **argv)
   for (size_t i = 0; skip && i < n; i++)
     skip[i] = kiln_runtime_device_at(rt, i)->is_simulator;
   kiln_cli_runtime_destroy(rt);
-  int rc = skip ? 0 : 1;
+  rc = skip ? 0 : 1;
   for (size_t i = 0; skip && i < n && !interrupted; i++) {
     char sel[24];
     snprintf(sel, sizeof sel, "%zu", i);

@@ -1664,6 +1664,20 @@ typedef struct kiln_array {
  * There is no runtime: the message is for kiln_last_error(NULL). */
 KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
 
+/*! kiln_npy_load_memory() :
+ * kiln_npy_load() of a .npy file's bytes already in memory: a member of an
+ * .npz archive (which is a zip of .npy files), a download, a database blob.
+ * @bytes : size bytes, not changed and not kept; NULL only when size is 0.
+ * @name  : what the messages call the bytes, as kiln_npy_load() names the
+ *          path: "weights.npz:W". Not kept.
+ * @out   : as kiln_npy_load()'s: zeroed first, and the caller's to release
+ *          with kiln_array_free().
+ * @return : KILN_OK; KILN_ERR_FORMAT as kiln_npy_load(), naming `name`;
+ *           KILN_ERR_INVALID_ARGUMENT for NULL; KILN_ERR_OUT_OF_HOST_MEMORY.
+ *           For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_npy_load_memory(const void *bytes, size_t size,
+                                          const char *name, kiln_array *out);
+
 /*! kiln_npy_save() :
  * Writes the array to path, byte for byte as np.save of current numpy does
  * (checked against numpy 2.4): format 1.0 (2.0 should the header outgrow

@@ -1,5 +1,5 @@
 /*
- * fuzz-npy.c — kiln's .npy reader on any bytes (kiln__npy_load_memory(),
+ * fuzz-npy.c — kiln's .npy reader on any bytes (kiln_npy_load_memory(),
  * and kiln__npy_parse_header() on the same bytes as a header's dict).
  *
  * Properties, beyond ASan and UBSan finding nothing:
@@ -68,7 +68,7 @@ static void check_round_trip(const kiln_array *a)
   if (bytes)
     memcpy(file + prelen + h.len, a->data, bytes);
   kiln_array b;
-  FUZZ_CHECK(kiln__npy_load_memory(file, total, "round-trip.npy", &b) == KILN_OK);
+  FUZZ_CHECK(kiln_npy_load_memory(file, total, "round-trip.npy", &b) == KILN_OK);
   FUZZ_CHECK(b.dtype == a->dtype && b.ndim == a->ndim && b.count == a->count &&
              b.fortran_order == a->fortran_order);
   FUZZ_CHECK(memcmp(b.shape, a->shape, sizeof a->shape) == 0);
@@ -107,7 +107,7 @@ static void check_loaded(const uint8_t *data, size_t size, kiln_array *a)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   kiln_array a;
-  kiln_status st = kiln__npy_load_memory(data, size, "fuzz.npy", &a);
+  kiln_status st = kiln_npy_load_memory(data, size, "fuzz.npy", &a);
   if (st == KILN_OK) {
     check_loaded(data, size, &a);
   } else {
