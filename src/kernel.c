@@ -350,16 +350,15 @@ kiln_status kiln__kernel_set_one(kiln_kernel *k, const char *fn, unsigned i, cha
   kiln_status st = check_index(k, fn, i);
   if (st == KILN_OK && k->info && k->args[i].addr == CL_KERNEL_ARG_ADDRESS_PRIVATE &&
       k->args[i].size && strcmp(k->args[i].type, type)) {
-    char what[200];
-    const char *want = NULL;
-    for (size_t t = 0; t < sizeof types / sizeof types[0] && !want; t++)
-      if (!strcmp(types[t], k->args[i].type))
-        want = &letters[t];
+    char what[200], hint[64] = "a value of its type (kiln_kernel_set_arg())";
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+      if (!strcmp(types[t], k->args[i].type)) {
+        snprintf(hint, sizeof hint, "'%c'", letters[t]);
+        break;
+      }
     return kiln__fail(k->rt, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s of %s: format letter '%c' gives a %s; expected %c%.1s%s",
-                      fn, arg_text(k, i, what, sizeof what), k->name, c, type,
-                      want ? '\'' : 'a', want ? want : "",
-                      want ? "'" : " value of its type (kiln_kernel_set_arg())");
+                      "%s: %s of %s: format letter '%c' gives a %s; expected %s", fn,
+                      arg_text(k, i, what, sizeof what), k->name, c, type, hint);
   }
   if (st == KILN_OK)
     st = check_value(k, fn, i, size, &v, type);
