@@ -1,8 +1,9 @@
 /*
  * bench.h — what the benchmarks of `kiln bench` share: the record every
  * group produces, option parsing, medians and the per-group table (bench.c),
- * the whole suite's table, JSON, CSV and plot (bench_out.c). Each group
- * (gemm, conv, reduce, fft, launch, overhead, streams, bandwidth, compile) describes itself in
+ * the whole suite's table, JSON, CSV and plot (bench_out.c), --compare
+ * (bench_compare.c). Each group (gemm, conv, reduce, fft, launch, overhead,
+ * streams, bandwidth, compile) describes itself in
  * a bench_spec and runs through a bench_group.
  */
 #ifndef KILN_TOOLS_BENCH_H

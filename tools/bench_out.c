@@ -140,7 +140,7 @@ int bench_write_json(const bench_records *rs, const char *path)
   json_object_put(all);
   return close_out(f, path, rs->n);
 #else
-  (void)rs, (void)path; /* bench_parse() refuses --json */
+  (void)rs, (void)path; /* bench.c's parse() refuses --json */
   return 1;
 #endif
 }
