@@ -382,7 +382,9 @@ typedef struct runner {
   char why[256];
 } runner;
 
-static volatile int trimming; /* written before the threads start and after they end */
+/* Whether the trimmer goes on: set before the threads start, cleared
+ * after the runners end, read by the trimmer meanwhile. */
+static _Atomic int trimming;
 
 static void *run_rounds(void *arg)
 {
