@@ -1,6 +1,6 @@
 /*
  * conv.cl — 2-D convolution: a direct kernel, im2col into kiln's packed GEMM
- * layout, and the bias and ReLU epilogue.
+ * layout (whose GEMM adds the bias and the activation).
  *
  * Layouts (the host passes `nhwc`): NCHW x[n][c][h][w], weights
  * [k][c/g][r][s], y[n][k][p][q]; NHWC x[n][h][w][c], weights [k][r][s][c/g],
@@ -105,7 +105,7 @@ static void NAME(conv_direct_sum)(global const ST *x, global const ST *wt, int n
  * channels share their inputs when they are of one group (kg a multiple
  * of KB); else (depthwise) each channel reads its own. */
 kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
-                                   global const ST *bias, int has_bias, int relu,
+                                   global const ST *bias, int has_bias, int act,
                                    int nhwc, uint n, uint c, uint h, uint w, uint k,
                                    uint r, uint s, uint sh, uint sw, uint pt, uint pl,
                                    uint dh, uint dw, uint groups, uint p, uint q,
@@ -134,8 +134,7 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
       ACC v = acc[b][j];
       if (has_bias)
         v += (ACC)LOAD(V, bias, ki0 + b);
-      if (relu && v < 0)
-        v = 0;
+      ACTIVATE(ACC, v, act);
       STORE(V, v, y, YAT(ni, ki0 + b, pi, q0 + j));
     }
 }
@@ -190,22 +189,6 @@ kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
       out += (ulong)Kp * PH;
     }
   }
-}
-
-/* y = (set ? 0 : y) + bias[ki], then max(y, 0) when relu; global n * k *
- * p * q. With set, it fills y with the bias before the GEMMs add to it, so
- * half storage rounds once, after the bias. */
-kernel void NAME(kiln_conv_epilogue)(global ST *y, global const ST *bias, int has_bias,
-                                     int relu, int nhwc, uint k, uint pq, int set)
-{
-  size_t i = get_global_id(0);
-  uint ki = nhwc ? i % k : i / pq % k;
-  ACC v = set ? 0 : LOAD(V, y, i);
-  if (has_bias)
-    v += (ACC)LOAD(V, bias, ki);
-  if (relu && v < 0)
-    v = 0;
-  STORE(V, v, y, i);
 }
 
 #undef V

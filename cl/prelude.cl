@@ -69,3 +69,19 @@
 #define VSTORES_f64(W, v, p) VSTORE(W)((v), 0, (p))
 #define VLOADS(S, W, p) CAT(VLOADS_, S)(W, p)
 #define VSTORES(S, W, v, p) CAT(VSTORES_, S)(W, v, p)
+
+/* x through kiln_activation act (include/kiln/kiln.h's values), in x's own
+ * type T (float or double, scalar or vector): the operations' epilogues.
+ * The operand T(...) keeps the constants in x's precision; GELU is the
+ * exact form, x/2 (1 + erf(x / sqrt 2)), as PyTorch's default. */
+#define ACTIVATE(T, x, act)                                                              \
+  do {                                                                                   \
+    if ((act) == 1)                                                                      \
+      x = fmax(x, (T)0);                                                                 \
+    else if ((act) == 2)                                                                 \
+      x = (T)0.5 * x * ((T)1 + erf(x * rsqrt((T)2)));                                     \
+    else if ((act) == 3)                                                                 \
+      x = (T)1 / ((T)1 + exp(-x));                                                       \
+    else if ((act) == 4)                                                                 \
+      x = tanh(x);                                                                       \
+  } while (0)

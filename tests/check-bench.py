@@ -23,7 +23,7 @@ import tempfile
 
 from kilncheck import FAILURES, check
 
-GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "streams", "bandwidth", "compile"]
+GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "streams", "bandwidth", "compile", "mlp"]
 FIELDS = ["group", "case", "size", "backend", "median", "unit", "repeats", "checked",
           "op", "dtype", "shape", "median_ms", "gflops", "gbps"]
 NO_GNUPLOT = "no plot: gnuplot is not installed"

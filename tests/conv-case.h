@@ -11,10 +11,12 @@
 
 #include "kiln/kiln.h"
 
-/* Zero strides, dilations and groups are the header's defaults (1). */
+/* Zero strides, dilations and groups are the header's defaults (1). act is
+ * a kiln_activation: ReLU (1) is asked for through kiln_conv2d_desc.relu,
+ * the others through .activation. */
 typedef struct conv_case {
   size_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, groups;
-  int bias, relu;
+  int bias, act;
 } conv_case;
 
 static inline size_t conv_or1(size_t v)
@@ -31,7 +33,11 @@ static inline kiln_conv2d_desc conv_case_desc(const conv_case *cc, kiln_dtype t,
   d.stride_h = cc->sh, d.stride_w = cc->sw;
   d.pad_top = cc->pt, d.pad_bottom = cc->pb, d.pad_left = cc->pl, d.pad_right = cc->pr;
   d.dilation_h = cc->dh, d.dilation_w = cc->dw;
-  d.groups = cc->groups, d.relu = cc->relu;
+  d.groups = cc->groups;
+  if (cc->act == KILN_ACTIVATION_RELU)
+    d.relu = 1;
+  else
+    d.activation = (kiln_activation)cc->act;
   return d;
 }
 
@@ -64,9 +70,10 @@ static inline size_t conv_flt(const kiln_conv2d_desc *d, size_t cg, size_t kk, s
 
 /* Cross-correlation, as every deep-learning framework computes it: output
  * (i, j) reads input (i*stride - pad + a*dilation, ...), the filter not
- * flipped. For each output, in y's layout: sum, its value before ReLU, and
- * mag, the sum of its terms' magnitudes and the bias's, for error bounds.
- * ReLU and the bounds are the caller's. bias NULL: none. */
+ * flipped. For each output, in y's layout: sum, its value before the
+ * activation, and mag, the sum of its terms' magnitudes and the bias's, for
+ * error bounds. The activation and the bounds are the caller's. bias NULL:
+ * none. */
 static inline void conv_case_reference(const kiln_conv2d_desc *d, const double *x,
                                        const double *w, const double *bias, double *sum,
                                        double *mag)

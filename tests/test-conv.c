@@ -22,6 +22,7 @@
 
 #include <math.h>
 
+#include "activation.h"
 #include "conv-case.h"
 #include "internal.h"
 #include "kiln_config.h"
@@ -54,18 +55,18 @@ static double *values(size_t n, kiln_dtype t, uint64_t *seed)
 /* ---- the cases ----------------------------------------------------------- */
 
 static const conv_case cases[] = {
-  /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  r */
+  /* n  c   h   w   k  r  s sh sw pt pb pl pr dh dw  g  b  a: kiln_activation */
   {1, 4, 7, 9, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 1x1 */
-  {3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 2, 1, 1},   /* 1x1 product, g2 */
+  {3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 2, 1, 2},   /* 1x1 product, g2 */
   {3, 8, 5, 5, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2, 1, 0},   /* 1x1 s2 g2 */
-  {1, 6, 13, 11, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1, 1}, /* 1x1 pad dw */
+  {1, 6, 13, 11, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1, 3}, /* 1x1 pad dw */
   {1, 3, 7, 9, 4, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1},   /* bias-only rim */
   {1, 3, 13, 11, 4, 1, 1, 3, 3, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* stride 3 */
   {1, 3, 7, 9, 5, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0},   /* 3x3 */
   {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
   {3, 4, 13, 11, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
   {1, 4, 13, 11, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0},
-  {3, 4, 13, 11, 6, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2, 0, 1},
+  {3, 4, 13, 11, 6, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2, 0, 4},
   {1, 8, 7, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, 1, 0},   /* depthwise */
   {3, 5, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, 0, 1},   /* dw s2 */
   {1, 4, 13, 11, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0}, /* dw x2 */
@@ -77,15 +78,15 @@ static const conv_case cases[] = {
   {1, 6, 7, 9, 6, 3, 3, 1, 1, 1, 0, 2, 1, 2, 2, 6, 1, 1},
   {1, 2, 7, 9, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},   /* defaults */
   {1, 32, 9, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* m = 289 */
-  {3, 16, 13, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+  {3, 16, 13, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2},
   {1, 3, 7, 9, 4, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0}, /* 5x5 */
   {3, 4, 13, 11, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 1},
   {1, 4, 13, 11, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4, 1, 0},
   {1, 3, 13, 11, 5, 5, 5, 2, 2, 1, 0, 2, 1, 1, 1, 1, 0, 1},
   {1, 2, 13, 11, 4, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 0},
-  {3, 6, 7, 9, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, 1, 1},
+  {3, 6, 7, 9, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, 1, 4},
   {1, 16, 7, 9, 8, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 1, 0},
-  {1, 3, 13, 11, 4, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 1}, /* 7x7 stem */
+  {1, 3, 13, 11, 4, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 3}, /* 7x7 stem */
   {3, 3, 13, 11, 6, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0, 0},
   {1, 4, 7, 9, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0},
   {1, 2, 7, 9, 4, 7, 7, 2, 2, 1, 0, 2, 1, 1, 1, 2, 1, 1},
@@ -93,7 +94,7 @@ static const conv_case cases[] = {
   {1, 3, 5, 5, 4, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}, /* filter = input */
   {1, 3, 7, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0}, /* 1x3 */
   {1, 4, 9, 7, 4, 5, 3, 2, 1, 2, 2, 1, 1, 1, 1, 2, 1, 0}, /* 5x3 */
-  {3, 5, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1}, /* 1 pixel */
+  {3, 5, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 2}, /* 1 pixel */
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -134,12 +135,13 @@ static void reference(const problem *p, double *want, double *bound)
   double m = (double)(d->c / conv_or1(d->groups) * d->r * d->s + 1);
   double gamma = m * u / (1 - m * u);
   conv_case_reference(d, p->x, p->w, p->b, want, bound); /* sums, magnitudes */
+  kiln_activation act = d->relu ? KILN_ACTIVATION_RELU : d->activation;
   for (size_t o = 0; o < p->ny; o++) {
     double sum = want[o], mag = bound[o];
-    want[o] = d->relu && sum < 0 ? 0 : sum;
-    bound[o] = gamma * mag;
+    want[o] = kiln_test_activate(act, sum);
+    bound[o] = kiln_test_activation_bound(act, sum, gamma * mag, u);
     if (d->dtype == KILN_F16)
-      bound[o] += ldexp(1, -11) * (fabs(sum) + gamma * mag) + ldexp(1, -24);
+      bound[o] += ldexp(1, -11) * (fabs(want[o]) + bound[o]) + ldexp(1, -24);
   }
 }
 
@@ -195,11 +197,11 @@ static void describe(const problem *p, const char *what, char *out, size_t size)
   snprintf(
     out, size,
     "%s %s %s n=%zu c=%zu %zux%zu k=%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
-    "dilation %zu,%zu groups %zu bias %d relu %d",
+    "dilation %zu,%zu groups %zu bias %d relu %d activation %s",
     what, kiln_dtype_name(d->dtype), d->layout == KILN_NCHW ? "NCHW" : "NHWC", d->n, d->c,
     d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom,
     d->pad_left, d->pad_right, d->dilation_h, d->dilation_w, d->groups, p->b != NULL,
-    d->relu);
+    d->relu, kiln_activation_name(d->activation));
 }
 
 /* Checks y against the reference; the first bad element names the case. */
@@ -763,6 +765,19 @@ static void test_conv_errors_null_zero_backend(void **state)
   d.backend = KILN_BACKEND_AUTO;
   d.layout = (kiln_tensor_layout)2;
   assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "kiln_conv2d", CONV(rt, d, v));
+  d.layout = KILN_NCHW;
+  d.activation = (kiln_activation)5;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "activation 5", CONV(rt, d, v));
+  d.activation = KILN_ACTIVATION_TANH;
+  d.relu = 1;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "relu is set and activation is tanh",
+                    CONV(rt, d, v));
+  d.relu = 0;
+#if HAVE_CLBLAST
+  d.backend = KILN_BACKEND_CLBLAST;
+  assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "convgemm has no activation",
+                    kiln_conv2d(rt, &d, v[X], v[W], NULL, v[Y]));
+#endif
 #if !HAVE_CLBLAST
   d.layout = KILN_NCHW;
   d.backend = KILN_BACKEND_CLBLAST;

@@ -7,7 +7,8 @@
  * gamma_k = k u / (1 - k u) of the exact value, relative to sum |a_i b_i|
  * (Higham, Accuracy and Stability, 3.1); C adds alpha and beta terms. Half
  * storage adds one rounding of the result to half (u = 2^-11) on top of the
- * float32 accumulation.
+ * float32 accumulation. The epilogue adds the bias's rounding and what
+ * activation.h bounds.
  */
 /* kiln_gemm_backend_for() is experimental API. */
 #define KILN_EXPERIMENTAL
@@ -15,9 +16,9 @@
 
 #include <math.h>
 
+#include "activation.h"
 #include "internal.h"
 #include "tuning.h" /* kiln__runtime_set_tuning() */
-#include "tuning.h"
 #include "kiln_config.h"
 #include "values.h"
 
@@ -25,8 +26,8 @@
 
 typedef struct problem {
   kiln_gemm_desc d;
-  size_t na, nb, nc; /* elements of each buffer */
-  double *a, *b, *c; /* the values, as doubles */
+  size_t na, nb, nc, nbias; /* elements of each buffer */
+  double *a, *b, *c, *bias; /* the values, as doubles; bias NULL for none */
 } problem;
 
 /* Element (i, j) of a matrix stored with ld in the descriptor's layout. */
@@ -88,6 +89,9 @@ static void sizes(problem *p)
   p->na = d->offset_a + (g.batch - 1) * g.sa + at(d, g.ar - 1, g.ac - 1, g.lda) + 1;
   p->nb = d->offset_b + (g.batch - 1) * g.sb + at(d, g.br - 1, g.bc - 1, g.ldb) + 1;
   p->nc = d->offset_c + (g.batch - 1) * g.sc + at(d, d->m - 1, d->n - 1, g.ldc) + 1;
+  p->nbias = d->bias == KILN_BIAS_NONE ? 0
+                                       : d->offset_bias + (g.batch - 1) * d->stride_bias +
+                                           (d->bias == KILN_BIAS_ROW ? d->m : d->n);
 }
 
 /* C = alpha op(A) op(B) + beta C in double, and the bound on each element's
@@ -118,9 +122,15 @@ static void reference(const problem *p, double *want, double *bound)
         }
         size_t ci = d->offset_c + b * sc + at(d, i, j, ldc);
         double old = d->beta == 0 ? 0 : d->beta * p->c[ci];
-        want[ci] = d->alpha * s + old;
+        double pre = d->alpha * s + old, err = gamma * (fabs(d->alpha) * mag + fabs(old));
+        if (p->bias) { /* one more addition, rounded */
+          pre += p->bias[d->offset_bias + b * d->stride_bias +
+                         (d->bias == KILN_BIAS_ROW ? i : j)];
+          err += u * fabs(pre);
+        }
+        want[ci] = kiln_test_activate(d->activation, pre);
         /* half's subnormals below 2^-14 are 2^-24 apart */
-        bound[ci] = gamma * (fabs(d->alpha) * mag + fabs(old)) +
+        bound[ci] = kiln_test_activation_bound(d->activation, pre, err, u) +
                     round_out * fabs(want[ci]) +
                     (d->dtype == KILN_F16 ? ldexp(1, -24) : 1e-300);
       }
@@ -145,6 +155,9 @@ static void make(problem *p, uint64_t seed)
   fill(p->a, p->na, &seed);
   fill(p->b, p->nb, &seed);
   fill(p->c, p->nc, &seed);
+  p->bias = p->nbias ? malloc(p->nbias * sizeof(double)) : NULL;
+  if (p->bias)
+    fill(p->bias, p->nbias, &seed);
   if (p->d.beta == 0)
     for (size_t i = 0; i < p->nc; i++)
       p->c[i] = NAN;
@@ -155,6 +168,7 @@ static void unmake(problem *p)
   free(p->a);
   free(p->b);
   free(p->c);
+  free(p->bias);
 }
 
 /* Checks C element by element; the first bad one names the problem. */
@@ -168,11 +182,13 @@ static void check_c(const problem *p, const void *got, const char *how)
     int same_nan = isnan(want[i]) && isnan(g);
     if (!same_nan && !(fabs(g - want[i]) <= bound[i]))
       fail_msg("%s: %s m=%zu n=%zu k=%zu %s ta=%d tb=%d alpha=%g beta=%g batch=%zu "
-               "lda=%zu ldb=%zu ldc=%zu: C[%zu] = %.9g, expected %.9g (bound %.3g)",
+               "lda=%zu ldb=%zu ldc=%zu bias %d (offset %zu stride %zu) %s: C[%zu] = "
+               "%.9g, expected %.9g (bound %.3g)",
                how, kiln_dtype_name(d->dtype), d->m, d->n, d->k,
                d->layout == KILN_ROW_MAJOR ? "row" : "col", d->trans_a, d->trans_b,
-               d->alpha, d->beta, d->batch, d->lda, d->ldb, d->ldc, i, g, want[i],
-               bound[i]);
+               d->alpha, d->beta, d->batch, d->lda, d->ldb, d->ldc, (int)d->bias,
+               d->offset_bias, d->stride_bias, kiln_activation_name(d->activation), i, g,
+               want[i], bound[i]);
   }
   free(want);
   free(bound);
@@ -191,9 +207,19 @@ static void run_device(kiln_runtime *rt, problem *p)
   assert_kiln_ok(rt, kiln_buffer_write(a, 0, p->na, ha));
   assert_kiln_ok(rt, kiln_buffer_write(b, 0, p->nb, hb));
   assert_kiln_ok(rt, kiln_buffer_write(c, 0, p->nc, hc));
-  assert_kiln_ok(rt, kiln_gemm(rt, &p->d, a, b, c));
+  kiln_gemm_desc d = p->d;
+  kiln_buffer *bias = NULL;
+  if (p->bias) {
+    void *hbias = to_bytes(p->bias, p->nbias, t);
+    assert_kiln_ok(rt, kiln_buffer_create(rt, t, p->nbias, 0, &bias));
+    assert_kiln_ok(rt, kiln_buffer_write(bias, 0, p->nbias, hbias));
+    free(hbias);
+    d.bias_buffer = bias;
+  }
+  assert_kiln_ok(rt, kiln_gemm(rt, &d, a, b, c));
   assert_kiln_ok(rt, kiln_buffer_read(c, 0, p->nc, hc));
   check_c(p, hc, kiln_backend_name(p->d.backend));
+  kiln_buffer_destroy(bias);
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);
   kiln_buffer_destroy(c);
@@ -311,6 +337,36 @@ static void test_gemm_dtypes(void **state)
   }
 }
 
+/* The epilogue: every activation without a bias, with a row bias and with
+ * a column bias, over both layouts and every transpose (so through the
+ * packed and the unpacked kernels), beta 0 and not, batches whose products
+ * have their own bias vectors or share one, and the dtypes; sizes that give
+ * whole tiles (the vector path) and edges. CLBlast's second pass too. */
+static void test_gemm_epilogue(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64};
+  int i = 0;
+  for (int act = KILN_ACTIVATION_NONE; act <= KILN_ACTIVATION_TANH; act++)
+    for (int bias = KILN_BIAS_NONE; bias <= KILN_BIAS_COL; bias++, i++) {
+      kiln_dtype t = types[i % 3];
+      if (t == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+        t = KILN_F32;
+      kiln_gemm_desc d =
+        desc(t, 37 + (size_t)i, 64 + (size_t)(i % 2), 29 + (size_t)i % 5);
+      d.layout = (kiln_layout)(i & 1);
+      d.trans_a = (kiln_transpose)(i >> 1 & 1);
+      d.trans_b = (kiln_transpose)(i >> 2 & 1);
+      d.activation = (kiln_activation)act;
+      d.bias = (kiln_bias)bias;
+      d.beta = i % 4 ? 0.5 : 0;
+      d.batch = 1 + (size_t)i % 3;
+      d.offset_bias = i % 2 ? 3 : 0;
+      d.stride_bias = i % 3 == 2 ? 0 : (bias == KILN_BIAS_ROW ? d.m : d.n) + 1;
+      one(rt, d, 100 + (uint64_t)i);
+    }
+}
+
 /* kiln's GPU shape, run on this device by overriding the tuning: the same
  * answers from local-memory tiles. */
 static void test_gemm_gpu_shape(void **state)
@@ -332,9 +388,15 @@ static void test_gemm_gpu_shape(void **state)
   d.beta = 2;
   d.batch = 2;
   one(rt, d, 5);
+  d.bias = KILN_BIAS_COL;
+  d.stride_bias = 70;
+  d.activation = KILN_ACTIVATION_GELU;
+  one(rt, d, 7);
   if (kiln_runtime_device(rt)->has_fp64) {
     d.dtype = KILN_F64;
     d.layout = KILN_COL_MAJOR;
+    d.bias = KILN_BIAS_ROW;
+    d.activation = KILN_ACTIVATION_SIGMOID;
     one(rt, d, 6);
   }
   nbackends = saved_n;
@@ -395,14 +457,22 @@ static void test_gemm_host_panels(void **state)
       p.d.trans_b = (kiln_transpose)(t >> 1);
       p.d.beta = t == 3 ? 0 : 0.25;
       p.d.batch = 2;
+      /* the epilogue on the last k slice, a row or column block's bias */
+      p.d.bias = (kiln_bias)(t % 3);
+      p.d.activation = (kiln_activation)(t + layout);
+      p.d.offset_bias = 2;
+      p.d.stride_bias = t == 1 ? 0 : 170;
       make(&p, (uint64_t)(t + 4 * layout));
       void *ha = to_bytes(p.a, p.na, KILN_F32), *hb = to_bytes(p.b, p.nb, KILN_F32),
-           *hc = to_bytes(p.c, p.nc, KILN_F32);
+           *hc = to_bytes(p.c, p.nc, KILN_F32),
+           *hbias = p.bias ? to_bytes(p.bias, p.nbias, KILN_F32) : NULL;
+      p.d.bias_host = hbias;
       assert_kiln_ok(rt, kiln_gemm_host(rt, &p.d, ha, hb, hc));
       check_c(&p, hc, "kiln_gemm_host");
       free(ha);
       free(hb);
       free(hc);
+      free(hbias);
       unmake(&p);
     }
   kiln_memory_usage mu;
@@ -491,6 +561,46 @@ static void test_gemm_errors(void **state)
                               a, NULL, c));
   assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "rt is NULL",
                     kiln_gemm(NULL, &d, a, b, c));
+  /* The epilogue: each kind of mistake by name. */
+  d = desc(KILN_F32, 6, 7, 5);
+  d.activation = (kiln_activation)9;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "activation 9",
+                    kiln_gemm(rt, &d, a, b, c));
+  d = desc(KILN_F32, 6, 7, 5);
+  d.bias = (kiln_bias)3;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "bias 3", kiln_gemm(rt, &d, a, b, c));
+  d.bias = KILN_BIAS_COL;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "bias is KILN_BIAS_COL but bias_buffer is NULL; expected 7 values",
+                    kiln_gemm(rt, &d, a, b, c));
+  d.bias_buffer = a;
+  d.offset_bias = 24; /* a holds 30: 31 needed */
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_BOUNDS, "bias_buffer needs 31 elements",
+                    kiln_gemm(rt, &d, a, b, c));
+  d.offset_bias = 0;
+  d.bias_buffer = i32;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_DTYPE, "bias_buffer holds int32",
+                    kiln_gemm(rt, &d, a, b, c));
+  d.bias = KILN_BIAS_NONE;
+  d.bias_buffer = a;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "bias_buffer is set but bias is KILN_BIAS_NONE",
+                    kiln_gemm(rt, &d, a, b, c));
+  float host[64] = {0};
+  d.bias_buffer = NULL;
+  d.bias = KILN_BIAS_ROW;
+  d.bias_host = host;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm: bias_host is set; expected the bias in bias_buffer",
+                    kiln_gemm(rt, &d, a, b, c));
+  d.bias_host = NULL;
+  d.bias_buffer = a;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm_host: bias_buffer is set; expected the bias in bias_host",
+                    kiln_gemm_host(rt, &d, host, host, host));
+  d.bias_buffer = NULL;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "but bias_host is NULL",
+                    kiln_gemm_host(rt, &d, host, host, host));
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);
   kiln_buffer_destroy(c);
@@ -508,6 +618,7 @@ int main(void)
     cmocka_unit_test(test_gemm_transposes_layouts_alpha_beta),
     cmocka_unit_test(test_gemm_leading_dimensions_offsets_batches),
     cmocka_unit_test(test_gemm_dtypes),
+    cmocka_unit_test(test_gemm_epilogue),
     cmocka_unit_test(test_gemm_cpu_groups),
     cmocka_unit_test(test_gemm_gpu_shape),
     cmocka_unit_test(test_gemm_host_panels),

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
+#include "activation.h"
 #include "conv-case.h"
 #include "internal.h" /* kiln__program_cl(), the real-FFT path */
 #include "tuning.h"   /* kiln__runtime_set_tuning(), kiln__tuning_check() */
@@ -493,6 +494,8 @@ typedef struct gemm_case {
   int ta, tb;
   size_t m, n, k, batch;
   double alpha, beta;
+  kiln_bias bias; /* the batch's products have bias vectors of their own */
+  kiln_activation act;
 } gemm_case;
 
 /* Element (r, c) of an r x c-indexed matrix stored in layout with leading
@@ -513,6 +516,8 @@ static void gemm_one(kiln_runtime *rt, kiln_dtype t, const gemm_case *g)
   d.batch = g->batch;
   d.alpha = g->alpha;
   d.beta = g->beta;
+  d.bias = g->bias;
+  d.activation = g->act;
   d.backend = KILN_BACKEND_KILN;
   int row = g->layout == KILN_ROW_MAJOR;
   /* packed leading dimensions: the stored row length (row-major) or column
@@ -532,7 +537,16 @@ static void gemm_one(kiln_runtime *rt, kiln_dtype t, const gemm_case *g)
   for (size_t i = 0; i < sc * nb; i++)
     c[i] = rnd();
   kiln_buffer *ab = upload(rt, t, a, sa * nb), *bb = upload(rt, t, b, sb * nb);
-  kiln_buffer *cb = upload(rt, t, c, sc * nb);
+  kiln_buffer *cb = upload(rt, t, c, sc * nb), *biasb = NULL;
+  size_t nbias = g->bias == KILN_BIAS_ROW ? g->m : g->n;
+  double *bias = malloc(nbias * nb * sizeof *bias);
+  for (size_t i = 0; i < nbias * nb; i++)
+    bias[i] = rnd();
+  if (g->bias) {
+    biasb = upload(rt, t, bias, nbias * nb);
+    d.bias_buffer = biasb;
+    d.stride_bias = nbias;
+  }
   for (size_t q = 0; q < nb; q++)
     for (size_t i = 0; i < g->m; i++)
       for (size_t j = 0; j < g->n; j++) {
@@ -545,31 +559,38 @@ static void gemm_one(kiln_runtime *rt, kiln_dtype t, const gemm_case *g)
         }
         size_t ci = q * sc + at(g->layout, 0, i, j, ldc);
         double cv = g->beta ? g->beta * c[ci] : 0;
-        want[ci] = g->alpha * s + cv;
-        /* float32 (or float64) arithmetic, then the storage's rounding */
+        double bv = g->bias ? bias[q * nbias + (g->bias == KILN_BIAS_ROW ? i : j)] : 0;
+        double pre = g->alpha * s + cv + bv;
+        want[ci] = kiln_test_activate(g->act, pre);
+        /* float32 (or float64) arithmetic, the epilogue, then the storage's
+         * rounding */
         double arith = t == KILN_F64 ? 0x1p-52 : 0x1p-24;
-        bound[ci] = arith * (double)(g->k + 2) * (fabs(g->alpha) * mag + fabs(cv)) +
-                    unit(t) * fabs(want[ci]);
+        double err =
+          arith * (double)(g->k + 3) * (fabs(g->alpha) * mag + fabs(cv) + fabs(bv));
+        bound[ci] =
+          kiln_test_activation_bound(g->act, pre, err, arith) + unit(t) * fabs(want[ci]);
       }
   assert_kiln_ok(rt, kiln_gemm(rt, &d, ab, bb, cb));
   double *got = download(cb);
-  char what[96];
-  snprintf(what, sizeof what, "gemm %s %zux%zux%zu ta=%d tb=%d batch %zu %s",
+  char what[160];
+  snprintf(what, sizeof what, "gemm %s %zux%zux%zu ta=%d tb=%d batch %zu %s bias %d %s",
            kiln_dtype_name(t), g->m, g->n, g->k, g->ta, g->tb, g->batch,
-           row ? "row-major" : "col-major");
+           row ? "row-major" : "col-major", (int)g->bias, kiln_activation_name(g->act));
   expect_near(what, got, want, bound, sc * nb);
   free(got);
-  free(a), free(b), free(c), free(want), free(bound);
+  free(a), free(b), free(c), free(want), free(bound), free(bias);
   kiln_buffer_destroy(ab), kiln_buffer_destroy(bb), kiln_buffer_destroy(cb);
+  kiln_buffer_destroy(biasb);
 }
 
 static void gemm_cases_of(kiln_runtime *rt, kiln_dtype type)
 {
   static const gemm_case cases[] = {
-    {KILN_ROW_MAJOR, 0, 0, 5, 7, 3, 1, 1, 0},
-    {KILN_ROW_MAJOR, 1, 0, 3, 9, 17, 2, 0.5, -1},
-    {KILN_COL_MAJOR, 0, 1, 7, 5, 6, 1, 2, 0.25},
-    {KILN_COL_MAJOR, 1, 1, 66, 35, 19, 1, 1, 1}, /* past one 64 x 64 tile */
+    {KILN_ROW_MAJOR, 0, 0, 5, 7, 3, 1, 1, 0, KILN_BIAS_NONE, KILN_ACTIVATION_NONE},
+    {KILN_ROW_MAJOR, 1, 0, 3, 9, 17, 2, 0.5, -1, KILN_BIAS_COL, KILN_ACTIVATION_GELU},
+    {KILN_COL_MAJOR, 0, 1, 7, 5, 6, 1, 2, 0.25, KILN_BIAS_NONE, KILN_ACTIVATION_TANH},
+    /* past one 64 x 64 tile */
+    {KILN_COL_MAJOR, 1, 1, 66, 35, 19, 1, 1, 1, KILN_BIAS_ROW, KILN_ACTIVATION_SIGMOID},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     gemm_one(rt, type, &cases[i]);
@@ -622,6 +643,56 @@ static void test_oclgrind_gemm_cpu_shape(void **state)
 {
   (void)state;
   gemm_cases(cpu_rt);
+}
+
+/* The epilogue's own pass (what follows a CLBlast product): C 5 x 6 in a
+ * 7-wide row-major matrix from element 2, two of them 40 apart, each with
+ * a row bias, through GELU, in every dtype. */
+static void test_oclgrind_gemm_epilogue_pass(void **state)
+{
+  (void)state;
+  static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64};
+  for (size_t ti = 0; ti < 3; ti++) {
+    kiln_dtype t = types[ti];
+    if (t == KILN_F64 && !kiln_runtime_device(cpu_rt)->has_fp64)
+      continue;
+    double c[82], bias[12], want[82], bound[82];
+    for (size_t i = 0; i < 82; i++)
+      c[i] = rnd();
+    for (size_t i = 0; i < 12; i++)
+      bias[i] = rnd();
+    kiln_buffer *cb = upload(cpu_rt, t, c, 82), *bb = upload(cpu_rt, t, bias, 12);
+    kiln__gemm g = {.dtype = t,
+                    .m = 5,
+                    .n = 6,
+                    .batch = 2,
+                    .ldc = 7,
+                    .offset_c = 2,
+                    .stride_c = 40,
+                    .c = kiln_buffer_cl_mem(cb),
+                    .bias_kind = KILN_BIAS_ROW,
+                    .activation = KILN_ACTIVATION_GELU,
+                    .bias = kiln_buffer_cl_mem(bb),
+                    .offset_bias = 1,
+                    .stride_bias = 5};
+    for (size_t i = 0; i < 82; i++)
+      want[i] = c[i], bound[i] = 0;
+    for (size_t b = 0; b < 2; b++)
+      for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 6; j++) {
+          size_t at = 2 + b * 40 + i * 7 + j;
+          double pre = c[at] + bias[1 + b * 5 + i];
+          want[at] = kiln_test_activate(KILN_ACTIVATION_GELU, pre);
+          bound[at] = kiln_test_activation_bound(KILN_ACTIVATION_GELU, pre,
+                                                 unit(t) * fabs(pre), unit(t)) +
+                      unit(t) * fabs(want[at]);
+        }
+    assert_kiln_ok(cpu_rt, kiln__gemm_epilogue(cpu_rt, &g));
+    double *got = download(cb);
+    expect_near("the gemm epilogue pass", got, want, bound, 82);
+    free(got);
+    kiln_buffer_destroy(cb), kiln_buffer_destroy(bb);
+  }
 }
 
 /* The CPU shape unpacked (kiln_gemm_small): the cases whose op(B) is not
@@ -779,13 +850,13 @@ static void conv_reference(const kiln_conv2d_desc *d, size_t p, size_t q, const 
   size_t ny = d->n * d->k * p * q, terms = d->c / d->groups * d->r * d->s;
   double arith = d->dtype == KILN_F64 ? 0x1p-52 : 0x1p-24;
   conv_case_reference(d, x, wt, bias, want, bound); /* sums, magnitudes */
+  kiln_activation act = d->relu ? KILN_ACTIVATION_RELU : d->activation;
   for (size_t o = 0; o < ny; o++) {
-    size_t ki = d->layout == KILN_NHWC ? o % d->k : o / (p * q) % d->k;
-    double s = d->relu && want[o] < 0 ? 0 : want[o];
-    want[o] = s;
-    /* half storage: the bias is rounded into y before the GEMMs add */
-    bound[o] = arith * (double)(terms + 2) * bound[o] +
-               unit(d->dtype) * (2 * fabs(s) + (bias ? fabs(bias[ki]) : 0));
+    double pre = want[o];
+    want[o] = kiln_test_activate(act, pre);
+    bound[o] = kiln_test_activation_bound(act, pre,
+                                          arith * (double)(terms + 2) * bound[o], arith) +
+               unit(d->dtype) * fabs(want[o]);
   }
 }
 
@@ -831,8 +902,8 @@ static void conv_one(kiln_runtime *rt, kiln_dtype t, kiln_tensor_layout layout,
 static const conv_case conv_cases[] = {
   /* stride, asymmetric padding, dilation, bias and ReLU */
   {2, 3, 5, 6, 4, 3, 2, 2, 1, 1, 0, 1, 2, 1, 2, 1, 1, 1},
-  /* two groups, neither bias nor ReLU */
-  {1, 4, 4, 5, 6, 2, 3, 1, 2, 0, 1, 1, 0, 1, 1, 2, 0, 0},
+  /* two groups, no bias, GELU */
+  {1, 4, 4, 5, 6, 2, 3, 1, 2, 0, 1, 1, 0, 1, 1, 2, 0, KILN_ACTIVATION_GELU},
   /* ReLU without bias */
   {3, 2, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1},
 };
@@ -1322,6 +1393,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_gemm_gpu_corners),
     T(test_oclgrind_gemm_cpu_shape),
     T(test_oclgrind_gemm_small),
+    T(test_oclgrind_gemm_epilogue_pass),
     T(test_oclgrind_reduce_gpu_shape),
     T(test_oclgrind_reduce_cpu_shape),
     T(test_oclgrind_conv_gpu_shape),

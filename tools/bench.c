@@ -3,7 +3,7 @@
  * every group shares: options, medians, records, the per-group table (see
  * bench.h). The groups are bench_gemm.c, bench_conv.c, bench_reduce.c,
  * bench_fft.c, bench_launch.c, bench_overhead.c, bench_streams.c,
- * bench_bandwidth.c and bench_compile.c; the suite's table and the JSON,
+ * bench_bandwidth.c, bench_compile.c and bench_mlp.c; the suite's table and the JSON,
  * CSV and plot files are bench_out.c, --compare bench_compare.c.
  *
  * Every figure is a median over repeats after a warm-up, and every result
@@ -32,6 +32,7 @@ static const bench_group *const groups[] = {
   &bench_gemm_group,    &bench_conv_group,      &bench_reduce_group,
   &bench_fft_group,     &bench_launch_group,    &bench_overhead_group,
   &bench_streams_group, &bench_bandwidth_group, &bench_compile_group,
+  &bench_mlp_group,
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 

@@ -209,10 +209,10 @@ size_t bench_compare(const bench_old *old, const bench_records *rs, double toler
 
 /* The groups, in the suite's order (bench_gemm.c, bench_conv.c,
  * bench_reduce.c, bench_fft.c, bench_launch.c, bench_bandwidth.c,
- * bench_overhead.c, bench_bandwidth.c, bench_compile.c). */
+ * bench_overhead.c, bench_bandwidth.c, bench_compile.c, bench_mlp.c). */
 extern const bench_group bench_gemm_group, bench_conv_group, bench_reduce_group,
   bench_fft_group, bench_launch_group, bench_overhead_group, bench_bandwidth_group,
-  bench_compile_group, bench_streams_group;
+  bench_compile_group, bench_streams_group, bench_mlp_group;
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

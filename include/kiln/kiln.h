@@ -1148,6 +1148,26 @@ KILN_API kiln_status kiln_cache_clear(kiln_runtime *rt, uint64_t *removed);
 typedef enum kiln_layout { KILN_ROW_MAJOR = 0, KILN_COL_MAJOR = 1 } kiln_layout;
 typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose;
 
+/*! kiln_bias, kiln_activation : an operation's epilogue, applied to each
+ * output as it is stored, in the same kernel: y = act(y + bias), as
+ * cuBLASLt's and oneDNN's. */
+typedef enum kiln_bias {
+  KILN_BIAS_NONE = 0,
+  KILN_BIAS_ROW = 1, /* bias[i] added to row i of C: m values */
+  KILN_BIAS_COL = 2  /* bias[j] added to column j of C: n values */
+} kiln_bias;
+typedef enum kiln_activation {
+  KILN_ACTIVATION_NONE = 0,
+  KILN_ACTIVATION_RELU = 1,    /* max(x, 0) */
+  KILN_ACTIVATION_GELU = 2,    /* x/2 (1 + erf(x / sqrt 2)), the exact form */
+  KILN_ACTIVATION_SIGMOID = 3, /* 1 / (1 + exp(-x)) */
+  KILN_ACTIVATION_TANH = 4
+} kiln_activation;
+
+/*! kiln_activation_name() :
+ * @return : "none", "relu", "gelu", "sigmoid", "tanh", or "invalid". Static. */
+KILN_API const char *kiln_activation_name(kiln_activation act);
+
 /*! kiln_gemm_desc :
  * C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C
  * m x n, for `batch` products at once. Set by kiln_gemm_desc_init(), then
@@ -1170,6 +1190,17 @@ typedef struct kiln_gemm_desc {
   kiln_backend backend;                /* KILN_BACKEND_AUTO: the runtime's choice
                            (kiln_options.gemm_backend, KILN_GEMM_BACKEND),
                            else kiln's rules */
+  /* The epilogue: C = act(alpha * op(A) * op(B) + beta * C + bias), in the
+   * kernel that computes the product (CLBlast, which cannot fuse, gets a
+   * second pass over C; float16 storage then rounds twice). Row and column
+   * are C's as the layout says, whatever the transposes. */
+  kiln_bias bias;                 /* KILN_BIAS_NONE: no bias */
+  kiln_activation activation;     /* KILN_ACTIVATION_NONE: none */
+  const kiln_buffer *bias_buffer; /* kiln_gemm(): the bias, of dtype, m values
+                                     (ROW) or n (COL) from offset_bias */
+  const void *bias_host;          /* kiln_gemm_host(): the same, on the host */
+  size_t offset_bias;
+  size_t stride_bias; /* between the batch's bias vectors; 0: one for all */
 } kiln_gemm_desc;
 
 /*! kiln_gemm_desc_init() :
@@ -1334,10 +1365,12 @@ typedef struct kiln_conv2d_desc {
   size_t stride_h, stride_w; /* 0: 1 */
   size_t pad_top, pad_bottom, pad_left, pad_right; /* zeros around x */
   size_t dilation_h, dilation_w;                   /* 0: 1 */
-  size_t groups;        /* 0: 1; c and k must divide by it; c: depthwise */
-  int relu;             /* non-zero: y = max(y, 0) after the bias */
-  kiln_backend backend; /* AUTO, IM2COL, DIRECT, or CLBLAST (convgemm,
+  size_t groups;              /* 0: 1; c and k must divide by it; c: depthwise */
+  int relu;                   /* non-zero: y = max(y, 0) after the bias */
+  kiln_backend backend;       /* AUTO, IM2COL, DIRECT, or CLBLAST (convgemm,
                                where it applies) */
+  kiln_activation activation; /* after the bias, in the kernel that writes y;
+                                 relu non-zero is KILN_ACTIVATION_RELU */
 } kiln_conv2d_desc;
 
 /*! kiln_conv2d_desc_init() :

@@ -418,9 +418,10 @@ static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
                               "kiln_gemm: a %zux%zux%zu %s product, batch %zu", g->m,
                               g->n, g->k, kiln_dtype_name(g->dtype), g->batch);
   }
-  if (!ev) /* CLBlast enqueued nothing */
-    return KILN_OK;
-  return kiln__runtime_track(rt, ev, "kiln_gemm(clblast)");
+  kiln_status ks = ev ? kiln__runtime_track(rt, ev, "kiln_gemm(clblast)")
+                      : KILN_OK; /* NULL: CLBlast enqueued nothing */
+  /* CLBlast cannot fuse the epilogue: a second pass over C. */
+  return ks == KILN_OK && kiln__gemm_has_epilogue(g) ? kiln__gemm_epilogue(rt, g) : ks;
 }
 
 #undef CLBLAST_GEMM

@@ -155,8 +155,8 @@ static const char *cannot(kiln_runtime *rt, const kiln__conv *cv)
     return "CLBlast's convgemm pads each axis by the same amount on both sides";
   if (cv->bias)
     return "CLBlast's convgemm adds no bias; the direct and im2col backends do";
-  if (d->relu)
-    return "CLBlast's convgemm has no ReLU; the direct and im2col backends do";
+  if (d->activation)
+    return "CLBlast's convgemm has no activation; the direct and im2col backends do";
   if (d->layout == KILN_NHWC && !nhwc_is_nchw(cv))
     return "CLBlast's convgemm reads and writes NCHW only";
   if (!fits_int(cv))

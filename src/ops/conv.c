@@ -10,10 +10,13 @@
 #include "ops.h"
 #include "tuning.h"
 
-/* Fills the defaults (1 for strides, dilations, groups). */
+/* Fills the defaults (1 for strides, dilations, groups; relu as the
+ * activation). */
 static kiln_conv2d_desc resolved(const kiln_conv2d_desc *d)
 {
   kiln_conv2d_desc r = *d;
+  if (r.relu && r.activation == KILN_ACTIVATION_NONE)
+    r.activation = KILN_ACTIVATION_RELU;
   r.stride_h = r.stride_h ? r.stride_h : 1;
   r.stride_w = r.stride_w ? r.stride_w : 1;
   r.dilation_h = r.dilation_h ? r.dilation_h : 1;
@@ -126,6 +129,16 @@ kiln_status kiln__conv_plan(kiln_runtime *rt, const kiln_conv2d_desc *desc,
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: layout %d; expected KILN_NCHW or KILN_NHWC",
                       (int)d.layout);
+  if ((unsigned)d.activation > KILN_ACTIVATION_TANH)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: activation %d; expected KILN_ACTIVATION_NONE, _RELU, "
+                      "_GELU, _SIGMOID or _TANH",
+                      (int)d.activation);
+  if (d.relu && d.activation != KILN_ACTIVATION_RELU)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_conv2d: relu is set and activation is %s; expected one "
+                      "activation (relu is activation KILN_ACTIVATION_RELU)",
+                      kiln_activation_name(d.activation));
   size_t p, q;
   kiln_status st = check_sizes(rt, &d, &p, &q);
   if (st == KILN_OK)
@@ -192,11 +205,12 @@ static void conv_key(const kiln__conv *cv, char *key, size_t size)
   const kiln_conv2d_desc *d = &cv->d;
   snprintf(key, size,
            "conv2d %s %s %zux%zux%zux%zu k%zu %zux%zu stride %zu,%zu pad %zu,%zu,%zu,%zu "
-           "dilation %zu,%zu groups %zu%s%s",
+           "dilation %zu,%zu groups %zu%s%s%s",
            kiln_dtype_name(d->dtype), d->layout == KILN_NHWC ? "nhwc" : "nchw", d->n,
            d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top,
            d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
-           d->groups, cv->bias ? " bias" : "", d->relu ? " relu" : "");
+           d->groups, cv->bias ? " bias" : "", d->activation ? " " : "",
+           d->activation ? kiln_activation_name(d->activation) : "");
 }
 
 kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,

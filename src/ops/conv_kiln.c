@@ -5,6 +5,7 @@
  * workspace, stays near the size the tuning asks (kiln__conv_tuning). A
  * 1 x 1 convolution with stride 1 and no padding skips im2col: it is a
  * matrix product already, run as one (NHWC: as tall as the whole batch).
+ * The GEMMs add the bias and apply the activation as they store y.
  */
 #include "internal.h"
 #include "ops.h"
@@ -47,8 +48,8 @@ static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
   cl_mem bias = cv->bias ? cv->bias : cv->y;
   return kiln__launch_conv_direct(
     rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, t->lq ? local : NULL, cv->x,
-    cv->w, bias, cv->bias != NULL, d->relu != 0, d->layout == KILN_NHWC, d->n, d->c, d->h,
-    d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
+    cv->w, bias, cv->bias != NULL, d->activation, d->layout == KILN_NHWC, d->n, d->c,
+    d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
     d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, cv->y);
 }
 
@@ -57,6 +58,29 @@ static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
 typedef struct step {
   size_t n0, count, pq0, rows;
 } step;
+
+/* The GEMM of group gi, its epilogue aside: the bias of the group's kg
+ * output channels, which are C's rows (NCHW) or columns (NHWC), and the
+ * activation. */
+static kiln__gemm group_request(const kiln__conv *cv, size_t gi, size_t depth)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  int nchw = d->layout == KILN_NCHW;
+  return (kiln__gemm){
+    .dtype = d->dtype,
+    .layout = KILN_ROW_MAJOR,
+    .k = depth,
+    .batch = 1,
+    .alpha = 1,
+    .c = cv->y,
+    .bias_kind = !cv->bias ? KILN_BIAS_NONE
+                 : nchw    ? KILN_BIAS_ROW
+                           : KILN_BIAS_COL,
+    .activation = d->activation,
+    .bias = cv->bias,
+    .offset_bias = gi * (d->k / d->groups),
+  };
+}
 
 /* Step st's group gi as one batched GEMM whose weights are the same for
  * every image: W_g x X' (NCHW) or X x W_g' (NHWC), with X the im2col
@@ -68,16 +92,9 @@ static kiln__gemm request(const kiln__conv *cv, const step *st, size_t gi)
   const kiln_conv2d_desc *d = &cv->d;
   size_t kg = d->k / d->groups, depth = d->c / d->groups * d->r * d->s,
          pq = cv->p * cv->q;
-  kiln__gemm g = {
-    .dtype = d->dtype,
-    .layout = KILN_ROW_MAJOR,
-    .k = depth,
-    .batch = st->count,
-    .alpha = 1,
-    .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
-    .c = cv->y,
-    .stride_c = d->k * pq,
-  };
+  kiln__gemm g = group_request(cv, gi, depth);
+  g.batch = st->count;
+  g.stride_c = d->k * pq;
   if (d->layout == KILN_NCHW) { /* m = kg rows of W_g, n = rows of X */
     g.m = kg, g.n = st->rows, g.a = cv->w, g.lda = depth, g.offset_a = gi * kg * depth;
     g.ldc = pq, g.offset_c = (st->n0 * d->k + gi * kg) * pq + st->pq0;
@@ -123,17 +140,6 @@ static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, const 
   if (st == KILN_OK)
     st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : col, nchw ? col : NULL);
   return st;
-}
-
-/* set: y = bias, before the GEMMs; else y = relu(y), after them. */
-static kiln_status epilogue(kiln_runtime *rt, const kiln__conv *cv, int set)
-{
-  const kiln_conv2d_desc *d = &cv->d;
-  size_t global = d->n * d->k * cv->p * cv->q;
-  return kiln__launch_conv_epilogue(rt, "kiln_conv2d(im2col)", tag(d->dtype), 1, &global,
-                                    NULL, cv->y, cv->bias ? cv->bias : cv->y, set,
-                                    !set && d->relu, d->layout == KILN_NHWC, d->k,
-                                    cv->p * cv->q, set);
 }
 
 /* The bytes of the weights' pack each image of a step adds: the GEMM's
@@ -197,13 +203,7 @@ static kiln__gemm product_request(const kiln__conv *cv, size_t gi)
 {
   const kiln_conv2d_desc *d = &cv->d;
   size_t cg = d->c / d->groups, kg = d->k / d->groups, hw = d->h * d->w;
-  kiln__gemm g = {.dtype = d->dtype,
-                  .layout = KILN_ROW_MAJOR,
-                  .k = cg,
-                  .batch = 1,
-                  .alpha = 1,
-                  .beta = cv->bias ? 1.0 : 0.0, /* y already holds the bias */
-                  .c = cv->y};
+  kiln__gemm g = group_request(cv, gi, cg);
   if (d->layout == KILN_NCHW) {
     g.m = kg, g.n = hw, g.batch = d->n;
     g.a = cv->w, g.lda = cg, g.offset_a = gi * kg * cg;
@@ -250,11 +250,11 @@ uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backe
 static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
-  kiln_status st = cv->bias ? epilogue(rt, cv, 1) : KILN_OK;
+  kiln_status st = KILN_OK;
   if (is_product(cv)) {
     for (size_t gi = 0; gi < d->groups && st == KILN_OK; gi++)
       st = product(rt, cv, gi);
-    return st == KILN_OK && d->relu ? epilogue(rt, cv, 0) : st;
+    return st;
   }
   size_t elements, pq = cv->p * cv->q;
   kiln_dtype compute;
@@ -269,8 +269,6 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
       for (size_t gi = 0; gi < d->groups && st == KILN_OK; gi++)
         st = im2col_product(rt, cv, &sp, gi, col);
     }
-  if (st == KILN_OK && d->relu)
-    st = epilogue(rt, cv, 0);
   kiln_buffer_destroy(col);
   return st;
 }

@@ -12,6 +12,18 @@
 #include "ops.h"
 #include "tuning.h"
 
+KILN_API const char *kiln_activation_name(kiln_activation act)
+{
+  switch (act) {
+  case KILN_ACTIVATION_NONE: return "none";
+  case KILN_ACTIVATION_RELU: return "relu";
+  case KILN_ACTIVATION_GELU: return "gelu";
+  case KILN_ACTIVATION_SIGMOID: return "sigmoid";
+  case KILN_ACTIVATION_TANH: return "tanh";
+  }
+  return "invalid";
+}
+
 KILN_API const char *kiln_backend_name(kiln_backend backend)
 {
   switch (backend) {
@@ -115,6 +127,12 @@ static kiln_status check_request(kiln_runtime *rt, const kiln_gemm_desc *d)
                       "kiln_gemm: layout %d, trans_a %d, trans_b %d; expected "
                       "KILN_ROW_MAJOR or KILN_COL_MAJOR and KILN_NO_TRANS or KILN_TRANS",
                       (int)d->layout, (int)d->trans_a, (int)d->trans_b);
+  if ((unsigned)d->bias > KILN_BIAS_COL || (unsigned)d->activation > KILN_ACTIVATION_TANH)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_gemm: bias %d, activation %d; expected KILN_BIAS_NONE, "
+                      "_ROW or _COL and KILN_ACTIVATION_NONE, _RELU, _GELU, _SIGMOID "
+                      "or _TANH",
+                      (int)d->bias, (int)d->activation);
   if (d->m > UINT32_MAX || d->n > UINT32_MAX || d->k > UINT32_MAX)
     return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
                       "kiln_gemm: m, n, k are %zu, %zu, %zu; expected each below 2^32",
@@ -170,7 +188,47 @@ static kiln_status plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g
     .stride_a = x->stride,
     .stride_b = y->stride,
     .stride_c = oc->stride,
+    /* the transposed product's rows are C's columns */
+    .bias_kind = swap && d->bias ? KILN_BIAS_ROW + KILN_BIAS_COL - d->bias : d->bias,
+    .activation = d->activation,
+    .offset_bias = d->offset_bias,
+    .stride_bias = d->stride_bias,
   };
+  return KILN_OK;
+}
+
+kiln_status kiln__gemm_bias_check(kiln_runtime *rt, const char *fn,
+                                  const kiln_gemm_desc *d, size_t batch, int host,
+                                  size_t *need)
+{
+  const char *field = host ? "bias_host" : "bias_buffer";
+  const void *given = host ? d->bias_host : (const void *)d->bias_buffer;
+  if (host ? d->bias_buffer != NULL : d->bias_host != NULL)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is set; expected the bias in %s (%s is for %s)", fn,
+                      host ? "bias_buffer" : "bias_host", field,
+                      host ? "bias_buffer" : "bias_host",
+                      host ? "kiln_gemm" : "kiln_gemm_host");
+  if (d->bias == KILN_BIAS_NONE && given)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s is set but bias is KILN_BIAS_NONE; expected "
+                      "KILN_BIAS_ROW or KILN_BIAS_COL to add it",
+                      fn, field);
+  size_t len = d->bias == KILN_BIAS_ROW ? d->m : d->n, last;
+  *need = 0;
+  if (d->bias == KILN_BIAS_NONE)
+    return KILN_OK;
+  if (!given)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: bias is KILN_BIAS_%s but %s is NULL; expected %zu values "
+                      "(one per %s of C)",
+                      fn, d->bias == KILN_BIAS_ROW ? "ROW" : "COL", field, len,
+                      d->bias == KILN_BIAS_ROW ? "row" : "column");
+  if (kiln__mul_overflow(batch - 1, d->stride_bias, &last) ||
+      kiln__add_overflow(last, d->offset_bias, &last) ||
+      kiln__add_overflow(last, len, need))
+    return kiln__fail(rt, KILN_ERR_OVERFLOW, "%s: the bias's extent overflows size_t",
+                      fn);
   return KILN_OK;
 }
 
@@ -190,6 +248,18 @@ static kiln_status resolve(kiln_runtime *rt, const kiln_gemm_desc *d,
   kiln_status st = plan(rt, d, g, ops);
   for (int i = 0; i < 3 && st == KILN_OK; i++)
     st = fits(rt, d, &ops[i], bufs[i], g->batch);
+  size_t need;
+  if (st == KILN_OK)
+    st = kiln__gemm_bias_check(rt, "kiln_gemm", d, g->batch, 0, &need);
+  if (st == KILN_OK && d->bias_buffer) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "(offset %zu, %zu vectors of %zu, stride %zu)",
+             d->offset_bias, g->batch, d->bias == KILN_BIAS_ROW ? d->m : d->n,
+             d->stride_bias);
+    st = kiln__check_operand(rt, "kiln_gemm", "bias_buffer", d->bias_buffer, d->dtype,
+                             need, detail);
+    g->bias = kiln_buffer_cl_mem(d->bias_buffer);
+  }
   if (st != KILN_OK)
     return st;
   int swap = d->layout == KILN_COL_MAJOR;
@@ -219,10 +289,10 @@ static kiln_backend auto_choice(kiln_runtime *rt, const kiln__gemm *g)
  * fastest. */
 static void gemm_key(const kiln__gemm *g, char *key, size_t size)
 {
-  snprintf(key, size, "gemm %s %c%c %zux%zux%zu batch %zu ld %zu,%zu,%zu%s",
+  snprintf(key, size, "gemm %s %c%c %zux%zux%zu batch %zu ld %zu,%zu,%zu%s%s",
            kiln_dtype_name(g->dtype), g->trans_a ? 't' : 'n', g->trans_b ? 't' : 'n',
            g->m, g->n, g->k, g->batch, g->lda, g->ldb, g->ldc,
-           g->beta != 0 ? " beta" : "");
+           g->beta != 0 ? " beta" : "", kiln__gemm_has_epilogue(g) ? " epilogue" : "");
 }
 
 /* The backend for g: the one asked for, else the runtime's, else the
@@ -307,12 +377,21 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
     /* A and B read, C written (and read when beta is not 0); the batch
      * shown only above 1 (%.0zu prints nothing for 0). */
     uint64_t es = kiln_dtype_size(g.dtype), mn = (uint64_t)g.m * g.n;
+    uint64_t bias = desc->bias == KILN_BIAS_ROW ? desc->m : desc->bias ? desc->n : 0;
+    char epi[40] = ""; /* " + bias + gelu" */
+    if (desc->bias)
+      strcat(epi, " + bias");
+    if (desc->activation) {
+      strcat(epi, " + ");
+      strcat(epi, kiln_activation_name(desc->activation));
+    }
     kiln__profile_describe(
       &ps, kiln_backend_name(be->id),
       es * g.batch *
-        ((uint64_t)g.m * g.k + (uint64_t)g.k * g.n + mn * (g.beta != 0 ? 2 : 1)),
-      2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu", desc->m, desc->n, desc->k,
-      kiln_dtype_name(g.dtype), g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0);
+        ((uint64_t)g.m * g.k + (uint64_t)g.k * g.n + mn * (g.beta != 0 ? 2 : 1) + bias),
+      2 * mn * g.k * g.batch, "%zux%zux%zu %s%s%.0zu%s", desc->m, desc->n, desc->k,
+      kiln_dtype_name(g.dtype), g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0,
+      epi);
     assert(g.batch >= 1 && g.lda >= 1 && g.ldb >= 1 && g.ldc >= 1);
     st = be->run(rt, &g);
   }

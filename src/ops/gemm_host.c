@@ -7,7 +7,8 @@
  * packing workspace fit what is left of the memory budget and each buffer
  * fits the device's largest allocation. Blocks travel with rectangular
  * transfers (clEnqueueWriteBufferRect), so no host copy is made; slices
- * after the first accumulate into C with beta = 1.
+ * after the first accumulate into C with beta = 1, and the last applies
+ * the epilogue, the bias from a device copy of the product's vector.
  */
 #include <string.h>
 
@@ -58,9 +59,9 @@ static kiln_status choose_panels(kiln_runtime *rt, const kiln__gemm *g, panels *
 }
 
 typedef struct host_args {
-  const unsigned char *a, *b;
+  const unsigned char *a, *b, *bias; /* bias: the caller's bias_host, or NULL */
   unsigned char *c;
-  kiln_buffer *da, *db, *dc;
+  kiln_buffer *da, *db, *dc, *dbias; /* dbias: one product's bias vector */
   kiln_backend backend;
 } host_args;
 
@@ -88,6 +89,12 @@ static kiln_status block(kiln_runtime *rt, const kiln__gemm *g, const panels *p,
     d.alpha = g->alpha;
     d.beta = p0 == 0 ? g->beta : 1.0; /* later slices add to the first */
     d.backend = h->backend;
+    if (p0 + kw == g->k) { /* the epilogue, on the last slice */
+      d.activation = g->activation;
+      d.bias = g->bias_kind;
+      d.bias_buffer = h->dbias;
+      d.offset_bias = g->bias_kind == KILN_BIAS_ROW ? i0 : j0;
+    }
     if (st == KILN_OK)
       st = kiln_gemm(rt, &d, h->da, h->db, h->dc);
   }
@@ -106,6 +113,9 @@ static kiln_status all_blocks(kiln_runtime *rt, const kiln__gemm *g, const panel
     h->a = a0 + (g->offset_a + bi * g->stride_a) * p->es;
     h->b = b0 + (g->offset_b + bi * g->stride_b) * p->es;
     h->c = c0 + (g->offset_c + bi * g->stride_c) * p->es;
+    if (h->bias)
+      st = kiln_buffer_write(h->dbias, 0, kiln_buffer_count(h->dbias),
+                             h->bias + (g->offset_bias + bi * g->stride_bias) * p->es);
     for (size_t i0 = 0; i0 < g->m && st == KILN_OK; i0 += p->mb)
       for (size_t j0 = 0; j0 < g->n && st == KILN_OK; j0 += p->nb)
         st = block(rt, g, p, h, i0, j0, g->m - i0 < p->mb ? g->m - i0 : p->mb,
@@ -127,17 +137,29 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
                       : !b ? "b"
                            : "c");
   desc = &given;
+  static const char fn[] = "kiln_gemm_host";
   kiln__gemm g;
   panels p;
+  size_t need;
   st = kiln__gemm_plan(rt, desc, &g);
   if (st == KILN_OK)
-    st = choose_panels(rt, &g, &p);
+    st = kiln__gemm_bias_check(rt, fn, desc, g.batch, 1, &need);
   if (st != KILN_OK)
     return st;
   int swap = desc->layout == KILN_COL_MAJOR; /* plan() swapped A and B */
-  host_args h = {.a = swap ? b : a, .b = swap ? a : b, .c = c, .backend = desc->backend};
-  static const char fn[] = "kiln_gemm_host";
-  st = kiln__workspace(rt, fn, "device block of A", g.dtype, p.mb * p.kb, &h.da);
+  host_args h = {.a = swap ? b : a,
+                 .b = swap ? a : b,
+                 .bias = desc->bias_host,
+                 .c = c,
+                 .backend = desc->backend};
+  /* the bias first, so that the panels fit beside it */
+  if (h.bias)
+    st = kiln__workspace(rt, fn, "device copy of the bias", g.dtype,
+                         g.bias_kind == KILN_BIAS_ROW ? g.m : g.n, &h.dbias);
+  if (st == KILN_OK)
+    st = choose_panels(rt, &g, &p);
+  if (st == KILN_OK)
+    st = kiln__workspace(rt, fn, "device block of A", g.dtype, p.mb * p.kb, &h.da);
   if (st == KILN_OK)
     st = kiln__workspace(rt, fn, "device block of B", g.dtype, p.kb * p.nb, &h.db);
   if (st == KILN_OK)
@@ -149,5 +171,6 @@ KILN_API kiln_status kiln_gemm_host(kiln_runtime *rt, const kiln_gemm_desc *desc
   kiln_buffer_destroy(h.da);
   kiln_buffer_destroy(h.db);
   kiln_buffer_destroy(h.dc);
+  kiln_buffer_destroy(h.dbias);
   return st;
 }

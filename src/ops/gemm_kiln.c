@@ -73,6 +73,28 @@ static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
                                 rows_padded * p->kp);
 }
 
+/* g's epilogue as the kernels read it (cl/gemm.cl's EPI_BIAS, EPI_ACT). */
+static cl_int epi(const kiln__gemm *g)
+{
+  return (cl_int)g->bias_kind | (cl_int)g->activation << 2;
+}
+
+/* The bias argument: with no bias the kernels never read it, but OpenCL
+ * wants a valid object. */
+static cl_mem bias_mem(const kiln__gemm *g)
+{
+  return g->bias ? g->bias : g->c;
+}
+
+kiln_status kiln__gemm_epilogue(kiln_runtime *rt, const kiln__gemm *g)
+{
+  size_t global[3] = {g->n, g->m, g->batch};
+  const char *tag = g->dtype == KILN_F16 ? "f16" : g->dtype == KILN_F64 ? "f64" : "f32";
+  return kiln__launch_gemm_epilogue(rt, "kiln_gemm(epilogue)", tag, 3, global, NULL, g->c,
+                                    g->offset_c, g->ldc, g->stride_c, bias_mem(g),
+                                    g->offset_bias, g->stride_bias, epi(g));
+}
+
 static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                            kiln_buffer *ap, kiln_buffer *bp)
 {
@@ -84,7 +106,8 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
     size_t local[3] = {p->t.tsm / p->t.wpt, p->t.tsm / p->t.wpt, 1};
     return kiln__launch_gemm_gpu(rt, what, p->tag, 3, global, local, a, b, da, db, p->mp,
                                  p->np, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
-                                 g->m, g->n, g->alpha, g->beta, beta_zero);
+                                 g->m, g->n, g->alpha, g->beta, beta_zero, bias_mem(g),
+                                 g->offset_bias, g->stride_bias, epi(g));
   }
   /* Groups of cg work-items along M (the most up to cg that divide M's
    * tiles): many groups, which the driver's threads take as they finish,
@@ -95,7 +118,8 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
     local[0] *= 2;
   return kiln__launch_gemm_cpu(rt, what, p->tag, 3, global, p->t.cg ? local : NULL, a, b,
                                da, db, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
-                               g->m, g->n, g->alpha, g->beta, beta_zero);
+                               g->m, g->n, g->alpha, g->beta, beta_zero, bias_mem(g),
+                               g->offset_bias, g->stride_bias, epi(g));
 }
 
 void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
@@ -170,7 +194,7 @@ static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
     rt, what, g->dtype == KILN_F64 ? "f64" : "f32", 3, global, local, g->a, g->offset_a,
     ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a, g->b, g->offset_b, g->ldb, g->stride_b,
     g->k, g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n, g->alpha, g->beta,
-    g->beta == 0.0);
+    g->beta == 0.0, bias_mem(g), g->offset_bias, g->stride_bias, epi(g));
 }
 
 static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)

@@ -99,7 +99,23 @@ typedef struct kiln__gemm {
   size_t offset_a, offset_b, offset_c;
   size_t stride_a, stride_b, stride_c;
   cl_mem a, b, c;
+  /* The epilogue, row and column those of the row-major product; bias is
+   * NULL without one. */
+  kiln_bias bias_kind;
+  kiln_activation activation;
+  cl_mem bias;
+  size_t offset_bias, stride_bias;
 } kiln__gemm;
+
+/* Whether g has an epilogue. */
+static inline int kiln__gemm_has_epilogue(const kiln__gemm *g)
+{
+  return g->bias_kind != KILN_BIAS_NONE || g->activation != KILN_ACTIVATION_NONE;
+}
+
+/* Enqueues g's epilogue alone, on C as a backend that cannot fuse it has
+ * left it (src/ops/gemm_kiln.c). */
+kiln_status kiln__gemm_epilogue(kiln_runtime *rt, const kiln__gemm *g);
 
 typedef struct kiln__gemm_backend {
   kiln_backend id;
@@ -113,6 +129,14 @@ typedef struct kiln__gemm_backend {
 /* Checks a request, buffers aside, and fills g normalised to row-major
  * (g's cl_mem fields stay NULL); used by kiln_gemm_host() (gemm.c). */
 kiln_status kiln__gemm_plan(kiln_runtime *rt, const kiln_gemm_desc *d, kiln__gemm *g);
+
+/* Checks d's bias against the call fn (host: kiln_gemm_host, whose bias is
+ * bias_host; else bias_buffer): that the pointer the kind needs is set, and
+ * only that one; *need gets the elements the batch's bias vectors span (0
+ * without a bias). */
+kiln_status kiln__gemm_bias_check(kiln_runtime *rt, const char *fn,
+                                  const kiln_gemm_desc *d, size_t batch, int host,
+                                  size_t *need);
 
 /* What kiln_gemm() does before it enqueues anything: checks the request
  * against the buffers' types and sizes and the device record, fills g and
