@@ -28,6 +28,9 @@ packages=(
   clang libclang-rt-14-dev
   # kiln bench --plot draws with gnuplot, run as a program (optional at run time)
   gnuplot-nox
+  # examples/blur.c: libpng, and the photo it blurs in CI (gift's testdata/src.png:
+  # 180 x 120 RGB, cherries; the package is 1 MB of Go source and test images)
+  libpng-dev golang-github-disintegration-gift-dev
 )
 
 missing=()
