@@ -7,6 +7,7 @@ float16 inputs, with the im2col and direct backends and AUTO; CLBlast's
 convgemm where it applies, and its refusals where it does not; and the
 command's errors: one line on stderr, a non-zero exit, no output file.
 Files are written and read by npyfile.py (standard library only)."""
+import math
 import os
 import subprocess
 import sys
@@ -23,8 +24,13 @@ def side(size, pad_a, pad_b, f, dil, stride):
     return (size + pad_a + pad_b - dil * (f - 1) - 1) // stride + 1
 
 
+# --activation's functions, from their definitions (GELU: the erf form)
+ACTIVATIONS = {"none": lambda v: v, "gelu": lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))),
+               "sigmoid": lambda v: 1 / (1 + math.exp(-v)), "tanh": math.tanh}
+
+
 def conv_ref(x, wt, bias, case):
-    """(shape, values, magnitudes) of relu?(x conv wt + bias), the
+    """(shape, values, magnitudes) of act(x conv wt + bias), the
     magnitudes being sum |x * w| + |bias| per output, for the tolerance."""
     n, c, h, w, k, r, s = (case[key] for key in "nchwkrs")
     sh, sw = case.get("stride", (1, 1))
@@ -67,6 +73,7 @@ def conv_ref(x, wt, bias, case):
                                 m += abs(t)
                     if case.get("relu"):
                         acc = max(acc, 0.0)
+                    acc = ACTIVATIONS[case.get("act", "none")](acc)
                     y[yi(b, ko, pi, qi)] = acc
                     mag[yi(b, ko, pi, qi)] = m
     return shape, y, mag
@@ -91,6 +98,8 @@ def flags(case):
         out += ["--groups", str(case["groups"])]
     if case.get("relu"):
         out += ["--relu"]
+    if "act" in case:
+        out += ["--activation", case["act"]]
     if "layout" in case:
         out += ["--layout", case["layout"]]
     return out
@@ -115,7 +124,13 @@ CASES = [
                                    dilation=(2, 2), groups=3), "no groups"),
     ("bias and relu", dict(n=1, c=3, h=5, w=5, k=4, r=3, s=3, pad=(1, 1, 1, 1),
                            bias=True, relu=True), "no bias"),
-    ("relu", dict(n=1, c=3, h=5, w=5, k=4, r=3, s=3, relu=True), "no ReLU"),
+    ("relu", dict(n=1, c=3, h=5, w=5, k=4, r=3, s=3, relu=True), "no activation"),
+    ("bias and gelu", dict(n=2, c=3, h=5, w=6, k=4, r=3, s=3, pad=(1, 1, 1, 1),
+                           bias=True, act="gelu"), "no bias"),
+    ("NHWC tanh", dict(n=1, c=4, h=6, w=5, k=3, r=1, s=1, layout="nhwc", act="tanh"),
+     "no activation"),
+    ("sigmoid", dict(n=1, c=2, h=7, w=5, k=3, r=3, s=2, stride=(2, 1), act="sigmoid"),
+     "no activation"),
     ("NHWC 3x3 stride 2", dict(n=2, c=3, h=7, w=8, k=4, r=3, s=3, stride=(2, 2),
                                pad=(1, 1, 1, 1), layout="nhwc"), "NCHW only"),
     ("NHWC groups 2, bias", dict(n=1, c=4, h=5, w=5, k=2, r=3, s=3, pad=(0, 1, 1, 0),

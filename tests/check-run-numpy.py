@@ -10,6 +10,7 @@ gives the same values and the same dtype.
   which upcasts to complex128, is compared by value);
 - gemm: C's dtype is np.result_type of the matrices (float16 stays
   float16, float32 with float64 is float64, int32 with float32 float64);
+  --bias broadcast as numpy does, and each --activation;
 - reduce: sum, mean, min, max, argmin, argmax and norm of float16,
   float32, float64 and int32, whole and along axes: numpy's dtype (float16
   stays float16) and values;
@@ -151,6 +152,31 @@ def gemm_cases(t):
             close(c, ref, 1e-3 if want == np.float16 else 1e-6, what)
     np.save(p("a.npy"), np.ones((2, 2), np.int32))
     kiln("gemm", p("a.npy"), p("a.npy"), "-o", p("c.npy"), expect=1)  # int32 @ int32
+    # --bias as numpy broadcasts it, and --activation, against their
+    # definitions (GELU's erf through math.erf)
+    import math
+    erf = np.vectorize(math.erf)
+    acts = {"relu": lambda v: np.maximum(v, 0), "gelu": lambda v: 0.5 * v * (1 + erf(v / math.sqrt(2))),
+            "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh}
+    a = RNG.standard_normal((6, 9)).astype(np.float32)
+    b = RNG.standard_normal((9, 4)).astype(np.float32)
+    np.save(p("a.npy"), a)
+    np.save(p("b.npy"), b)
+    for shape, act in (((4,), "relu"), ((1, 4), "gelu"), ((6, 1), "sigmoid"), ((4,), "tanh")):
+        bias = RNG.standard_normal(shape).astype(np.float32)
+        np.save(p("bias.npy"), bias)
+        what = "gemm --bias %s --activation %s" % (shape, act)
+        if kiln("gemm", p("a.npy"), p("b.npy"), "--bias", p("bias.npy"), "--activation", act,
+                "-o", p("c.npy")).returncode == 0:
+            c = np.load(p("c.npy"))
+            want = acts[act](a.astype(np.float64) @ b.astype(np.float64) + bias)
+            check(c.dtype == np.float32, "%s: C is %s" % (what, c.dtype))
+            close(c, want, 1e-5, what)
+    np.save(p("bias.npy"), np.ones((6,), np.float32))  # (m,) does not broadcast to (6, 4)
+    r = kiln("gemm", p("a.npy"), p("b.npy"), "--bias", p("bias.npy"), "-o", p("c.npy"),
+             expect=1)
+    check("does not broadcast" in r.stderr, "a bias that does not broadcast is refused: %s" %
+          r.stderr.strip()[:200])
 
 
 def reduce_cases(t):

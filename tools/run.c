@@ -52,6 +52,8 @@ int run_parse(const cli_command *c, void *args, int argc, char **argv)
   return kiln_cli_parse(c, args, argc, argv, NULL);
 }
 
+const char *const run_activations[] = {"none", "relu", "gelu", "sigmoid", "tanh", NULL};
+
 kiln_backend run_backend_named(const char *name)
 {
   kiln_backend be = KILN_BACKEND_AUTO;

@@ -33,6 +33,9 @@ int run_parse(const cli_command *c, void *args, int argc, char **argv);
 /* The backend that a --backend choice names. */
 kiln_backend run_backend_named(const char *name);
 
+/* --activation's choices, NULL-terminated: index i is kiln_activation i. */
+extern const char *const run_activations[];
+
 /* ---- arrays and the device ------------------------------------------------ */
 
 /* Loads an array in C order: a .npy file, or FILE.npz:NAME, the array NAME

@@ -18,6 +18,7 @@ typedef struct conv_args {
   cli_ints stride, pad, dilation;
   long groups;
   int relu, layout, backend; /* layout: kiln_tensor_layout; backend: conv_backends' */
+  int activation;            /* kiln_activation: run_activations' index */
   kiln_conv2d_desc d;        /* the options; sizes and dtype come from the files */
 } conv_args;
 
@@ -77,7 +78,14 @@ static const cli_option conv_rows[] = {
    .def = "1",
    .min = 1,
    .max = CLI_INT31},
-  {.name = "--relu", CLI_FLAG_AT(conv_args, relu), .help = "max(0, y), fused"},
+  {.name = "--relu",
+   CLI_FLAG_AT(conv_args, relu),
+   .help = "max(0, y), fused: --activation relu"},
+  {.name = "--activation",
+   CLI_CHOICE_AT(conv_args, activation),
+   .help = "applied to y after the bias, fused into the kernel that writes it",
+   .def = "none",
+   .choices = run_activations},
   {.name = "--layout",
    CLI_CHOICE_AT(conv_args, layout),
    .help = "the order of X's, W's and Y's axes",
@@ -122,6 +130,7 @@ static int parse(conv_args *c, int argc, char **argv)
   d->pad_right = (size_t)pad[p4 ? 3 : p2 ? 1 : 0];
   d->groups = (size_t)c->groups;
   d->relu = c->relu;
+  d->activation = (kiln_activation)c->activation;
   d->layout = (kiln_tensor_layout)c->layout;
   d->backend = run_backend_named(conv_backends[c->backend]);
   return -1;
@@ -189,7 +198,7 @@ static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
   double flops =
     2.0 * (double)y->count * (double)(d->c / groups) * (double)d->r * (double)d->s;
   printf("device   %s\nbackend  %s\nconv2d   %s X %s * W %s, %s, stride %zu,%zu, "
-         "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s -> %s\n"
+         "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s%s -> %s\n"
          "time     %.2f ms (%.1f GFLOP/s; one call, transfers included)\n"
          "wrote    %s\n",
          kiln_runtime_device(rt)->name, run_backend_label(d->backend),
@@ -197,7 +206,11 @@ static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
          d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1, d->pad_top,
          d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h ? d->dilation_h : 1,
          d->dilation_w ? d->dilation_w : 1, groups, c->bias ? ", bias" : "",
-         d->relu ? ", relu" : "", ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
+         d->activation || d->relu ? ", " : "",
+         d->activation || d->relu
+           ? kiln_activation_name(d->relu ? KILN_ACTIVATION_RELU : d->activation)
+           : "",
+         ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
 }
 
 static int run_conv2d(int argc, char **argv)

@@ -1,7 +1,7 @@
 /*
- * run_gemm.c — `kiln run gemm A.npy B.npy -o C.npy [options]`: C = alpha
- * op(A) op(B) + beta C0 on .npy files (what the operations share is in
- * run.c).
+ * run_gemm.c — `kiln run gemm A.npy B.npy -o C.npy [options]`: C =
+ * act(alpha op(A) op(B) + beta C0 + bias) on .npy files (what the
+ * operations share is in run.c).
  *
  * C's type is numpy's for the same product; matrices in another type are
  * converted on the device (kiln_convert), then kiln_gemm_host() multiplies
@@ -17,8 +17,9 @@
 #include "run.h"
 
 typedef struct gemm_args {
-  const char *a, *b, *c0, *out;
+  const char *a, *b, *c0, *bias, *out;
   int ta, tb;
+  int activation;     /* kiln_activation: run_activations' index */
   double alpha, beta; /* beta NAN: not given */
   int dtype;          /* gemm_dtypes' index; -1: not given */
   int backend;        /* gemm_backends' index */
@@ -64,6 +65,17 @@ static const cli_option gemm_rows[] = {
    .value = "C0.npy",
    .help = "C0, an (m, n) matrix added as beta C0",
    .def_text = "none"},
+  {.name = "--bias",
+   CLI_TEXT_AT(gemm_args, bias),
+   .value = "BIAS.npy",
+   .help = "added to C as numpy broadcasts it: (n,) or (1, n) one value per column, "
+           "(m, 1) one per row; fused into the product",
+   .def_text = "none"},
+  {.name = "--activation",
+   CLI_CHOICE_AT(gemm_args, activation),
+   .help = "applied to C after the bias, fused into the product",
+   .def = "none",
+   .choices = run_activations},
   {.name = "--dtype",
    CLI_CHOICE_AT(gemm_args, dtype),
    .help = "the type to compute and write C in; A, B and C0 are converted on the "
@@ -81,14 +93,14 @@ static int run_gemm(int argc, char **argv);
 
 const cli_command run_gemm_command = {
   .name = "kiln run gemm",
-  .summary = "C = alpha op(A) op(B) + beta C0 of .npy files",
+  .summary = "C = act(alpha op(A) op(B) + beta C0 + bias) of .npy files",
   CLI_ROWS(gemm_rows),
   .about = "C's type is numpy's for the same product (np.result_type): the widest\n"
            "float of A, B and C0, float64 where an integer meets a float; --dtype\n"
            "chooses another. Matrices not in that type are converted on the device,\n"
            "then kiln_gemm_host() multiplies them, in panels when they are larger\n"
            "than the device." RUN_ARRAYS_NOTE,
-  .example = "kiln run gemm a.npy b.npy --tb --alpha 0.5 -o c.npy",
+  .example = "kiln run gemm x.npy w.npy --tb --bias b.npy --activation relu -o y.npy",
   .run = run_gemm,
 };
 
@@ -107,6 +119,7 @@ static int parse(gemm_args *g, int argc, char **argv)
   if (g->dtype >= 0)
     g->d.dtype = (kiln_dtype)(KILN_F16 + g->dtype);
   g->d.backend = run_backend_named(gemm_backends[g->backend]);
+  g->d.activation = (kiln_activation)g->activation;
   return -1;
 }
 
@@ -144,7 +157,7 @@ static kiln_dtype numpy_type(const kiln_array *const *x, int n)
 
 /* Checks the shapes against each other and fills m, n, k and the type. */
 static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
-                  const kiln_array *c0)
+                  const kiln_array *c0, const kiln_array *bias)
 {
   kiln_gemm_desc *d = &g->d;
   d->m = a->shape[d->trans_a ? 1 : 0];
@@ -158,8 +171,20 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
            -1;
   if (c0 && (c0->ndim != 2 || c0->shape[0] != d->m || c0->shape[1] != d->n))
     return run_say("--c is not a %zu x %zu matrix", d->m, d->n), -1;
-  const kiln_array *all[] = {a, b, c0};
-  if (g->dtype < 0 && !(d->dtype = numpy_type(all, c0 ? 3 : 2)))
+  if (bias) { /* numpy's broadcasting against the m x n result */
+    int col = bias->ndim == 1
+                ? bias->shape[0] == d->n
+                : bias->ndim == 2 && bias->shape[0] == 1 && bias->shape[1] == d->n;
+    int row = bias->ndim == 2 && bias->shape[0] == d->m && bias->shape[1] == 1;
+    if (!col && !row)
+      return run_say("--bias does not broadcast against the %zu x %zu result; expected "
+                     "(%zu,) or (1, %zu) for a value per column, (%zu, 1) per row",
+                     d->m, d->n, d->n, d->n, d->m),
+             -1;
+    d->bias = col ? KILN_BIAS_COL : KILN_BIAS_ROW;
+  }
+  const kiln_array *all[] = {a, b, c0 ? c0 : bias, bias};
+  if (g->dtype < 0 && !(d->dtype = numpy_type(all, 2 + (c0 != NULL) + (bias != NULL))))
     return run_say("A holds %s and B %s%s%s; kiln multiplies float16, float32 and "
                    "float64: pass --dtype to compute in one of those",
                    kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype),
@@ -171,14 +196,15 @@ static int shapes(gemm_args *g, const kiln_array *a, const kiln_array *b,
 static int run_gemm(int argc, char **argv)
 {
   gemm_args g;
-  kiln_array a = {0}, b = {0}, c = {0};
+  kiln_array a = {0}, b = {0}, c = {0}, bias = {0};
   kiln_runtime *rt = NULL;
   int rc = parse(&g, argc, argv);
   if (rc >= 0)
     return rc;
   rc = 1;
   if (load(g.a, "A", &a) != 0 || load(g.b, "B", &b) != 0 ||
-      (g.c0 && load(g.c0, "C0", &c) != 0) || shapes(&g, &a, &b, g.c0 ? &c : NULL) != 0)
+      (g.c0 && load(g.c0, "C0", &c) != 0) || (g.bias && run_load(g.bias, &bias) != 0) ||
+      shapes(&g, &a, &b, g.c0 ? &c : NULL, g.bias ? &bias : NULL) != 0)
     goto done;
   if (!g.c0) { /* C starts as zeros of the compute type (beta is 0: never read) */
     c = (kiln_array){
@@ -189,21 +215,31 @@ static int run_gemm(int argc, char **argv)
    * kiln_gemm_host(), which cuts products larger than the device into
    * panels */
   if (run_start(&rt) != 0 || run_to_type(rt, &a, g.d.dtype) != 0 ||
-      run_to_type(rt, &b, g.d.dtype) != 0 || run_to_type(rt, &c, g.d.dtype) != 0)
+      run_to_type(rt, &b, g.d.dtype) != 0 || run_to_type(rt, &c, g.d.dtype) != 0 ||
+      (g.bias && run_to_type(rt, &bias, g.d.dtype) != 0))
     goto done;
+  g.d.bias_host = bias.data;
   kiln_backend be = kiln_gemm_backend_for(rt, &g.d);
   double t0 = run_now_ms();
   kiln_status st = kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
   double ms = run_now_ms() - t0;
   if (run_write(rt, st, g.out, &c) != 0)
     goto done;
-  printf("device   %s\nbackend  %s\nproduct  %zu x %zu x %zu %s\ntime     %.2f ms "
-         "(%.1f GFLOP/s, transfers included)\nwrote    %s\n",
+  printf("device   %s\nbackend  %s\nproduct  %zu x %zu x %zu %s\n",
          kiln_runtime_device(rt)->name, kiln_backend_name(be), g.d.m, g.d.n, g.d.k,
-         kiln_dtype_name(g.d.dtype), ms, 2.0 * g.d.m * g.d.n * g.d.k / ms / 1e6, g.out);
+         kiln_dtype_name(g.d.dtype));
+  if (g.d.bias || g.d.activation)
+    printf("epilogue %s%s%s\n",
+           g.d.bias == KILN_BIAS_ROW   ? "bias per row, "
+           : g.d.bias == KILN_BIAS_COL ? "bias per column, "
+                                       : "",
+           "activation ", kiln_activation_name(g.d.activation));
+  printf("time     %.2f ms (%.1f GFLOP/s, transfers included)\nwrote    %s\n", ms,
+         2.0 * g.d.m * g.d.n * g.d.k / ms / 1e6, g.out);
   rc = 0;
 done:
   kiln_array_free(&a), kiln_array_free(&b), kiln_array_free(&c);
+  kiln_array_free(&bias);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }
