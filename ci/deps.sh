@@ -7,8 +7,10 @@ set -euo pipefail
 packages=(
   # toolchain
   gcc pkgconf meson ninja-build
-  # OpenCL: the ICD loader, headers, and the two real platforms of CPU-only machines
+  # OpenCL: the ICD loader, headers, and the real platforms of CPU-only machines:
+  # PoCL, Oclgrind, and Mesa's rusticl (llvmpipe: a second compiler stack, no fp64)
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
+  mesa-opencl-icd
   # optional backends and the benchmark's CPU peer (meson features, auto)
   libclblast-dev libclfft-dev libvkfft-dev libopenblas-dev libfftw3-dev
   # kiln tune --clblast runs CLBlast's own GEMM tuners (optional at run time)

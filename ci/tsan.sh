@@ -28,6 +28,8 @@ else
 fi
 meson compile -C "$builddir" >/dev/null || { meson compile -C "$builddir"; exit 1; }
 
+# PoCL alone where a test takes the machine's platforms (tests/icd/meson.build).
+export OCL_ICD_VENDORS="$(realpath "$builddir")/tests/icd/pocl"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$PWD/tests/tsan.supp"
 
 # GCC 12's TSan maps its shadow memory at fixed addresses; with the

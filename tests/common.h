@@ -135,12 +135,32 @@ static inline kiln_runtime *kiln_test_runtime_on(const char *device, const char 
   return kiln_test_runtime_with(&opts);
 }
 
-/* Whether meson registered Oclgrind beside PoCL (KILN_TEST_PLATFORMS=2, the
- * `device` tests' environment). */
+/* The platforms meson registered for the `device` tests (tests/icd): PoCL
+ * alone, or with Oclgrind (KILN_TEST_OCLGRIND=1) and Mesa's rusticl on
+ * llvmpipe (KILN_TEST_RUSTICL=1); KILN_TEST_PLATFORMS counts them. */
+static inline size_t kiln_test_platforms(void)
+{
+  const char *p = getenv("KILN_TEST_PLATFORMS");
+  return p ? (size_t)atoi(p) : 1;
+}
+
 static inline int kiln_test_has_oclgrind(void)
 {
-  const char *platforms = getenv("KILN_TEST_PLATFORMS");
-  return platforms && atoi(platforms) == 2;
+  const char *v = getenv("KILN_TEST_OCLGRIND");
+  return v && atoi(v) == 1;
+}
+
+static inline int kiln_test_has_rusticl(void)
+{
+  const char *v = getenv("KILN_TEST_RUSTICL");
+  return v && atoi(v) == 1;
+}
+
+/* The devices of those platforms: PoCL's two (POCL_DEVICES="pthread
+ * pthread"), Oclgrind's one, llvmpipe. */
+static inline size_t kiln_test_devices(void)
+{
+  return 2 + (size_t)kiln_test_has_oclgrind() + (size_t)kiln_test_has_rusticl();
 }
 
 /* A runtime on Oclgrind, for a test that runs only there: skips the test

@@ -2,7 +2,7 @@
  * test-select.c — KILN_DEVICE, KILN_VISIBLE_DEVICES and their kiln_options
  * equivalents, on the real platforms: PoCL with two devices
  * (POCL_DEVICES="pthread pthread") and, when meson found it, Oclgrind
- * (KILN_TEST_PLATFORMS=2). Expectations are computed from the unmasked list,
+ * and rusticl (tests/icd). Expectations are computed from the unmasked list,
  * since the ICD loader decides the platform order.
  */
 #include "common.h"
@@ -12,7 +12,7 @@ typedef struct machine {
   int has_oclgrind;
   unsigned oclgrind; /* Oclgrind's platform index */
   size_t count;      /* devices in all */
-  size_t others;     /* devices of neither: a developer's GPU */
+  size_t others;     /* devices of none of the tests' platforms: a developer's GPU */
 } machine;
 
 static machine look(void)
@@ -32,7 +32,8 @@ static machine look(void)
       m.has_oclgrind = 1;
       m.oclgrind = d->platform_index;
     }
-    m.others += d->vendor_family != KILN_VENDOR_POCL && !d->is_simulator;
+    int llvmpipe = d->vendor_family == KILN_VENDOR_MESA && (d->type & KILN_DEVICE_CPU);
+    m.others += d->vendor_family != KILN_VENDOR_POCL && !d->is_simulator && !llvmpipe;
   }
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
   return m;
