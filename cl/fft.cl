@@ -59,7 +59,7 @@
  * where the device has fp64, one pass per kernel, r2, r4, r8, r32, r32w
  * and the column kernels col_r2, col_r4, col_r8 and col_r32, each with its
  * R a literal, then r32v for f32; the first pass of a type also holds its
- * tables and the real-transform kernels.
+ * butterflies' constant twiddles (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
@@ -121,22 +121,26 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 #ifdef V
 
 #if FIRST
-/* The constant twiddles of the kernels' butterflies, exp(-2 pi i j / 32)
- * for j < 16, in type S. */
-constant S NAME(kiln_fft_c32)[16] = {
-  LIT(1.0), LIT(0.98078528040323045), LIT(0.92387953251128676),
-  LIT(0.83146961230254524), LIT(0.70710678118654752), LIT(0.55557023301960222),
-  LIT(0.38268343236508977), LIT(0.19509032201612827), LIT(0.0),
-  -LIT(0.19509032201612827), -LIT(0.38268343236508977), -LIT(0.55557023301960222),
-  -LIT(0.70710678118654752), -LIT(0.83146961230254524), -LIT(0.92387953251128676),
-  -LIT(0.98078528040323045)};
-constant S NAME(kiln_fft_s32)[16] = {
-  LIT(0.0), LIT(0.19509032201612827), LIT(0.38268343236508977),
-  LIT(0.55557023301960222), LIT(0.70710678118654752), LIT(0.83146961230254524),
-  LIT(0.92387953251128676), LIT(0.98078528040323045), LIT(1.0),
-  LIT(0.98078528040323045), LIT(0.92387953251128676), LIT(0.83146961230254524),
-  LIT(0.70710678118654752), LIT(0.55557023301960222), LIT(0.38268343236508977),
-  LIT(0.19509032201612827)};
+/* cos(2 pi j / 32) for j <= 8, in type S: the butterflies' constant
+ * twiddles, exp(-2 pi i m / 32) = c(m) - i s(m) with c(m) = cos8(m) and
+ * s(m) = cos8(8 - m) for m <= 8, c(m) = -cos8(16 - m) and s(m) = cos8(m - 8)
+ * above. A chain of selects rather than a table in constant memory: j is a
+ * constant once the loops are unrolled, so it folds away, and Mesa's
+ * compiler reaches a program's constant data through a kernel argument,
+ * which it warns of reading in control flow ("treating load_kernel_arg in
+ * control flow as uniform"). */
+inline S NAME(kiln_fft_cos8)(uint j)
+{
+  return j == 0   ? LIT(1.0)
+         : j == 1 ? LIT(0.98078528040323045)
+         : j == 2 ? LIT(0.92387953251128676)
+         : j == 3 ? LIT(0.83146961230254524)
+         : j == 4 ? LIT(0.70710678118654752)
+         : j == 5 ? LIT(0.55557023301960222)
+         : j == 6 ? LIT(0.38268343236508977)
+         : j == 7 ? LIT(0.19509032201612827)
+                  : LIT(0.0);
+}
 #endif
 
 /* The kernel of radix R, T the real type, over the global range (n/R,
@@ -265,7 +269,9 @@ kernel void NAME(kiln_fft_r32)
           xr[b + j + h] = -sign * di;
           xi[b + j + h] = sign * dr;
         } else {
-          T tr = (T)(NAME(kiln_fft_c32)[m]), ti = (T)(sign * NAME(kiln_fft_s32)[m]);
+          S c = m <= 8 ? NAME(kiln_fft_cos8)(m) : -NAME(kiln_fft_cos8)(16 - m);
+          S sn = m <= 8 ? NAME(kiln_fft_cos8)(8 - m) : NAME(kiln_fft_cos8)(m - 8);
+          T tr = (T)c, ti = (T)(sign * sn);
           xr[b + j + h] = dr * tr - di * ti;
           xi[b + j + h] = dr * ti + di * tr;
         }
