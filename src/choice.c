@@ -16,7 +16,9 @@
  * Each operation says how its candidates must agree (kiln__agreement): the
  * error bound of its arithmetic, so that different orders of rounding pass
  * and a wrong kernel does not. The timing is a profile record of its own,
- * "benchmark <op>", so the operation's row holds only its calls.
+ * "benchmark <op>" (KILN_PROFILE_BENCHMARK), so the operation's row holds
+ * only its calls; the builds and plans the candidates need on their first
+ * run are records of their own again (profile.h).
  *
  * Threads: a key is measured once per runtime (the others run the rules'
  * pick meanwhile). Processes: the record is written under the cache
@@ -261,8 +263,8 @@ kiln_backend kiln__choice_benchmark(kiln_runtime *rt, const kiln__bench *b)
   /* "benchmark gemm": the record's name is the key's first word */
   char name[48];
   snprintf(name, sizeof name, "benchmark %.*s", (int)strcspn(b->key, " "), b->key);
-  uint64_t t0 = kiln__now_ns();
-  kiln__profile_scope ps, *outer = kiln__profile_aside(rt, &ps, name);
+  kiln__profile_scope ps;
+  kiln__profile_aside(rt, &ps, KILN_PROFILE_BENCHMARK, name);
   kiln_buffer *scratch = NULL;
   if (kiln_buffer_create(rt, kiln_buffer_dtype(b->out), kiln_buffer_count(b->out), 0,
                          &scratch) == KILN_OK)
@@ -274,7 +276,6 @@ kiln_backend kiln__choice_benchmark(kiln_runtime *rt, const kiln__bench *b)
   const char *shape = b->key + strcspn(b->key, " ");
   kiln__profile_describe(&ps, "all", 0, 0, "%s: %s", kiln_backend_name(id),
                          shape + (*shape == ' '));
-  (void)kiln__profile_end(&ps, KILN_OK);
-  kiln__profile_back(outer, kiln__now_ns() - t0);
+  kiln__profile_back(&ps);
   return id;
 }

@@ -9,6 +9,16 @@
  * calls kiln_gemm()) opens no scope of its own: the outer one takes its
  * commands.
  *
+ * Work a call does that is not the call's (building a program, planning an
+ * FFT, benchmark mode's timing) is a scope of its own set aside from the
+ * call's, even inside a call that would take another call's commands: its
+ * host time is taken out of the call's, and, when the records resolve, so
+ * is the idle stretch it left between the call's commands. Which commands
+ * came before the work is all that takes: the device cannot start what is
+ * not enqueued yet, so the gap between the last end before it and the
+ * first start after it is the work's, up to the work's own length (any
+ * more is the enqueueing's). No clock alignment is needed for that.
+ *
  * Closing a scope moves it into the runtime's record list; nothing waits for
  * the device. Records are resolved (clGetEventProfilingInfo) when their
  * commands have finished: a cheap pass at each close, which stops at the
@@ -16,6 +26,7 @@
  * and before the trace. Events are released as records resolve, so the
  * events held are those of calls still running.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,17 +50,34 @@ static void release_cmds(kiln__prof_cmd *cmds, size_t n)
   free(cmds);
 }
 
+/* Begins recording ps on the calling thread. */
+static void start(kiln_runtime *rt, kiln__profile_scope *ps, int kind, const char *name)
+{
+  if (!thread_number)
+    thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
+  *ps = (kiln__profile_scope){.rt = rt,
+                              .name = name,
+                              .backend = "",
+                              .kind = kind,
+                              .outer = current,
+                              .host_start = kiln__now_ns()};
+  current = ps;
+}
+
 void kiln__profile_open(kiln_runtime *rt, kiln__profile_scope *ps, const char *name)
 {
   if (current) { /* inside another recorded call: it takes our commands */
     ps->rt = NULL;
     return;
   }
-  if (!thread_number)
-    thread_number = atomic_fetch_add(&threads_seen, 1) + 1;
-  *ps = (kiln__profile_scope){
-    .rt = rt, .name = name, .backend = "", .host_start = kiln__now_ns()};
-  current = ps;
+  start(rt, ps, KILN_PROFILE_CALL, name);
+}
+
+void kiln__profile_aside_open(kiln_runtime *rt, kiln__profile_scope *ps, int kind,
+                              const char *name)
+{
+  assert(kind != KILN_PROFILE_CALL);
+  start(rt, ps, kind, name);
 }
 
 void kiln__profile_set(kiln__profile_scope *ps, const char *backend, uint64_t bytes,
@@ -106,22 +134,6 @@ void kiln__profile_marker(kiln_runtime *rt)
   clReleaseEvent(ev);
 }
 
-kiln__profile_scope *kiln__profile_aside(kiln_runtime *rt, kiln__profile_scope *ps,
-                                         const char *name)
-{
-  kiln__profile_scope *outer = current;
-  current = NULL;
-  kiln__profile_begin(rt, ps, name);
-  return outer;
-}
-
-void kiln__profile_back(kiln__profile_scope *outer, uint64_t ns)
-{
-  current = outer;
-  if (outer) /* the call's host time is its own, as its device time is */
-    outer->host_start += ns;
-}
-
 /* Makes room for one more record; 0 on success. Lock held. */
 static int grow_records(kiln__profiler *p)
 {
@@ -136,19 +148,19 @@ static int grow_records(kiln__profiler *p)
   return 0;
 }
 
-kiln_status kiln__profile_close(kiln__profile_scope *ps, kiln_status st)
+/* Moves ps into the runtime's records when `keep` (else drops it), ending
+ * at host_end. */
+static void record(kiln__profile_scope *ps, int keep, uint64_t host_end)
 {
   kiln_runtime *rt = ps->rt;
-  uint64_t host_end = kiln__now_ns();
-  current = NULL;
-  if (st != KILN_OK || ps->lost || ps->ncmds == 0) {
+  if (!keep || ps->lost) {
     release_cmds(ps->cmds, ps->ncmds);
-    if (st == KILN_OK && ps->lost) {
+    if (keep) {
       pthread_mutex_lock(&rt->lock);
       rt->prof->dropped++;
       pthread_mutex_unlock(&rt->lock);
     }
-    return st;
+    return;
   }
   pthread_mutex_lock(&rt->lock);
   kiln__profiler *p = rt->prof;
@@ -156,24 +168,60 @@ kiln_status kiln__profile_close(kiln__profile_scope *ps, kiln_status st)
     p->dropped++;
     pthread_mutex_unlock(&rt->lock);
     release_cmds(ps->cmds, ps->ncmds);
-    return st;
+    return;
   }
   kiln__prof_op *op = &p->ops[p->nops++];
   memset(op, 0, sizeof *op);
   snprintf(op->name, sizeof op->name, "%s", ps->name);
   snprintf(op->backend, sizeof op->backend, "%s", ps->backend);
   memcpy(op->shape, ps->shape, sizeof op->shape);
+  op->kind = ps->kind;
   op->bytes = ps->bytes;
   op->flops = ps->flops;
   op->host_start = ps->host_start;
   op->host_end = host_end;
+  op->aside_ns = ps->aside_ns;
   op->thread = thread_number;
   op->state = KILN__PROF_PENDING;
   op->cmds = ps->cmds;
   op->ncmds = ps->ncmds;
+  memcpy(op->asides, ps->asides, sizeof op->asides);
+  op->nasides = ps->nasides;
   kiln__profile_resolve(rt, 0);
   pthread_mutex_unlock(&rt->lock);
+}
+
+kiln_status kiln__profile_close(kiln__profile_scope *ps, kiln_status st)
+{
+  assert(ps->kind == KILN_PROFILE_CALL && !ps->outer);
+  uint64_t host_end = kiln__now_ns();
+  current = NULL;
+  record(ps, st == KILN_OK && ps->ncmds > 0, host_end);
   return st;
+}
+
+/* Charges the call ps with ns of work set aside after its commands so far. */
+static void charge(kiln__profile_scope *ps, uint64_t ns)
+{
+  ps->aside_ns += ns;
+  size_t n = ps->nasides;
+  if (n && (ps->asides[n - 1].cmds == ps->ncmds || n == KILN__PROF_ASIDES)) {
+    ps->asides[n - 1].ns += ns; /* the same point, or no room for another */
+    return;
+  }
+  ps->asides[n] = (kiln__prof_aside){.cmds = ps->ncmds, .ns = ns};
+  ps->nasides++;
+}
+
+void kiln__profile_aside_close(kiln__profile_scope *ps)
+{
+  assert(current == ps && ps->kind != KILN_PROFILE_CALL);
+  uint64_t host_end = kiln__now_ns();
+  kiln__profile_scope *outer = ps->outer;
+  current = outer;
+  record(ps, ps->kind != KILN_PROFILE_BENCHMARK || ps->ncmds > 0, host_end);
+  if (outer && outer->rt == ps->rt) /* not another runtime's call */
+    charge(outer, host_end - ps->host_start);
 }
 
 /* 1 when every command of op has finished (or failed), 0 otherwise. */
@@ -187,6 +235,40 @@ static int finished(const kiln__prof_op *op)
       return 0;
   }
   return 1;
+}
+
+/* The stretches of a resolved op's device span where the device waited for
+ * work set aside (see the top): for each point, from the last end of the
+ * commands before it to the first start of those after it, at most the
+ * work's host time, taken from the end of the gap (the work ends just
+ * before the next enqueue). Points before the first command or after the
+ * last are outside the span. */
+static void cut_asides(kiln__prof_op *op)
+{
+  cl_ulong floor = op->start;
+  for (size_t j = 0; j < op->nasides; j++) {
+    size_t k = op->asides[j].cmds;
+    if (k == 0 || k >= op->ncmds)
+      continue;
+    cl_ulong before = op->start, after = op->end;
+    for (size_t i = 0; i < op->ncmds; i++) {
+      const kiln__prof_cmd *c = &op->cmds[i];
+      if (i < k && c->end > before)
+        before = c->end;
+      if (i >= k && c->start < after)
+        after = c->start;
+    }
+    before = before > floor ? before : floor; /* commands on two queues */
+    if (after <= before)
+      continue;
+    cl_ulong gap = after - before, ns = op->asides[j].ns;
+    cl_ulong cut = gap < ns ? gap : ns;
+    op->cuts[op->ncuts][0] = after - cut;
+    op->cuts[op->ncuts][1] = after;
+    op->ncuts++;
+    op->cut_ns += cut;
+    floor = after;
+  }
 }
 
 /* Reads the times of a finished op's commands and releases their events.
@@ -223,6 +305,8 @@ static void resolve_op(kiln__prof_op *op)
       op->end = c->end;
   }
   op->state = ok && op->end >= op->start ? KILN__PROF_DONE : KILN__PROF_FAILED;
+  if (op->state == KILN__PROF_DONE)
+    cut_asides(op);
 }
 
 void kiln__profile_resolve(kiln_runtime *rt, int all)

@@ -22,18 +22,37 @@ typedef struct kiln__prof_cmd {
 
 enum { KILN__PROF_PENDING, KILN__PROF_DONE, KILN__PROF_FAILED };
 
-/* One recorded call. */
+/* The points in one call where work was set aside (kiln__profile_aside):
+ * after how many of its commands, and for how long on the host. Work set
+ * aside at more points than this is counted at the last one. */
+#define KILN__PROF_ASIDES 4
+typedef struct kiln__prof_aside {
+  size_t cmds; /* the call's commands enqueued before the work */
+  uint64_t ns; /* host time of the work there */
+} kiln__prof_aside;
+
+/* One recorded call, or one piece of work set aside (kind). */
 typedef struct kiln__prof_op {
   char name[64], backend[16], shape[64];
+  int kind; /* kiln_profile_kind */
   uint64_t bytes, flops;
   uint64_t host_start, host_end; /* the host's monotonic clock, ns */
+  uint64_t aside_ns;             /* of host_end - host_start, the work set aside */
   unsigned thread;               /* the host thread, numbered from 1 */
   int state;                     /* KILN__PROF_* */
   kiln__prof_cmd *cmds;
   size_t ncmds;
+  kiln__prof_aside asides[KILN__PROF_ASIDES];
+  size_t nasides;
   /* once DONE, over its commands: the first queued, submit and start, and
    * the last end (the device's clock) */
   cl_ulong queued, submit, start, end;
+  /* once DONE: the stretches of [start, end] where the device waited for
+   * work set aside (ascending, apart), and their sum, which is not the
+   * call's device time */
+  cl_ulong cuts[KILN__PROF_ASIDES][2];
+  size_t ncuts;
+  cl_ulong cut_ns;
 } kiln__prof_op;
 
 /* A runtime's records; guarded by the runtime's lock. */
@@ -55,13 +74,19 @@ typedef struct kiln__profile_scope {
   kiln_runtime *rt;           /* NULL: not recording (profiling off, or this call
                        runs inside another recorded call, which takes its
                        commands) */
-  const char *name, *backend; /* name lives through the call; backend static */
+  const char *name, *backend; /* name lives through the call (read when it
+                                 ends); backend static */
   char shape[64];
+  int kind; /* kiln_profile_kind; may change until the scope ends */
   uint64_t bytes, flops, host_start;
   kiln__prof_cmd *cmds;
   size_t ncmds, cap;
   int lost; /* out of host memory, or an event refused: the call goes
                unrecorded */
+  struct kiln__profile_scope *outer; /* set aside by this one, or NULL */
+  uint64_t aside_ns;                 /* host time of the work set aside inside */
+  kiln__prof_aside asides[KILN__PROF_ASIDES];
+  size_t nasides;
 } kiln__profile_scope;
 
 void kiln__profile_open(kiln_runtime *rt, kiln__profile_scope *ps, const char *name);
@@ -95,15 +120,34 @@ void kiln__profile_marker(kiln_runtime *rt);
  * library's work does. */
 #define kiln__profile_mark(rt_) ((rt_)->profile ? kiln__profile_marker(rt_) : (void)0)
 
-/* Work done for a call that is not the call's, recorded apart (benchmark
- * mode's timing of every candidate, choice.c): aside() sets the calling
- * thread's recorded call (if any) aside and begins ps as a call named
- * `name` (which lives until ps ends) when rt is profiling, or records
- * nothing; ps ends with kiln__profile_end() as any call. back() then
- * restores the call set aside, its host time less the ns spent apart. */
-kiln__profile_scope *kiln__profile_aside(kiln_runtime *rt, kiln__profile_scope *ps,
-                                         const char *name);
-void kiln__profile_back(kiln__profile_scope *outer, uint64_t ns);
+/* Work done for a call that is not the call's, recorded apart: building or
+ * loading a program (program.c), planning an FFT (ops/fft.c), benchmark
+ * mode's timing of every candidate (choice.c). The work may happen in the
+ * middle of a call (a program built at its second kernel's launch); it may
+ * happen outside any call (kiln_program_create()).
+ *
+ *   kiln__profile_scope ps;
+ *   kiln__profile_aside(rt, &ps, KILN_PROFILE_BUILD, name);
+ *   kiln__profile_describe(&ps, "opencl", 0, 0, "%s", options);
+ *   ...                                          the work
+ *   kiln__profile_back(&ps);
+ *
+ * aside() sets the calling thread's recorded call (if any) aside and
+ * begins ps, a record of the given kind named `name` (read at back(), so
+ * it may be filled in meanwhile, and ps.kind changed). The commands
+ * enqueued meanwhile are ps's. back() keeps the record, whatever became of
+ * the work: builds and loads with no command (their time is the host's),
+ * benchmarks with at least one. It then restores the call set aside and
+ * charges it with the work: its host time leaves the work's out, and its
+ * device time the idle gap the work left between its commands (at most the
+ * work's host time). Evaluates nothing but a flag with profiling off. */
+#define kiln__profile_aside(rt_, ps_, kind_, name_)                                      \
+  ((rt_)->profile ? kiln__profile_aside_open((rt_), (ps_), (kind_), (name_))             \
+                  : (void)((ps_)->rt = NULL))
+#define kiln__profile_back(ps_) ((ps_)->rt ? kiln__profile_aside_close(ps_) : (void)0)
+void kiln__profile_aside_open(kiln_runtime *rt, kiln__profile_scope *ps, int kind,
+                              const char *name);
+void kiln__profile_aside_close(kiln__profile_scope *ps);
 
 /* Adds ev (retained) to the calling thread's recorded call on rt, if any;
  * kiln__runtime_track() calls it. */

@@ -1,6 +1,11 @@
 /*
  * profile_report.c — the recorded calls summed per operation and backend:
  * kiln_profile_rows() and the table kiln_profile_report() prints.
+ *
+ * Two sections: the calls (and benchmark mode's timing), measured on the
+ * device, then the builds, loads and FFT plans, measured on the host (the
+ * compiler runs there, and the device is idle). Each row's times leave out
+ * the work set aside inside it (profile.c), which has rows of its own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,18 +21,27 @@ typedef struct left_out {
   uint64_t dropped;
 } left_out;
 
+/* Whether rows of this kind hold host time: builds and loads. */
+static int on_host(int kind)
+{
+  return kind == KILN_PROFILE_BUILD || kind == KILN_PROFILE_LOAD;
+}
+
 /* Adds one finished record to its row, making the row when it is new. */
 static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
 {
   size_t i = 0;
-  while (i < *n && (strcmp(rows[i].op, op->name) || strcmp(rows[i].backend, op->backend)))
+  while (i < *n && ((int)rows[i].kind != op->kind || strcmp(rows[i].op, op->name) ||
+                    strcmp(rows[i].backend, op->backend)))
     i++;
   kiln_profile_row *r = &rows[i];
-  uint64_t t = op->end - op->start;
+  uint64_t host = op->host_end - op->host_start - op->aside_ns;
+  uint64_t t = on_host(op->kind) ? host : op->end - op->start - op->cut_ns;
   if (i == *n) {
     kiln_profile_row_init(r);
     memcpy(r->op, op->name, sizeof r->op);
     memcpy(r->backend, op->backend, sizeof r->backend);
+    r->kind = (kiln_profile_kind)op->kind;
     r->min_ns = t;
     (*n)++;
   }
@@ -35,14 +49,17 @@ static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
   r->total_ns += t;
   r->min_ns = t < r->min_ns ? t : r->min_ns;
   r->max_ns = t > r->max_ns ? t : r->max_ns;
-  r->host_ns += op->host_end - op->host_start;
+  r->host_ns += host;
   r->flops += op->flops;
   r->bytes += op->bytes;
 }
 
+/* The calls' section first, then the builds'; each by total time. */
 static int by_total(const void *a, const void *b)
 {
   const kiln_profile_row *x = a, *y = b;
+  if (on_host(x->kind) != on_host(y->kind))
+    return on_host(x->kind) ? 1 : -1;
   if (x->total_ns != y->total_ns)
     return x->total_ns > y->total_ns ? -1 : 1;
   int c = strcmp(x->op, y->op);
@@ -75,15 +92,15 @@ static kiln_status gather(kiln_runtime *rt, const char *fn, kiln_profile_row **o
   }
   lo->dropped = p->dropped;
   pthread_mutex_unlock(&rt->lock);
-  uint64_t all = 0;
+  uint64_t all = 0; /* the device time of every call and benchmark */
   for (size_t i = 0; i < *n; i++)
-    all += rows[i].total_ns;
+    all += on_host(rows[i].kind) ? 0 : rows[i].total_ns;
   for (size_t i = 0; i < *n; i++) {
     kiln_profile_row *r = &rows[i];
     double t = (double)r->total_ns;
     r->gflops = t > 0 ? (double)r->flops / t : 0;
     r->gbps = t > 0 ? (double)r->bytes / t : 0;
-    r->percent = all ? 100.0 * t / (double)all : 0;
+    r->percent = all && !on_host(r->kind) ? 100.0 * t / (double)all : 0;
   }
   if (*n)
     qsort(rows, *n, sizeof *rows, by_total);
@@ -143,28 +160,23 @@ static const char *format_rate(uint64_t amount, double rate, char *buf, size_t s
   return buf;
 }
 
-static void rule(FILE *f, int wop, int wbe)
+static void rule(FILE *f, int width)
 {
-  /* the widths below: calls 7, five times 12, host 12, rates 9 and 8, % 7 */
-  int width = wop + 2 + wbe + 2 + 7 + 5 * 14 + 2 + 9 + 2 + 8 + 2 + 7;
   for (int i = 0; i < width; i++)
     fputc('-', f);
   fputc('\n', f);
 }
 
-static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
+/* The calls' section: device times, rates and shares. */
+static void print_calls(FILE *f, const kiln_profile_row *rows, size_t n, int wop, int wbe)
 {
-  int wop = 5, wbe = 7; /* "Total", "Backend" */
-  for (size_t i = 0; i < n; i++) {
-    int lop = (int)strlen(rows[i].op), lbe = (int)strlen(rows[i].backend);
-    wop = lop > wop ? lop : wop;
-    wbe = lbe > wbe ? lbe : wbe;
-  }
-  rule(f, wop, wbe);
+  /* the widths below: calls 7, five times 12, host 12, rates 9 and 8, % 7 */
+  int width = wop + 2 + wbe + 2 + 7 + 5 * 14 + 2 + 9 + 2 + 8 + 2 + 7;
+  rule(f, width);
   fprintf(f, "%-*s  %-*s  %7s  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %7s\n", wop, "Op",
           wbe, "Backend", "Calls", "Device total", "Mean", "Min", "Max", "Host total",
           "GFLOP/s", "GB/s", "% time");
-  rule(f, wop, wbe);
+  rule(f, width);
   uint64_t calls = 0, total = 0, host = 0;
   for (size_t i = 0; i < n; i++) {
     const kiln_profile_row *r = &rows[i];
@@ -182,12 +194,60 @@ static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
     total += r->total_ns;
     host += r->host_ns;
   }
-  rule(f, wop, wbe);
+  rule(f, width);
   char t[2][32];
   fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %6.1f%%\n", wop,
           "Total", wbe, "", (unsigned long long)calls,
           format_time(total, t[0], sizeof t[0]), "", "", "",
           format_time(host, t[1], sizeof t[1]), "", "", n ? 100.0 : 0.0);
+}
+
+/* The builds' section: host times, apart from the calls' (which leave them
+ * out), so that a first call's compile does not pass for the call's. */
+static void print_builds(FILE *f, const kiln_profile_row *rows, size_t n, int wop,
+                         int wbe)
+{
+  int width = wop + 2 + wbe + 2 + 7 + 4 * 14;
+  fprintf(f, "\nBuilds, cache loads and FFT plans (host time, not counted in the "
+             "calls above)\n");
+  rule(f, width);
+  fprintf(f, "%-*s  %-*s  %7s  %12s  %12s  %12s  %12s\n", wop, "Built", wbe, "Backend",
+          "Count", "Total", "Mean", "Min", "Max");
+  rule(f, width);
+  uint64_t count = 0, total = 0;
+  for (size_t i = 0; i < n; i++) {
+    const kiln_profile_row *r = &rows[i];
+    char t[4][32];
+    fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s\n", wop, r->op, wbe, r->backend,
+            (unsigned long long)r->calls, format_time(r->total_ns, t[0], sizeof t[0]),
+            format_time(r->total_ns / r->calls, t[1], sizeof t[1]),
+            format_time(r->min_ns, t[2], sizeof t[2]),
+            format_time(r->max_ns, t[3], sizeof t[3]));
+    count += r->calls;
+    total += r->total_ns;
+  }
+  rule(f, width);
+  char t[32];
+  fprintf(f, "%-*s  %-*s  %7llu  %12s\n", wop, "Total", wbe, "",
+          (unsigned long long)count, format_time(total, t, sizeof t));
+}
+
+/* The rows as gather() sorts them: the calls', then the builds' (if any),
+ * with the same column widths. */
+static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
+{
+  int wop = 5, wbe = 7; /* "Total", "Backend" */
+  size_t ncalls = 0;
+  while (ncalls < n && !on_host(rows[ncalls].kind))
+    ncalls++;
+  for (size_t i = 0; i < n; i++) {
+    int lop = (int)strlen(rows[i].op), lbe = (int)strlen(rows[i].backend);
+    wop = lop > wop ? lop : wop;
+    wbe = lbe > wbe ? lbe : wbe;
+  }
+  print_calls(f, rows, ncalls, wop, wbe);
+  if (ncalls < n)
+    print_builds(f, rows + ncalls, n - ncalls, wop, wbe);
 }
 
 static void print_left_out(FILE *f, const left_out *lo)

@@ -5,6 +5,11 @@
  * A build first looks in the cache; a binary the driver refuses is deleted
  * and the program is compiled from source again, so a driver update or a
  * bad entry costs one compile, never a wrong binary.
+ *
+ * With profiling on, each build or cache load is a record of its own
+ * ("build cl/gemm.cl", "load cl/gemm.cl", "build program saxpy"), set
+ * aside from the call that needed it (profile.h), so that an operation's
+ * first call is not charged with compiling its kernels.
  */
 #include <assert.h>
 #include <errno.h>
@@ -14,6 +19,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profile.h"
 #include "tuning.h"
 
 struct kiln_program {
@@ -94,16 +100,18 @@ static void store_binary(kiln_runtime *rt, const kiln__cache_key *key, cl_progra
   free(bin);
 }
 
-/* Builds source for the runtime's device, through the cache. On success
- * *log is the compiler's messages (malloc'd). */
-static kiln_status build(kiln_runtime *rt, const char *fn, const char *src, size_t len,
-                         const char *options, cl_program *out, char **log)
+/* Builds source for the runtime's device, through the cache; *loaded is 1
+ * when the cache had it. On success *log is the compiler's messages
+ * (malloc'd). */
+static kiln_status build_or_load(kiln_runtime *rt, const char *fn, const char *src,
+                                 size_t len, const char *options, cl_program *out,
+                                 char **log, int *loaded)
 {
   const kiln__device *dev = kiln__runtime_device(rt);
-  options = options ? options : "";
   kiln__cache_key key = kiln__cache_key_of(src, len, options, &dev->info);
   *out = NULL;
   build_from_cache(rt, &key, options, out);
+  *loaded = *out != NULL;
   if (*out) {
     *log = strdup("");
     return *log ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
@@ -130,6 +138,50 @@ static kiln_status build(kiln_runtime *rt, const char *fn, const char *src, size
   store_binary(rt, &key, p);
   *out = p;
   return *log ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+}
+
+/* The profile's name of a program built or loaded: "build cl/gemm.cl" for
+ * kiln's own (`what`), "build program saxpy" for the caller's, named by
+ * its kernels (as many as fit). */
+static void profile_name(char *name, size_t size, int loaded, const char *what,
+                         cl_program p)
+{
+  int at =
+    snprintf(name, size, "%s %s", loaded ? "load" : "build", what ? what : "program");
+  size_t names = 0;
+  if (what || !p || at < 0 || (size_t)at + 2 >= size ||
+      clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &names) != CL_SUCCESS ||
+      names <= 1)
+    return;
+  char *list = malloc(names);
+  if (list &&
+      clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, names, list, NULL) == CL_SUCCESS) {
+    for (char *c = list; *c; c++)
+      *c = *c == ';' ? ',' : *c; /* "a;b" */
+    snprintf(name + at, size - (size_t)at, " %s", list);
+  }
+  free(list);
+}
+
+/* build_or_load(), recorded apart when profiling (see the top): `what`
+ * names kiln's own programs ("cl/gemm.cl"), NULL the caller's. */
+static kiln_status build(kiln_runtime *rt, const char *fn, const char *what,
+                         const char *src, size_t len, const char *options,
+                         cl_program *out, char **log)
+{
+  options = options ? options : "";
+  char name[64] = "";
+  kiln__profile_scope ps;
+  kiln__profile_aside(rt, &ps, KILN_PROFILE_BUILD, name);
+  kiln__profile_describe(&ps, "opencl", 0, 0, "%s", options);
+  int loaded = 0;
+  kiln_status st = build_or_load(rt, fn, src, len, options, out, log, &loaded);
+  if (ps.rt) {
+    profile_name(name, sizeof name, loaded, what, *out);
+    ps.kind = loaded ? KILN_PROFILE_LOAD : KILN_PROFILE_BUILD;
+  }
+  kiln__profile_back(&ps);
+  return st;
 }
 
 /* Wraps a built program for the caller. Takes ownership of p and log. */
@@ -174,9 +226,10 @@ static kiln_status build_user(kiln_runtime *rt, const char *fn, const char *src,
   kiln__str opts = {0};
   kiln__str_appendf(&opts, "-cl-kernel-arg-info%s%s", options && *options ? " " : "",
                     options ? options : "");
-  kiln_status st = opts.failed ? kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
-                                            "%s: out of host memory", fn)
-                               : build(rt, fn, src, len, kiln__str_get(&opts), out, log);
+  kiln_status st =
+    opts.failed
+      ? kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn)
+      : build(rt, fn, NULL, src, len, kiln__str_get(&opts), out, log);
   kiln__str_free(&opts);
   return st;
 }
@@ -347,10 +400,11 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
   kiln__str options = {0};
   kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, b->name,
                         &options);
-  char *log = NULL;
+  char *log = NULL, what[64];
+  snprintf(what, sizeof what, "cl/%s.cl", b->name);
   st = options.failed
          ? KILN_ERR_OUT_OF_HOST_MEMORY
-         : build(rt, fn, src, len, kiln__str_get(&options), &rt->builtins[i], &log);
+         : build(rt, fn, what, src, len, kiln__str_get(&options), &rt->builtins[i], &log);
   free(log);
   free(text);
   kiln__str_free(&options);

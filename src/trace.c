@@ -20,6 +20,15 @@
  * host thread n, from entry to return. Device times are moved onto the host's clock with the offset
  * measured at creation (profile.c), and every time counts from the
  * runtime's creation.
+ *
+ * Work set aside (profile.c) is drawn where it happened. A build, cache
+ * load or FFT plan is an event of category "build" on its host thread's
+ * track, inside the span of the call that needed it, which Perfetto shows
+ * as the call's child; the call's host event says in "aside_us" how much of
+ * it was such work, and its device event is cut into parts ("part" k of
+ * "parts", "waited_us" the time cut out) around the stretches where the
+ * device waited for it, so no part covers a build. Benchmark mode's timing is a call of its own ("benchmark
+ * gemm", args "kind": "benchmark").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,12 +95,18 @@ static void put_meta(FILE *f, int pid, int tid, const char *what, const char *na
 /* The args every event of a call carries. */
 static void put_call_args(FILE *f, const kiln__prof_op *op)
 {
+  static const char *const kinds[] = {[KILN_PROFILE_CALL] = "call",
+                                      [KILN_PROFILE_BUILD] = "build",
+                                      [KILN_PROFILE_LOAD] = "load",
+                                      [KILN_PROFILE_BENCHMARK] = "benchmark"};
   fputs("\"args\":{\"backend\":", f);
   put_string(f, op->backend);
   fputs(",\"shape\":", f);
   put_string(f, op->shape);
   fprintf(f, ",\"bytes\":%llu,\"flops\":%llu", (unsigned long long)op->bytes,
           (unsigned long long)op->flops);
+  if (op->kind != KILN_PROFILE_CALL)
+    fprintf(f, ",\"kind\":\"%s\"", kinds[op->kind]);
 }
 
 /* An "X" event's head: name, category, track and times. */
@@ -106,26 +121,49 @@ static void put_complete(FILE *f, const char *name, const char *cat, int pid, in
           cat, pid, tid, ts, dur);
 }
 
+/* The device event of a resolved call: one, or one per part when the
+ * device waited for work set aside inside it. */
+static void put_device(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, int pid,
+                       int tid, double host_us)
+{
+  cl_ulong from = op->start;
+  for (size_t k = 0; k <= op->ncuts; k++) {
+    cl_ulong to = k < op->ncuts ? op->cuts[k][0] : op->end;
+    double d0 = device_us(p, from), d1 = device_us(p, to);
+    put_complete(f, op->name, "device", pid, tid, d0, d1 - d0);
+    put_call_args(f, op);
+    fprintf(f,
+            ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
+            "\"host_us\":%.3f",
+            op->ncmds, device_us(p, op->queued), device_us(p, op->submit), host_us);
+    if (op->ncuts)
+      fprintf(f, ",\"part\":%zu,\"parts\":%zu,\"waited_us\":%.3f", k + 1, op->ncuts + 1,
+              (double)op->cut_ns / 1e3);
+    fputs("}}", f);
+    if (k < op->ncuts)
+      from = op->cuts[k][1];
+  }
+}
+
 /* One call: its host event, and when it finished on the device its device
  * event, its commands and the flow between them. */
 static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, size_t id,
                      int pid)
 {
   int host = HOST_TID + (int)op->thread;
+  int build = op->kind == KILN_PROFILE_BUILD || op->kind == KILN_PROFILE_LOAD;
   double h0 = host_us(p, op->host_start), h1 = host_us(p, op->host_end);
-  put_complete(f, op->name, "host", pid, host, h0, h1 - h0);
+  double aside = (double)op->aside_ns / 1e3;
+  put_complete(f, op->name, build ? "build" : "host", pid, host, h0, h1 - h0);
   put_call_args(f, op);
+  if (op->aside_ns)
+    fprintf(f, ",\"aside_us\":%.3f", aside);
   fputs("}}", f);
-  if (op->state != KILN__PROF_DONE)
+  if (op->state != KILN__PROF_DONE || build) /* a build's time is the host's */
     return;
-  double d0 = device_us(p, op->start), d1 = device_us(p, op->end);
+  double d0 = device_us(p, op->start);
   int lane = op->ncmds ? op->cmds[0].lane : 0, device = lane_tid(lane);
-  put_complete(f, op->name, "device", pid, device, d0, d1 - d0);
-  put_call_args(f, op);
-  fprintf(f,
-          ",\"commands\":%zu,\"queued_us\":%.3f,\"submit_us\":%.3f,"
-          "\"host_us\":%.3f}}",
-          op->ncmds, device_us(p, op->queued), device_us(p, op->submit), h1 - h0);
+  put_device(f, p, op, pid, device, h1 - h0 - aside);
   for (size_t i = 0; i < op->ncmds && lane == 0; i++) {
     const kiln__prof_cmd *c = &op->cmds[i];
     double c0 = device_us(p, c->start), c1 = device_us(p, c->end);

@@ -2,8 +2,9 @@
  * test-profile.c — profiling: the records of buffer calls, operations and
  * kernel launches (names, backends, counts, times, flops and bytes from the
  * shapes), calls on several threads, profiling off, reset, the table's
- * text, the trace file (loaded with json-c where the build has it), and the
- * errors.
+ * text, the trace file (loaded with json-c where the build has it), the
+ * builds, cache loads, FFT plans and benchmark mode's timing apart from the
+ * calls, and the errors.
  *
  * usage: test-profile          every test (compiles kernels: the device suite)
  *        test-profile --core   the tests that compile no kernel (the core
@@ -14,6 +15,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "kiln_config.h"
 #if HAVE_JSON_C
@@ -50,11 +52,30 @@ static const kiln_profile_row *find_row(const kiln_profile_row *rows, size_t n,
   return NULL;
 }
 
+/* Whether a row is a build's or a cache load's: host time, the table's
+ * second section. */
+static int is_build(const kiln_profile_row *r)
+{
+  return r->kind == KILN_PROFILE_BUILD || r->kind == KILN_PROFILE_LOAD;
+}
+
+/* How many rows are of kind. */
+static size_t rows_of(const kiln_profile_row *rows, size_t n, kiln_profile_kind kind)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += rows[i].kind == kind;
+  return k;
+}
+
 /* What holds for every row: times, rates and shares consistent with each
- * other, and the order by total time. */
+ * other, and the order: the calls' and benchmarks' rows by total time, then
+ * the builds' and loads' by total time, which share nothing of the device
+ * time's 100%. */
 static void check_rows(const kiln_profile_row *rows, size_t n)
 {
   double percent = 0;
+  size_t device_rows = 0;
   for (size_t i = 0; i < n; i++) {
     const kiln_profile_row *r = &rows[i];
     assert_true(r->calls >= 1);
@@ -69,11 +90,17 @@ static void check_rows(const kiln_profile_row *rows, size_t n)
       assert_true(r->gflops > 0);
     if (r->bytes)
       assert_true(r->gbps > 0);
-    if (i > 0)
+    assert_true((unsigned)r->kind <= KILN_PROFILE_BENCHMARK);
+    if (i > 0 && is_build(&rows[i - 1]))
+      assert_true(is_build(r)); /* the builds' section is the last */
+    if (i > 0 && is_build(&rows[i - 1]) == is_build(r))
       assert_true(rows[i - 1].total_ns >= r->total_ns);
+    if (is_build(r))
+      assert_true(r->percent == 0 && r->flops == 0 && r->bytes == 0);
+    device_rows += !is_build(r);
     percent += r->percent;
   }
-  if (n)
+  if (device_rows)
     assert_true(fabs(percent - 100) < 1e-6);
 }
 
@@ -419,12 +446,24 @@ static json_object *event(json_object *events, const char *cat, const char *name
   return NULL;
 }
 
+/* The part of a call's device event (1 of 1 when it is whole). */
+static int part_of(json_object *e)
+{
+  json_object *args, *part;
+  return json_object_object_get_ex(e, "args", &args) &&
+             json_object_object_get_ex(args, "part", &part)
+           ? json_object_get_int(part)
+           : 1;
+}
+
+/* The events of category cat, a device event cut in parts counted once. */
 static size_t count_of(json_object *events, const char *cat)
 {
   size_t n = 0;
   for (size_t i = 0; i < json_object_array_length(events); i++) {
-    const char *c = str_of(json_object_array_get_idx(events, i), "cat");
-    n += c && !strcmp(c, cat);
+    json_object *e = json_object_array_get_idx(events, i);
+    const char *c = str_of(e, "cat");
+    n += c && !strcmp(c, cat) && part_of(e) == 1;
   }
   return n;
 }
@@ -620,12 +659,16 @@ static void test_profile_ops(void **state)
   size_t ran = run_ops(rt, names, flops, bytes);
   size_t n;
   kiln_profile_row *rows = all_rows(rt, &n);
-  /* the calls alone: KILN_BUFFER_ZERO's fills at creation are not calls */
-  assert_int_equal(n, ran);
+  /* the calls alone: KILN_BUFFER_ZERO's fills at creation are not calls;
+   * the programs built or loaded are rows of their own */
+  assert_int_equal(rows_of(rows, n, KILN_PROFILE_CALL), ran);
+  assert_true(find_row(rows, n, "build program saxpy", "opencl") ||
+              find_row(rows, n, "load program saxpy", "opencl"));
   for (size_t i = 0; i < ran; i++) {
     const kiln_profile_row *r = find_row(rows, n, names[i], NULL);
     if (!r)
       fail_msg("no row for %s", names[i]);
+    assert_int_equal(r->kind, KILN_PROFILE_CALL);
     assert_int_equal(r->calls, 1); /* the failed GEMM, im2col's GEMM not counted */
     assert_int_equal(r->flops, flops[i]);
     assert_int_equal(r->bytes, bytes[i]);
@@ -657,6 +700,293 @@ static void test_profile_trace_ops(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
   check_trace(path, names, flops, bytes, ran);
   remove(path);
+}
+
+/* ---- builds, loads, plans and benchmarks: rows of their own -------------- */
+
+/* A runtime profiling into its own kernel cache folder dir, with a trace
+ * file when trace is not NULL, in benchmark mode when benchmark. */
+static kiln_runtime *cached_runtime(const char *dir, const char *trace, int benchmark)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.profile = 1;
+  opts.trace = trace;
+  opts.cache_dir = dir;
+  opts.benchmark = benchmark;
+  return kiln_test_runtime_with(&opts);
+}
+
+/* `times` inverse complex FFTs of 1024 points on kiln's own backend, which
+ * scales the output by 1/n in a pass of cl/scale.cl after the transform's
+ * passes: on a cold cache cl/fft.cl is built before the call's first
+ * command, cl/scale.cl between two of its commands. Returns the host time
+ * the calls took, ns. */
+static uint64_t inverse_ffts(kiln_runtime *rt, int times)
+{
+  enum { F = 1024 };
+  kiln_buffer *in, *out;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, F, KILN_BUFFER_ZERO, &in));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_C32, F, 0, &out));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_fft_desc d;
+  kiln_fft_desc_init(&d, KILN_F32, F);
+  d.inverse = 1;
+  d.backend = KILN_BACKEND_KILN;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < times; i++)
+    assert_kiln_ok(rt, kiln_fft(rt, &d, in, out));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_buffer_destroy(in);
+  kiln_buffer_destroy(out);
+  return (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec -
+         (uint64_t)t0.tv_nsec;
+}
+
+/* The row of op, which must be there, of kind and from `calls` calls. */
+static const kiln_profile_row *need_row(const kiln_profile_row *rows, size_t n,
+                                        const char *op, kiln_profile_kind kind,
+                                        uint64_t calls)
+{
+  const kiln_profile_row *r = find_row(rows, n, op, NULL);
+  if (!r)
+    fail_msg("no row '%s'", op);
+  if (r->kind != kind || r->calls != calls)
+    fail_msg("row '%s': kind %d and %llu calls, expected kind %d and %llu", op,
+             (int)r->kind, (unsigned long long)r->calls, (int)kind,
+             (unsigned long long)calls);
+  assert_true(r->total_ns > 0);
+  return r;
+}
+
+#if HAVE_JSON_C
+/* The trace of the cold calls: the builds and the plan are "build" spans
+ * inside the first call's host span, on its track, which says how long
+ * they took in all; its device span is cut around them, so that no part
+ * of it covers cl/scale.cl's build. */
+static void check_build_trace(const char *path)
+{
+  json_object *root = json_object_from_file(path), *events, *args;
+  if (!root)
+    fail_msg("%s does not parse as JSON", path);
+  assert_true(json_object_object_get_ex(root, "traceEvents", &events));
+  json_object *call = NULL; /* the first call: the one with work aside */
+  for (size_t i = 0; i < json_object_array_length(events) && !call; i++) {
+    json_object *e = json_object_array_get_idx(events, i), *aside;
+    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "cat"), "host") &&
+        !strcmp(str_of(e, "name"), "fft") &&
+        json_object_object_get_ex(e, "args", &args) &&
+        json_object_object_get_ex(args, "aside_us", &aside))
+      call = e;
+  }
+  if (!call)
+    fail_msg("no host event of fft has aside_us");
+  double c0 = num_of(call, "ts"), c1 = c0 + num_of(call, "dur"), sum = 0;
+  json_object_object_get_ex(call, "args", &args);
+  static const char *const built[] = {"build cl/fft.cl", "build cl/scale.cl",
+                                      "fft plan 1024 c2c inverse float32"};
+  double scale_mid = 0;
+  for (size_t i = 0; i < 3; i++) {
+    json_object *b = event(events, "build", built[i]);
+    if (!b)
+      fail_msg("no build event '%s'", built[i]);
+    double b0 = num_of(b, "ts"), b1 = b0 + num_of(b, "dur");
+    assert_true(num_of(b, "tid") == num_of(call, "tid"));
+    if (!(b0 >= c0 && b1 <= c1))
+      fail_msg("'%s' (%.3f to %.3f us) is not inside its call (%.3f to %.3f)", built[i],
+               b0, b1, c0, c1);
+    sum += b1 - b0;
+    if (i == 1)
+      scale_mid = (b0 + b1) / 2;
+  }
+  if (fabs(sum - num_of(args, "aside_us")) > 0.01)
+    fail_msg("the builds took %.3f us, the call says %.3f aside", sum,
+             num_of(args, "aside_us"));
+  size_t parts = 0;
+  for (size_t i = 0; i < json_object_array_length(events); i++) {
+    json_object *e = json_object_array_get_idx(events, i);
+    const char *c = str_of(e, "cat");
+    if (!c || strcmp(c, "device") || strcmp(str_of(e, "name"), "fft"))
+      continue;
+    double d0 = num_of(e, "ts"), d1 = d0 + num_of(e, "dur");
+    if (d0 < scale_mid && scale_mid < d1)
+      fail_msg("a device event of fft (%.3f to %.3f us) covers cl/scale.cl's build "
+               "(middle %.3f)",
+               d0, d1, scale_mid);
+    parts += part_of(e) > 1;
+  }
+  assert_true(parts >= 1); /* the first call's, cut at cl/scale.cl */
+  json_object_put(root);
+}
+#else
+static void check_build_trace(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  assert_non_null(strstr(text, "{\"name\":\"build cl/scale.cl\",\"cat\":\"build\""));
+}
+#endif
+
+/* On a cold cache, building kiln's programs and planning the FFT are rows
+ * of their own, and not in the calls' times: the slowest call's device
+ * time is below the build that happened inside it (hundreds of
+ * microseconds against tens of milliseconds or more on PoCL), and the
+ * rows' host times add up to no more than the calls took. On a warm cache,
+ * the same programs are loads, rows of their own again. The trace has the
+ * builds as spans. */
+static void test_profile_builds_apart(void **state)
+{
+  (void)state;
+  char root[128], dir[160], path[128];
+  assert_int_equal(kiln_test_cache_folders("profile", root, sizeof root, dir, sizeof dir),
+                   0);
+  tmp_path(path, sizeof path, "builds.json");
+  /* The driver's own cache warm, as a user's second program finds it:
+   * PoCL compiles a kernel for its work-group size when it first runs,
+   * which is the device's time, unseen by kiln. */
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, NULL, 1);
+  inverse_ffts(rt, 1);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+
+  rt = cached_runtime(dir, path, 0);
+  uint64_t wall = inverse_ffts(rt, 3);
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  const kiln_profile_row *fft = need_row(rows, n, "fft", KILN_PROFILE_CALL, 3);
+  const kiln_profile_row *fft_cl =
+    need_row(rows, n, "build cl/fft.cl", KILN_PROFILE_BUILD, 1);
+  const kiln_profile_row *scale =
+    need_row(rows, n, "build cl/scale.cl", KILN_PROFILE_BUILD, 1);
+  const kiln_profile_row *plan =
+    need_row(rows, n, "fft plan 1024 c2c inverse float32", KILN_PROFILE_BUILD, 1);
+  assert_string_equal(fft_cl->backend, "opencl");
+  assert_string_equal(plan->backend, "kiln");
+  assert_true(fft_cl->host_ns == fft_cl->total_ns); /* a build's time is the host's */
+  assert_null(find_row(rows, n, "load cl/fft.cl", NULL));
+  if (!(fft->max_ns < scale->total_ns && fft->total_ns < fft_cl->total_ns))
+    fail_msg("the calls' device time (%llu ns at most, %llu in all) holds the builds "
+             "(cl/scale.cl %llu ns, cl/fft.cl %llu)",
+             (unsigned long long)fft->max_ns, (unsigned long long)fft->total_ns,
+             (unsigned long long)scale->total_ns, (unsigned long long)fft_cl->total_ns);
+  uint64_t parts = fft->host_ns + fft_cl->total_ns + scale->total_ns + plan->total_ns;
+  if (parts > wall)
+    fail_msg("the calls' host time and the builds' add up to %llu ns, more than the "
+             "%llu the calls took: counted twice",
+             (unsigned long long)parts, (unsigned long long)wall);
+  free(rows);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  check_build_trace(path);
+  remove(path);
+
+  rt = cached_runtime(dir, NULL, 0); /* warm: the cache's binaries */
+  inverse_ffts(rt, 1);
+  rows = all_rows(rt, &n);
+  need_row(rows, n, "fft", KILN_PROFILE_CALL, 1);
+  need_row(rows, n, "load cl/fft.cl", KILN_PROFILE_LOAD, 1);
+  need_row(rows, n, "load cl/scale.cl", KILN_PROFILE_LOAD, 1);
+  assert_null(find_row(rows, n, "build cl/fft.cl", NULL));
+  free(rows);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_test_remove_tree(root);
+}
+
+/* Benchmark mode's timing of the candidates is its own row, and so are the
+ * builds its first runs need: the call's row holds its one run. */
+static void test_profile_benchmark_apart(void **state)
+{
+  (void)state;
+  if (!HAVE_CLBLAST)
+    skip(); /* a sum has one candidate: nothing to time */
+  enum { R = 4099 };
+  char root[128], dir[160];
+  assert_int_equal(kiln_test_cache_folders("profile", root, sizeof root, dir, sizeof dir),
+                   0);
+  kiln_runtime *rt = cached_runtime(dir, NULL, 1); /* no choice recorded yet */
+  kiln_buffer *x, *s;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, R, KILN_BUFFER_ZERO, &x));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &s));
+  assert_kiln_ok(rt, kiln_finish(rt));
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_SUM, KILN_F32, R);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_kiln_ok(rt, kiln_reduce(rt, &d, x, s));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_kiln_ok(rt, kiln_finish(rt));
+  uint64_t wall = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec -
+                  (uint64_t)t0.tv_nsec;
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  const kiln_profile_row *sum = need_row(rows, n, "reduce.sum", KILN_PROFILE_CALL, 1);
+  const kiln_profile_row *bench =
+    need_row(rows, n, "benchmark reduce", KILN_PROFILE_BENCHMARK, 1);
+  const kiln_profile_row *build =
+    need_row(rows, n, "build cl/reduce.cl", KILN_PROFILE_BUILD, 1);
+  assert_string_equal(bench->backend, "all");
+  assert_true(sum->total_ns < bench->total_ns && sum->host_ns < bench->host_ns);
+  if (sum->host_ns + bench->host_ns + build->total_ns > wall)
+    fail_msg("the call (%llu ns), its benchmark (%llu) and its build (%llu) add up to "
+             "more than the %llu ns it took: counted twice",
+             (unsigned long long)sum->host_ns, (unsigned long long)bench->host_ns,
+             (unsigned long long)build->total_ns, (unsigned long long)wall);
+  free(rows);
+  kiln_buffer_destroy(x);
+  kiln_buffer_destroy(s);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_test_remove_tree(root);
+}
+
+/* The table's second section: the builds and loads, after the calls'
+ * total, with a header, a line each and a total of their own. */
+static void test_profile_report_builds(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = runtime_with(1, NULL);
+  buffer_calls(rt);
+  kiln_program *p;
+  assert_kiln_ok(rt, kiln_program_create(rt, saxpy, NULL, &p));
+  size_t n;
+  kiln_profile_row *rows = all_rows(rt, &n);
+  const kiln_profile_row *built = find_row(rows, n, "build program saxpy", "opencl");
+  built = built ? built : find_row(rows, n, "load program saxpy", "opencl");
+  assert_non_null(built);
+  assert_true(is_build(built));
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_kiln_ok(rt, kiln_profile_report(rt, f));
+  fclose(f);
+  const char *calls_total = strstr(text, "\nTotal ");
+  const char *section = strstr(text, "\nBuilds, cache loads and FFT plans");
+  if (!calls_total || !section || section < calls_total)
+    fail_msg("no builds' section after the calls' total:\n%s", text);
+  const char *head = strstr(section, "\nBuilt ");
+  assert_non_null(head);
+  char line[96];
+  snprintf(line, sizeof line, "\n%s ", built->op);
+  const char *row = strstr(head, line);
+  if (!row)
+    fail_msg("no line for %s in the builds' section:\n%s", built->op, text);
+  assert_non_null(strstr(row, "\nTotal "));
+  /* the section's lines are as wide as its header, down to its total */
+  size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
+  for (const char *at = head + 1; *at && strncmp(at, "Total", 5);) {
+    const char *end = strchr(at, '\n');
+    if ((size_t)(end - at) != width)
+      fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - at),
+               width, text);
+    at = end + 1;
+  }
+  free(text);
+  free(rows);
+  kiln_program_destroy(p);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
 /* ---- kiln_conv2d_host(): the copy queue in the trace --------------------- */
@@ -837,7 +1167,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
   (void)state;
-  static const char *const files[] = {"env.json", "buffer.json", "ops.json", "host.json"};
+  static const char *const files[] = {"env.json", "buffer.json", "ops.json", "host.json",
+                                      "builds.json"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[128];
     tmp_path(path, sizeof path, files[i]);
@@ -868,8 +1199,11 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_profile_trace_ops),
     cmocka_unit_test(test_profile_trace_host_overlap),
     cmocka_unit_test(test_profile_trace_streams),
+    cmocka_unit_test(test_profile_builds_apart),
+    cmocka_unit_test(test_profile_benchmark_apart),
+    cmocka_unit_test(test_profile_report_builds),
   };
   size_t count = sizeof tests / sizeof tests[0];
-  return _cmocka_run_group_tests("profile", tests, core ? count - 4 : count, group_setup,
+  return _cmocka_run_group_tests("profile", tests, core ? count - 7 : count, group_setup,
                                  group_teardown);
 }

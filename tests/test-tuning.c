@@ -615,6 +615,7 @@ static void test_benchmark_fft(void **state)
   assert_int_equal(seam_calls, 3 * candidates); /* all agreed, each timed three times */
   const kiln_profile_row *bench = profile_row(rt, "benchmark fft");
   assert_int_equal(bench->calls, 1);
+  assert_int_equal(bench->kind, KILN_PROFILE_BENCHMARK);
   assert_string_equal(bench->backend, "all");
   assert_true(bench->total_ns > 0);
   /* the slowed candidates' 50 ms each, and the call's row is its own */

@@ -1560,31 +1560,67 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  * (kiln_finish() completes all); recording never waits for the device.
  * They are kept until kiln_profile_reset() or kiln_runtime_destroy(), so a
  * long run grows by a few hundred bytes per call. With profiling off a
- * call costs a test of one flag (at its entry, exit and each command). */
+ * call costs a test of one flag (at its entry, exit and each command).
+ *
+ * Work a call does that is not the call itself is recorded apart, and is
+ * left out of the call's host and device times: building or loading a
+ * program (kiln's own cl/ files, the caller's kiln_program_create*(),
+ * kiln_elementwise_create()), planning an FFT (VkFFT and clFFT compile
+ * their kernels then), and benchmark mode's timing of the candidates. The
+ * device time left out is the idle gap the work left between the call's
+ * commands, at most the work's host time. Two compiles stay in the call's
+ * times, as kiln cannot see them apart: CLBlast's, inside its first call
+ * of a routine, and a driver's that finishes a kernel at its first launch
+ * (PoCL, for each work-group size, on the device's time). */
+
+/*! kiln_profile_kind :
+ * What a row counts (kiln_profile_row.kind). */
+typedef enum kiln_profile_kind {
+  KILN_PROFILE_CALL = 0,     /* calls: operations, transfers, kernel launches */
+  KILN_PROFILE_BUILD = 1,    /* programs compiled from source ("build cl/gemm.cl",
+                                "build program saxpy") and FFT plans made
+                                ("fft plan 1024 c2c float32") */
+  KILN_PROFILE_LOAD = 2,     /* programs loaded from kiln's binary cache
+                                ("load cl/gemm.cl") */
+  KILN_PROFILE_BENCHMARK = 3 /* benchmark mode's timing ("benchmark gemm") */
+} kiln_profile_kind;
 
 /*! kiln_profile_row :
- * The recorded calls of one operation on one backend, summed. Times are in
- * nanoseconds. */
+ * The recorded calls of one operation on one backend, summed; or the
+ * builds, loads or plans of one program or FFT shape, or benchmark mode's
+ * timing of one operation (see kind). Times are in nanoseconds. */
 typedef struct kiln_profile_row {
   /* Set by kiln_profile_row_init(): see "A header that can grow". */
   size_t struct_size;
   char op[64];      /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
                          "write", "read", "copy", "fill", or a launched
-                         kernel's name (cut to 63 bytes) */
+                         kernel's name (cut to 63 bytes); for the other
+                         kinds, what was done: "build cl/fft.cl",
+                         "load cl/fft.cl", "fft plan 1024 c2c float32",
+                         "benchmark gemm" */
   char backend[16]; /* kiln_backend_name() of the backend that ran it;
-                         "opencl" for transfers, copies and fills, "user"
-                         for kiln_kernel_launch() */
+                         "opencl" for transfers, copies, fills and the
+                         programs built or loaded, "user" for
+                         kiln_kernel_launch(), "all" for benchmark mode */
   uint64_t calls;
-  uint64_t total_ns;       /* device time, summed over the calls */
+  uint64_t total_ns;       /* device time, summed over the calls; for a build
+                         or load, its host time (the compiler runs on the
+                         host) */
   uint64_t min_ns, max_ns; /* the shortest and longest call */
   uint64_t host_ns;        /* time spent inside the calls on the host (checking,
-                         choosing, building plans, enqueueing) */
+                         choosing, enqueueing; not the builds, plans and
+                         benchmarks inside, which are rows of their own) */
   uint64_t flops;          /* floating-point operations, summed: 2mnk for a
                          GEMM, 5 n log2 n per complex FFT; 0 where none */
   uint64_t bytes;          /* the least the calls must read and write, summed */
   double gflops;           /* flops / total_ns: GFLOP/s over the device time */
   double gbps;             /* bytes / total_ns: GB/s */
-  double percent;          /* total_ns as a share of every row's, 0 to 100 */
+  double percent;          /* total_ns as a share of the device time of every
+                         call and benchmark row, 0 to 100; 0 for builds
+                         and loads */
+  kiln_profile_kind kind;  /* KILN_PROFILE_CALL (0), or what else the row
+                         counts; a program built against an older kiln.h
+                         tells the others by their op names */
 } kiln_profile_row;
 
 /*! kiln_profile_row_init() :
@@ -1600,9 +1636,10 @@ static inline void kiln_profile_row_init(kiln_profile_row *row)
 KILN_API int kiln_profile_enabled(const kiln_runtime *rt);
 
 /*! kiln_profile_rows() :
- * The rows of the calls recorded and finished so far, sorted by total
- * device time, longest first (calls still running on the device are left
- * out: call kiln_finish() first).
+ * The rows of the calls recorded and finished so far: the calls' and
+ * benchmark mode's rows sorted by total device time, longest first, then
+ * the builds' and loads' by total time (calls still running on the device
+ * are left out: call kiln_finish() first).
  * @rows     : receives the first min(capacity, *count) rows; may be NULL
  *             when capacity is 0, to ask how many there are. Set up
  *             rows[0] with kiln_profile_row_init(): its struct_size is
@@ -1619,8 +1656,10 @@ KILN_API kiln_status kiln_profile_rows(kiln_runtime *rt, kiln_profile_row *rows,
  * Prints the rows as a table into f, like torch.profiler's
  * key_averages().table(): one line per operation and backend with its
  * calls, total, mean, min and max device time, host time, GFLOP/s, GB/s
- * and share of the total, sorted by total device time, then a total line
- * and notes on calls left out (still running, failed). With profiling off,
+ * and share of the total, sorted by total device time, then a total line;
+ * then, when there were any, the builds, loads and FFT plans in a section
+ * of their own (count, total, mean, min and max host time); then notes on
+ * calls left out (still running, failed). With profiling off,
  * one line says how to turn it on. kiln prints nothing anywhere else.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_IO when
  *           writing to f fails; KILN_ERR_OUT_OF_HOST_MEMORY. */
@@ -1639,7 +1678,10 @@ KILN_API kiln_status kiln_profile_reset(kiln_runtime *rt);
  * device's operations, one of the commands each enqueued (kernels by
  * name), and one of the transfers the _host operations run beside their
  * compute on a second queue ("device: copy queue"), on one clock, with each call's backend, shape, bytes and flops in
- * its args. KILN_TRACE writes the same file at kiln_runtime_destroy().
+ * its args. Builds, loads and FFT plans are spans of category "build" on
+ * the host thread's track, inside the span of the call that needed them;
+ * the call's device span is cut where the device waited for them.
+ * KILN_TRACE writes the same file at kiln_runtime_destroy().
  * With profiling off the file has no events.
  * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL); KILN_ERR_IO when the
  *           file cannot be created or written (the message gives the path

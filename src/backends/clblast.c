@@ -17,6 +17,13 @@
  * and precision on a context compiles its kernels (seconds on a CPU device);
  * it allocates padded temporaries outside kiln's memory accounting; and on an
  * OpenCL error it prints a line to stderr itself.
+ *
+ * So the profiler cannot set CLBlast's compile apart from the call, as it
+ * does kiln's own builds and FFT plans (profile.h): the compile happens
+ * inside the routine, after kiln__profile_mark()'s marker and before its
+ * first kernel, and CLBlast's C API has no call that builds one routine's
+ * kernels alone (CLBlastFillCache() builds every routine's) nor says
+ * whether a call compiled. A first call's host and device times hold it.
  */
 #include <limits.h>
 #include <math.h>
