@@ -437,7 +437,9 @@ KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *n
   pthread_mutex_unlock(&rt->build_lock);
   if (st != KILN_OK)
     return st;
-  char *log = strdup("");
+  /* the runtime's build, whose messages the program object still holds
+   * (none when its binary came from the cache) */
+  char *log = build_log(p, kiln__runtime_device(rt)->id);
   if (!log) {
     clReleaseProgram(p);
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
