@@ -53,6 +53,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # the host code that launches them runs under ASan on PoCL in every other
 # device test. The help suite (cli-help: ~1,400 command lines through the
 # parser, 22 s plain) took 139 s here, mostly process start-up; the parser
-# runs under ASan in every other test of the kiln command.
+# runs under ASan in every other test of the kiln command. The gpu suite
+# (gpu-sh: ci/gpu.sh against PoCL) is a shell script's test; the kiln
+# commands it runs are each under ASan in other tests.
 meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite install \
-  --no-suite oclgrind --no-suite help --timeout-multiplier 4
+  --no-suite oclgrind --no-suite help --no-suite gpu --timeout-multiplier 4
