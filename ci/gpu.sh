@@ -510,14 +510,17 @@ need_tools() {
     die 1 "${missing[*]} not found: install them, or use --debs (ci/gpu.sh --help)"
 }
 
+# Both kinds of library, as ci/build.sh builds them (the install test checks
+# both); optimised, for the benchmark, with asserts on.
 build_kiln() {
   [ "$build" -eq 1 ] || return 0
   say "building kiln in $builddir (log: $work/build.txt)"
+  local options=(-Dbuildtype=debugoptimized -Ddefault_library=both)
   {
     if [ -f "$builddir/build.ninja" ]; then
-      meson setup --reconfigure "$builddir" "$src" -Dbuildtype=debugoptimized
+      meson setup --reconfigure "$builddir" "$src" "${options[@]}"
     else
-      meson setup "$builddir" "$src" -Dbuildtype=debugoptimized
+      meson setup "$builddir" "$src" "${options[@]}"
     fi && meson compile -C "$builddir"
   } >"$work/build.txt" 2>&1
   step_rc[build]=$?
