@@ -194,9 +194,21 @@ fetch_debs() {
     $sudo apt-get update -qq ||
       say "could not update the package lists (not root, no sudo?): using them as they are"
   fi
-  # The files apt would fetch: quoted URI, file name, size, checksum.
+  # The packages this release has (an older Ubuntu lacks libvkfft-dev: an
+  # optional part of kiln), then the files apt would fetch for them:
+  # quoted URI, file name, size, checksum.
+  local p wanted=() left_out=() have
+  have=" $(kiln_available_packages "${kiln_packages[@]}" | tr '\n' ' ') "
+  for p in "${kiln_packages[@]}"; do
+    if [[ $have == *" $p "* ]]; then
+      wanted+=("$p")
+    else
+      left_out+=("$p")
+      say "$p is not in this release's packages: left out"
+    fi
+  done
   "${apt[@]}" -o "Dir::Cache::archives=$state/archives" install -qq -y --print-uris \
-    "${kiln_packages[@]}" >"$state/uris" ||
+    "${wanted[@]}" >"$state/uris" ||
     die 1 "apt cannot resolve kiln's packages here (is it Debian or Ubuntu, with its package lists? run apt-get update)"
   local count bytes
   count=$(wc -l <"$state/uris")
@@ -209,7 +221,7 @@ fetch_debs() {
   say "downloading $count files, $((bytes / 1048576)) MiB, into $dir"
   mkdir -p "$dir/partial"
   "${apt[@]}" -o "Dir::Cache::archives=$dir" install -q -y --download-only \
-    "${kiln_packages[@]}" || die 1 "apt could not download every package"
+    "${wanted[@]}" || die 1 "apt could not download every package"
   rm -rf "$dir/partial" "$dir/lock"
   # Only this fetch's files: an earlier fetch's older versions would be
   # unpacked over them.
@@ -230,7 +242,8 @@ fetch_debs() {
     echo "system: $(os_name)"
     echo "architecture: $(deb_arch)"
     echo "kiln: $(kiln_commit)"
-    echo "packages: ${kiln_packages[*]}"
+    echo "packages: ${wanted[*]}"
+    echo "left out: ${left_out[*]:-none} (not in this release)"
     echo "files: $count, $bytes bytes (SHA256SUMS checks them)"
   } >"$dir/MANIFEST"
   say "done: carry $dir to the GPU machine, with this checkout, and run"
@@ -490,7 +503,7 @@ install_packages() {
     return 0
   fi
   if command -v apt-get >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then
-    kiln_install_missing gpu.sh "${kiln_packages[@]}" ||
+    kiln_install_missing --available gpu.sh "${kiln_packages[@]}" ||
       die 1 "could not install kiln's packages; without a package registry, use --debs (ci/gpu.sh --help)"
     packages_from="Debian's, installed where missing (ci/packages.sh)"
   else
@@ -501,13 +514,18 @@ install_packages() {
 }
 
 need_tools() {
-  local t missing=()
+  local t missing=() version
   for t in meson ninja python3; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   command -v "${CC:-cc}" >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || missing+=(a C compiler)
   [ ${#missing[@]} -eq 0 ] ||
     die 1 "${missing[*]} not found: install them, or use --debs (ci/gpu.sh --help)"
+  # kiln's meson.build asks for meson 1.0 (Ubuntu 22.04 has 0.61).
+  [ "$build" -eq 1 ] || return 0
+  version=$(meson --version 2>/dev/null)
+  [ "${version%%.*}" -ge 1 ] 2>/dev/null ||
+    die 1 "meson ${version:-?} is older than kiln needs (1.0): pip install --user meson, or use --debs with a folder fetched on Debian 12 (ci/gpu.sh --help)"
 }
 
 # Both kinds of library, as ci/build.sh builds them (the install test checks

@@ -40,10 +40,17 @@ kiln_dev_packages=(
   gnuplot-nox
 )
 
-# kiln_install_missing LABEL PACKAGE...: installs the packages that are not
-# installed, through sudo when not root. A machine that has them all makes
-# no apt call at all.
+# kiln_install_missing [--available] LABEL PACKAGE...: installs the packages
+# that are not installed, through sudo when not root. A machine that has
+# them all makes no apt call at all. --available leaves out, naming them,
+# those this release does not have (an older Ubuntu lacks libvkfft-dev):
+# each is an optional part of kiln, which builds without it.
 kiln_install_missing() {
+  local available=0
+  if [ "$1" = --available ]; then
+    available=1
+    shift
+  fi
   local label=$1 p status sudo=""
   shift
   local missing=()
@@ -56,8 +63,30 @@ kiln_install_missing() {
     return 0
   fi
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+  if [ "$available" -eq 1 ]; then
+    local have
+    have=" $(kiln_available_packages "${missing[@]}" | tr '\n' ' ') "
+    local keep=()
+    for p in "${missing[@]}"; do
+      if [[ $have == *" $p "* ]]; then
+        keep+=("$p")
+      else
+        echo "$label: $p is not in this release's packages: left out"
+      fi
+    done
+    missing=("${keep[@]}")
+    [ ${#missing[@]} -gt 0 ] || return 0
+  fi
   echo "$label: installing ${missing[*]}"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    $sudo env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# kiln_available_packages PACKAGE...: those of the packages apt has a
+# version of, one a line.
+kiln_available_packages() {
+  apt-cache policy "$@" 2>/dev/null |
+    awk '/^[^ ]/ { p = $1; sub(/:$/, "", p) }
+         /^  Candidate:/ && $2 != "(none)" { print p }'
 }
