@@ -525,7 +525,7 @@ need_tools() {
   [ "$build" -eq 1 ] || return 0
   version=$(meson --version 2>/dev/null)
   [ "${version%%.*}" -ge 1 ] 2>/dev/null ||
-    die 1 "meson ${version:-?} is older than kiln needs (1.0): pip install --user meson, or use --debs with a folder fetched on Debian 12 (ci/gpu.sh --help)"
+    die 1 "meson ${version:-?} is older than kiln needs (1.0): python3 -m pip install --user meson, then run this again"
 }
 
 # Both kinds of library, as ci/build.sh builds them (the install test checks
