@@ -60,6 +60,9 @@ export OCL_ICD_VENDORS="$(realpath "$builddir")/tests/icd/pocl"
 # runs under ASan in every other test of the kiln command. The compilers
 # suite (warnings, rusticl-check: kiln's kernels through PoCL's, Oclgrind's
 # and Mesa's compilers from source, two minutes) checks the compilers' output,
-# not host code, which the device tests run under ASan.
+# not host code, which the device tests run under ASan. The gpu suite
+# (gpu-sh: ci/gpu.sh against PoCL) is a shell script's test; the kiln
+# commands it runs are each under ASan in other tests.
 meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite install \
-  --no-suite oclgrind --no-suite help --no-suite compilers --timeout-multiplier 4
+  --no-suite oclgrind --no-suite help --no-suite compilers --no-suite gpu \
+  --timeout-multiplier 4
