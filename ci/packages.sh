@@ -9,7 +9,7 @@
 kiln_packages=(
   # toolchain
   gcc pkgconf meson ninja-build
-  # OpenCL: the ICD loader, headers, and the two real platforms of CPU-only machines
+  # OpenCL: the ICD loader, headers, and the real platforms of CPU-only machines
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd oclgrind clinfo
   # optional backends and the benchmark's CPU peer (meson features, auto)
   libclblast-dev libclfft-dev libvkfft-dev libopenblas-dev libfftw3-dev
