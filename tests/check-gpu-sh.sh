@@ -27,23 +27,8 @@ run() { # run <args...>: the script's output and exit status into $out and $rc
   out=$(bash "$gpu_sh" "$@" 2>&1)
   rc=$?
 }
-expect() { # expect <description> <exit> <pattern in $out>...
-  local what=$1 want=$2
-  shift 2
-  local ok=1 pattern
-  [ "$rc" -eq "$want" ] || ok=0
-  for pattern in "$@"; do
-    grep -qE -- "$pattern" <<<"$out" || ok=0
-  done
-  if [ "$ok" -eq 0 ]; then
-    echo "FAIL: $what: exit $rc (expected $want), output:"
-    # shellcheck disable=SC2001 # a prefix on each line
-    sed 's/^/    /' <<<"$out"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what"
-  fi
-}
+# shellcheck source=tests/expect.sh
+. "$(dirname "$0")/expect.sh"
 check() { # check <description> <command...>: passes when the command does
   local what=$1
   shift

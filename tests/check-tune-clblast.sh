@@ -16,22 +16,8 @@ run() { # run <args...>: kiln's output and exit status into $out and $rc
   out=$("$kiln" "$@" 2>&1)
   rc=$?
 }
-expect() { # expect <description> <exit> <pattern in $out>...
-  local what=$1 want=$2
-  shift 2
-  local ok=1 pattern
-  [ "$rc" -eq "$want" ] || ok=0
-  for pattern in "$@"; do
-    grep -qE -- "$pattern" <<<"$out" || ok=0
-  done
-  if [ "$ok" -eq 0 ]; then
-    echo "FAIL: $what: exit $rc (expected $want), output:"
-    sed 's/^/    /' <<<"$out"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what"
-  fi
-}
+# shellcheck source=tests/expect.sh
+. "$(dirname "$0")/expect.sh"
 refuse() { # refuse <description> <pattern not in $out>
   if grep -qE -- "$2" <<<"$out"; then
     echo "FAIL: $1"
