@@ -223,6 +223,21 @@ static void test_profile_reset(void **state)
 
 /* The table: a title, the header, one line per row in the getter's order,
  * and the total line. */
+
+/* Every line of a table in text, from its header line at head (which
+ * starts with the newline before it) down to its Total line, is as wide as
+ * the header: the columns are aligned. */
+static void assert_aligned(const char *head, const char *text)
+{
+  size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
+  for (const char *line = head + 1; *line && strncmp(line, "Total", 5);) {
+    const char *end = strchr(line, '\n');
+    if ((size_t)(end - line) != width)
+      fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - line),
+               width, text);
+    line = end + 1;
+  }
+}
 static void test_profile_report_text(void **state)
 {
   (void)state;
@@ -257,15 +272,7 @@ static void test_profile_report_text(void **state)
   }
   assert_non_null(strstr(at, "\nTotal "));
   assert_non_null(strstr(at, "100.0%"));
-  /* every line of the table is as wide as the header's: aligned columns */
-  size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
-  for (const char *line = head + 1; *line && strncmp(line, "Total", 5);) {
-    const char *end = strchr(line, '\n');
-    if ((size_t)(end - line) != width)
-      fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - line),
-               width, text);
-    line = end + 1;
-  }
+  assert_aligned(head, text); /* aligned columns */
   free(text);
   free(rows);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
@@ -974,15 +981,7 @@ static void test_profile_report_builds(void **state)
   if (!row)
     fail_msg("no line for %s in the builds' section:\n%s", built->op, text);
   assert_non_null(strstr(row, "\nTotal "));
-  /* the section's lines are as wide as its header, down to its total */
-  size_t width = (size_t)(strchr(head + 1, '\n') - (head + 1));
-  for (const char *at = head + 1; *at && strncmp(at, "Total", 5);) {
-    const char *end = strchr(at, '\n');
-    if ((size_t)(end - at) != width)
-      fail_msg("a line of %zu characters, the header's %zu:\n%s", (size_t)(end - at),
-               width, text);
-    at = end + 1;
-  }
+  assert_aligned(head, text);
   free(text);
   free(rows);
   kiln_program_destroy(p);
