@@ -56,7 +56,7 @@ inline ksum kadd(ksum a, ACC v)
   a.s += v;
 #else
   ACC y = v - a.c, t = a.s + y;
-  a.c = (t - a.s) - y;
+  a.c = isfinite(t) ? (t - a.s) - y : 0; /* inf - inf would poison the sum */
   a.s = t;
 #endif
   return a;
@@ -160,7 +160,7 @@ kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
       s += v;
 #else
       ACC16 y_ = v - c, t_ = s + y_;
-      c = (t_ - s) - y_;
+      c = select((ACC16)0, (t_ - s) - y_, isfinite(t_));
       s = t_;
 #endif
     }
@@ -350,18 +350,26 @@ kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
   partial[g] = NAME(ext_scan)(x + off, 1, s.lo, s.step, s.hi, want_max);
 }
 
+/* Stage 2 of min, max, argmin and argmax: the partials of the chunks that had
+ * any elements, in order, in one loop. (Mesa 22's rusticl miscompiled the
+ * obvious form, a while loop to the first such chunk and a for loop on from
+ * there: it dropped later chunks.) The loop keeps both extremes and
+ * want_max picks one after it: Mesa warns when a kernel argument is read
+ * under a condition that depends on data. */
 kernel void NAME(kiln_reduce_ext_final)(global const VT *partial, global const int *some,
                                         ulong np, int want_max, global ST *out,
                                         ulong out_off)
 {
-  ulong i = 0;
-  while (!some[i])
-    i++;
-  VT e = partial[i];
-  for (i++; i < np; i++)
-    if (some[i])
-      e = PICK(e, partial[i], want_max);
-  STORE(V, e, out, out_off);
+  VT lo = 0, hi = 0;
+  int have = 0;
+  for (ulong i = 0; i < np; i++)
+    if (some[i]) {
+      VT v = partial[i];
+      lo = have ? PICK(lo, v, 0) : v;
+      hi = have ? PICK(hi, v, 1) : v;
+      have = 1;
+    }
+  STORE(V, want_max ? hi : lo, out, out_off);
 }
 
 kernel void NAME(kiln_reduce_ext_axis)(global const ST *x, ulong off, ulong len,
@@ -397,17 +405,23 @@ kernel void NAME(kiln_reduce_arg_final)(global const VT *pv, global const long *
                                         ulong np, int want_max, global long *out,
                                         ulong out_off)
 {
-  ulong i = 0;
-  while (pi[i] < 0)
-    i++;
-  VT e = pv[i];
-  long b = pi[i];
-  for (i++; i < np; i++)
-    if (pi[i] >= 0 && BEATS(pv[i], pi[i], e, b, want_max)) {
-      e = pv[i];
-      b = pi[i];
+  VT elo = 0, ehi = 0;
+  long blo = -1, bhi = -1;
+  for (ulong i = 0; i < np; i++) {
+    long j = pi[i];
+    if (j < 0)
+      continue;
+    VT v = pv[i];
+    if (blo < 0 || BEATS(v, j, elo, blo, 0)) {
+      elo = v;
+      blo = j;
     }
-  out[out_off] = b;
+    if (bhi < 0 || BEATS(v, j, ehi, bhi, 1)) {
+      ehi = v;
+      bhi = j;
+    }
+  }
+  out[out_off] = want_max ? bhi : blo;
 }
 
 kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,

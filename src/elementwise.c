@@ -215,6 +215,9 @@ KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
   ew->rt = rt;
   kiln_status st = parse_args(rt, args, ew);
+  for (unsigned j = 0; st == KILN_OK && j < ew->nargs; j++)
+    if (!kiln_runtime_device(rt)->has_fp64 && !strncmp(ew->args[j].type, "double", 6))
+      st = kiln__no_fp64(rt, "kiln_elementwise_create", "an argument of type double");
   kiln__str src = {0};
   if (st == KILN_OK) {
     generate(ew, expr, &src);

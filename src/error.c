@@ -147,3 +147,24 @@ KILN_API const char *kiln_last_error(const kiln_runtime *rt)
   t->copy = copy;
   return copy ? copy : "";
 }
+
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what)
+{
+  const kiln_device_info *here = kiln_runtime_device(rt), *best = NULL;
+  for (size_t i = 0; i < rt->devices.count; i++) {
+    const kiln_device_info *d = &rt->devices.items[i].info;
+    if (d != here && d->has_fp64 && d->available && d->compiler_available &&
+        (!best || kiln_device_compare(d, best) < 0))
+      best = d;
+  }
+  if (!best)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not, nor has any "
+                      "other device here; use float32",
+                      func, what, here->name);
+  return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                    "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not; '%s' (%u:%u) "
+                    "has it: KILN_DEVICE=%u:%u picks it. Or use float32",
+                    func, what, here->name, best->name, best->platform_index,
+                    best->device_index, best->platform_index, best->device_index);
+}

@@ -84,6 +84,12 @@ kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ..
 kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call, const char *fmt,
                           ...) KILN__PRINTF(4, 5);
 
+/* KILN_ERR_UNSUPPORTED: `what` (e.g. "float64", "mean of int32, whose result
+ * is float64,") needs fp64, which rt's device has not. The message names
+ * the best device of the machine that has it and the KILN_DEVICE that picks
+ * it, or says that none has. */
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what);
+
 /* The kiln_status an OpenCL error maps to (status.c). */
 kiln_status kiln__status_from_cl(cl_int err);
 
@@ -212,6 +218,13 @@ void kiln__device_free(kiln__device *dev); /* what one record owns */
  * is_simulator, opencl_version, peak_gflops) from the fields the driver
  * reported. Pure: tests call it on records of devices we do not have. */
 void kiln__device_derive(kiln_device_info *info);
+
+/* How many iterations of its main loop one work-item may run, on a driver
+ * that silently ends a work-item's loops after a fixed count in all; 0 where
+ * there is no such limit. Mesa's llvmpipe (rusticl's CPU device) stops at
+ * 65535; this is half that, leaving room for the loops kiln does not count.
+ * kiln's operations keep within it, or refuse the problem, saying why. */
+size_t kiln__loop_limit(const kiln_device_info *info);
 
 /* ---- selection (select.c) ------------------------------------------------ */
 

@@ -51,6 +51,22 @@ static char *build_log(cl_program p, cl_device_id dev)
   return strdup("");
 }
 
+/* Whether a driver that aborts on a binary it cannot read would read this
+ * one. Mesa's rusticl panics (the process ends) on any other than its own
+ * format, which begins with a format version (1, little-endian), the SPIR-V
+ * module's length and a 4-byte field, then the module with its magic number
+ * 0x07230203. An entry of the cache passed its checksum and its key (the
+ * driver's version among them), so a refusal here means a driver that could
+ * not read what it wrote; the entry is then refused as a driver refuses
+ * one. Other drivers say what they refuse with a status. */
+static int binary_readable(const kiln__device *dev, const unsigned char *bin, size_t size)
+{
+  static const unsigned char spirv[4] = {0x03, 0x02, 0x23, 0x07}, v1[4] = {1, 0, 0, 0};
+  if (!strstr(dev->info.platform_name, "rusticl"))
+    return 1;
+  return size >= 16 && memcmp(bin, v1, 4) == 0 && memcmp(bin + 12, spirv, 4) == 0;
+}
+
 /* Tries the cache; on a hit that the driver builds, *out is the program. */
 static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
                              const char *options, cl_program *out)
@@ -66,7 +82,9 @@ static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
   cl_int err, status;
   const unsigned char *bins[1] = {bin};
   cl_program p =
-    clCreateProgramWithBinary(rt->context, 1, &dev->id, &size, bins, &status, &err);
+    binary_readable(dev, bin, size)
+      ? clCreateProgramWithBinary(rt->context, 1, &dev->id, &size, bins, &status, &err)
+      : NULL;
   free(bin);
   if (p && clBuildProgram(p, 1, &dev->id, options, NULL, NULL) == CL_SUCCESS) {
     *out = p;

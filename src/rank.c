@@ -153,6 +153,16 @@ void kiln__device_derive(kiln_device_info *d)
   d->peak_gflops = peak_gflops(d);
 }
 
+size_t kiln__loop_limit(const kiln_device_info *d)
+{
+  /* Measured on Debian 12's Mesa 22.3 (tests/test-reduce.c on rusticl): a
+   * chunk of 156256 floats, or two loops of 46880 each, read its first 65536
+   * elements only. Keep to half the limit. */
+  return d->vendor_family == KILN_VENDOR_MESA && strncmp(d->name, "llvmpipe", 8) == 0
+           ? 65535 / 2
+           : 0;
+}
+
 /* The kinds of device, best first. */
 enum device_class {
   CLASS_DISCRETE_GPU = 4,

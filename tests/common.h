@@ -163,6 +163,23 @@ static inline size_t kiln_test_devices(void)
   return 2 + (size_t)kiln_test_has_oclgrind() + (size_t)kiln_test_has_rusticl();
 }
 
+/* Where rt's device has no fp64 (rusticl's llvmpipe), a float64 operation
+ * must fail with KILN_ERR_UNSUPPORTED, st, saying that it needs fp64 and,
+ * where the tests' platforms include PoCL's device (which has fp64), how to
+ * pick that one. `what` names the call in the failure. */
+static inline void kiln_test_refuses_fp64(kiln_runtime *rt, kiln_status st,
+                                          const char *what)
+{
+  const char *m = kiln_last_error(rt);
+  if (st != KILN_ERR_UNSUPPORTED)
+    fail_msg("%s on a device without fp64 returned %s, expected ERR_UNSUPPORTED: %s",
+             what, kiln_status_name(st), m);
+  if (!strstr(m, "needs fp64") || !strstr(m, kiln_runtime_device(rt)->name))
+    fail_msg("%s: the refusal does not say that it needs fp64, and where: '%s'", what, m);
+  if (kiln_test_has_rusticl() && !strstr(m, "KILN_DEVICE="))
+    fail_msg("%s: the refusal does not name a device that has fp64: '%s'", what, m);
+}
+
 /* A runtime on Oclgrind, for a test that runs only there: skips the test
  * where Oclgrind is not registered. */
 static inline kiln_runtime *kiln_test_oclgrind_runtime(void)

@@ -359,6 +359,8 @@ static void test_kernels_cl_dir_joins_as_embedded(void **state)
 static void test_kernels_cache_entry_refused_by_driver(void **state)
 {
   (void)state;
+  /* (rusticl would abort on this binary, a Rust panic: kiln refuses it
+   * before the driver sees it, src/program.c's binary_readable().) */
   kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
   kiln__config cfg = {.cache_dir = cache_dir};
   kiln__cache plant;

@@ -333,7 +333,16 @@ static void run(kiln_runtime *rt, const problem *p, kiln_backend be, int api,
     char what[200];
     describe(what, sizeof what, p, (kiln_reduce_op)op, be, api);
     int refusable = op >= KILN_REDUCE_MIN && op <= KILN_REDUCE_ARGMAX;
-    if (be == KILN_BACKEND_CLBLAST && s == KILN_ERR_UNSUPPORTED) {
+    if (!kiln_runtime_device(rt)->has_fp64 && (p->t == KILN_F64 || ot == KILN_F64)) {
+      kiln_test_refuses_fp64(rt, s, what);
+    } else if (be == KILN_BACKEND_KILN && s == KILN_ERR_UNSUPPORTED && len > 32767 &&
+               (inner != 1 || outer > 16) &&
+               strncmp(kiln_runtime_device(rt)->name, "llvmpipe", 8) == 0) {
+      /* llvmpipe ends a work-item's loops after 65535 iterations: an axis
+       * walked by one work-item per result must be refused, saying so. */
+      if (!strstr(kiln_last_error(rt), "65535"))
+        fail_msg("%s: refused without saying why: '%s'", what, kiln_last_error(rt));
+    } else if (be == KILN_BACKEND_CLBLAST && s == KILN_ERR_UNSUPPORTED) {
       const char *m = kiln_last_error(rt);
       if (!strstr(m, "CLBlast") || strlen(m) < 40)
         fail_msg("%s: refused without saying why: '%s'", what, m);
@@ -514,7 +523,7 @@ static void test_reduce_errors(void **state)
     kiln_buffer *f64 = NULL;
     assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F64, 148, 0, &f64));
     kiln_reduce_desc_init(&d, KILN_REDUCE_SUM, KILN_F64, 148);
-    assert_kiln_fails(rt, KILN_ERR_UNSUPPORTED, "fp64", kiln_reduce(rt, &d, f64, f64));
+    kiln_test_refuses_fp64(rt, kiln_reduce(rt, &d, f64, f64), "kiln_reduce of float64");
     kiln_buffer_destroy(f64);
   }
   kiln_buffer *bufs[] = {f, o, o36, i32, i64};
@@ -536,9 +545,7 @@ static void test_reduce_whole_every_length(void **state)
     lengths[nl++] = n;
   for (size_t k = 0; k < sizeof big / sizeof big[0]; k++)
     lengths[nl++] = big[k];
-  for (size_t t = 0; t < NTYPES; t++) {
-    if (!has_type(rt, in_types[t]))
-      continue;
+  for (size_t t = 0; t < NTYPES; t++) { /* float64 too: refused without fp64 */
     for (size_t k = 0; k < nl; k++) {
       problem p = make_1d(in_types[t], lengths[k], NULL, 1000 * t + k);
       run_all(rt, &p, ALL_OPS);
@@ -548,7 +555,7 @@ static void test_reduce_whole_every_length(void **state)
   /* Offsets that misalign vector loads; sentinels lie before the view. */
   static const size_t ol[] = {1, 7, 33, 1009, 65537};
   for (size_t t = 0; t < NTYPES; t++)
-    for (size_t k = 0; k < 5 && has_type(rt, in_types[t]); k++) {
+    for (size_t k = 0; k < 5; k++) {
       problem p = make(in_types[t], 1, &ol[k], KILN_AXIS_ALL, 1 + 2 * k, NULL, k);
       run_all(rt, &p, ALL_OPS);
       unmake(&p);
@@ -576,8 +583,6 @@ static void test_reduce_every_axis(void **state)
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (size_t t = 0; t < NTYPES; t++) {
-      if (!has_type(rt, in_types[t]))
-        continue;
       int nd = (int)shapes[s].ndim;
       for (int a = -nd; a <= nd; a++) {
         int32_t axis = a == nd ? KILN_AXIS_ALL : a;

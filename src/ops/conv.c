@@ -122,9 +122,7 @@ kiln_status kiln__conv_plan(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                       "kiln_conv2d: dtype %s; expected float16, float32 or float64",
                       kiln_dtype_name(d.dtype));
   if (d.dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "kiln_conv2d: float64 on '%s', which has no fp64",
-                      kiln_runtime_device(rt)->name);
+    return kiln__no_fp64(rt, "kiln_conv2d", "float64");
   if ((unsigned)d.layout > KILN_NHWC)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_conv2d: layout %d; expected KILN_NCHW or KILN_NHWC",
@@ -222,6 +220,11 @@ kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
     conv_key(cv, key, sizeof key);
     const kiln__conv_backend *chosen = backend_table(kiln__choice_find(rt, key));
     id = chosen && !chosen->cannot(rt, cv) ? chosen->id : auto_choice(cv);
+    /* The rules' pick may be one this device cannot run; the other may. */
+    kiln_backend other =
+      id == KILN_BACKEND_DIRECT ? KILN_BACKEND_IM2COL : KILN_BACKEND_DIRECT;
+    if (backend_table(id)->cannot(rt, cv) && !backend_table(other)->cannot(rt, cv))
+      id = other;
   }
   *out = backend_table(id);
   if (!*out)

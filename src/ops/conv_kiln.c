@@ -17,10 +17,26 @@ static const char *tag(kiln_dtype t)
   return t == KILN_F16 ? "f16" : t == KILN_F64 ? "f64" : "f32";
 }
 
-static const char *can_always(kiln_runtime *rt, const kiln__conv *c)
+/* Every layout, stride, padding, dilation and group count, except where
+ * the driver ends a work-item's loops early (kiln__loop_limit()): a direct
+ * output loops over its c/groups x r x s inputs, and the GEMM of im2col
+ * over as deep a k (kiln's tile counts about ten iterations a k; its steps
+ * keep im2col's loop over rows within the limit, first_step()). */
+static const char *can_direct(kiln_runtime *rt, const kiln__conv *c)
 {
-  (void)rt;
-  (void)c; /* every layout, stride, padding, dilation and group count */
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  if (limit && c->d.c / c->d.groups * c->d.r * c->d.s > limit)
+    return "this device's driver (Mesa's llvmpipe) ends a work-item's loops after 65535 "
+           "iterations, fewer than a direct output's c/groups x r x s inputs";
+  return NULL;
+}
+
+static const char *can_im2col(kiln_runtime *rt, const kiln__conv *c)
+{
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  if (limit && c->d.c / c->d.groups * c->d.r * c->d.s > limit / 16)
+    return "this device's driver (Mesa's llvmpipe) ends a work-item's loops after 65535 "
+           "iterations, fewer than the GEMM over c/groups x r x s (above 2047) needs";
   return NULL;
 }
 
@@ -181,6 +197,13 @@ static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compu
       sp.rows = pq;
     packed_size(rt, cv, &sp, &pk, &rows, &ph);
   }
+  /* im2col's work-items each loop over the step's rows of an image. */
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  if (limit && rows > limit) { /* a chunk of one image */
+    sp.count = 1;
+    sp.rows = limit / ph * ph;
+    packed_size(rt, cv, &sp, &pk, &rows, &ph);
+  }
   *compute = pk.compute;
   *elements = rows * pk.kp * sp.count;
   return sp;
@@ -273,6 +296,6 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
   return st;
 }
 
-const kiln__conv_backend kiln__conv_direct = {KILN_BACKEND_DIRECT, can_always, direct};
-const kiln__conv_backend kiln__conv_im2col = {KILN_BACKEND_IM2COL, can_always,
+const kiln__conv_backend kiln__conv_direct = {KILN_BACKEND_DIRECT, can_direct, direct};
+const kiln__conv_backend kiln__conv_im2col = {KILN_BACKEND_IM2COL, can_im2col,
                                               im2col_gemm};

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "kernel_args.h"
+#include "ops.h"
 
 /* The kernel name's part for each convertible type; NULL for the others. */
 static const char *type_tag(kiln_dtype t)
@@ -42,10 +43,7 @@ static kiln_status check(kiln_buffer *dst, const kiln_buffer *src)
                         "or int64",
                         fn, i ? "dst" : "src", kiln_dtype_name(types[i]));
     if (types[i] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
-      return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                        "%s: %s holds float64, but '%s' has no fp64 "
-                        "(cl_khr_fp64); expected float16, float32, int32 or int64",
-                        fn, i ? "dst" : "src", kiln_runtime_device(rt)->name);
+      return kiln__no_fp64(rt, fn, i ? "a float64 dst" : "a float64 src");
   }
   return KILN_OK;
 }

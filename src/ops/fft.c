@@ -97,10 +97,7 @@ static kiln_status check_desc(kiln_runtime *rt, const kiln_fft_desc *desc,
                       "complex128)",
                       kiln_dtype_name(d->dtype));
   if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "kiln_fft: float64 on '%s', which has "
-                      "no fp64",
-                      kiln_runtime_device(rt)->name);
+    return kiln__no_fp64(rt, "kiln_fft", "float64");
   if (d->ndim < 1 || d->ndim > 3)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_fft: ndim is %u; expected 1 to 3", d->ndim);

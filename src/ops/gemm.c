@@ -113,10 +113,7 @@ static kiln_status check_request(kiln_runtime *rt, const kiln_gemm_desc *d)
                       "kiln_gemm: dtype %s; expected float16, float32 or float64",
                       kiln_dtype_name(d->dtype));
   if (d->dtype == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "kiln_gemm: float64 on '%s', which has no fp64 (cl_khr_fp64); "
-                      "expected float32 or float16",
-                      kiln_runtime_device(rt)->name);
+    return kiln__no_fp64(rt, "kiln_gemm", "float64");
   if (d->m == 0 || d->n == 0 || d->k == 0)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_gemm: m, n, k are %zu, %zu, %zu; expected all above 0", d->m,
@@ -320,12 +317,43 @@ static kiln_status choose(kiln_runtime *rt, kiln_backend asked, const kiln__gemm
   return kiln__backend_refuses(rt, "kiln_gemm", id, "GEMM", (*out)->cannot(rt, g));
 }
 
+/* Enqueues g on be. Where the driver ends a work-item's loops early
+ * (kiln__loop_limit()), in k-slices short enough for every backend's loop
+ * over k (kiln's tile counts about ten iterations a k, CLBlast's one per
+ * 16): C = alpha A1 B1 + beta C, then C += alpha Ai Bi, the epilogue on the
+ * last slice. */
+static kiln_status run_on(kiln_runtime *rt, const kiln__gemm_backend *be,
+                          const kiln__gemm *g)
+{
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt)), kb = limit / 16;
+  if (!limit || g->k <= kb)
+    return be->run(rt, g);
+  kiln_status st = KILN_OK;
+  for (size_t p0 = 0; p0 < g->k && st == KILN_OK; p0 += kb) {
+    kiln__gemm s = *g;
+    s.k = g->k - p0 < kb ? g->k - p0 : kb;
+    /* Row-major op(A) is m x k and op(B) k x n: column p0 of op(A), row p0
+     * of op(B). */
+    s.offset_a += g->trans_a == KILN_NO_TRANS ? p0 : p0 * g->lda;
+    s.offset_b += g->trans_b == KILN_NO_TRANS ? p0 * g->ldb : p0;
+    if (p0)
+      s.beta = 1;
+    if (p0 + s.k < g->k) {
+      s.bias_kind = KILN_BIAS_NONE;
+      s.activation = KILN_ACTIVATION_NONE;
+      s.bias = NULL;
+    }
+    st = be->run(rt, &s);
+  }
+  return st;
+}
+
 static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
                          kiln_buffer *out)
 {
   kiln__gemm g = *(const kiln__gemm *)req;
   g.c = kiln_buffer_cl_mem(out);
-  return backend_table(id)->run(rt, &g);
+  return run_on(rt, backend_table(id), &g);
 }
 
 static int can(kiln_runtime *rt, const void *req, kiln_backend id)
@@ -393,7 +421,7 @@ KILN_API kiln_status kiln_gemm(kiln_runtime *rt, const kiln_gemm_desc *desc,
       kiln_dtype_name(g.dtype), g.batch > 1 ? " batch " : "", g.batch > 1 ? g.batch : 0,
       epi);
     assert(g.batch >= 1 && g.lda >= 1 && g.ldb >= 1 && g.ldc >= 1);
-    st = be->run(rt, &g);
+    st = run_on(rt, be, &g);
   }
   return kiln__profile_end(&ps, st);
 }

@@ -84,11 +84,12 @@ kiln_status kiln__reduce_plan(kiln_runtime *rt, const kiln_reduce_desc *d,
                       "kiln_reduce: %s of %s; expected "
                       "float16, float32, float64 or int32 input",
                       op, kiln_dtype_name(d->dtype));
-  if (!kiln_runtime_device(rt)->has_fp64 && (d->dtype == KILN_F64 || out == KILN_F64))
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "kiln_reduce: %s of %s gives float64, "
-                      "but '%s' has no fp64",
-                      op, kiln_dtype_name(d->dtype), kiln_runtime_device(rt)->name);
+  if (!kiln_runtime_device(rt)->has_fp64 && (d->dtype == KILN_F64 || out == KILN_F64)) {
+    char what[80];
+    snprintf(what, sizeof what, "%s of %s, whose result is %s,", op,
+             kiln_dtype_name(d->dtype), kiln_dtype_name(out));
+    return kiln__no_fp64(rt, "kiln_reduce", what);
+  }
   if (d->ndim < 1 || d->ndim > KILN_ARRAY_MAX_DIMS)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_reduce: ndim is %u; expected 1 to %d", d->ndim,

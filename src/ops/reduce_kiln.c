@@ -39,10 +39,27 @@ static family family_of(kiln_reduce_op op, int *flag)
   }
 }
 
+/* Whether each result gets a work-item that walks its axis (along_axis()),
+ * rather than the two stages. */
+static int walks_axis(const kiln__reduce *r)
+{
+  return r->inner != 1 || r->outer > FEW_ROWS;
+}
+
+/* Every op, type and view (plan() refused what needs fp64), except where the
+ * driver ends loops early (kiln__loop_limit()): stage 2 and an axis walk
+ * each run one loop over their whole length. */
 static const char *cannot(kiln_runtime *rt, const kiln__reduce *r)
 {
-  (void)rt;
-  (void)r; /* every op, type and view; plan() refused what needs fp64 */
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  if (limit && walks_axis(r) && r->len > limit)
+    return "this device's driver (Mesa's llvmpipe) ends a work-item's loops after 65535 "
+           "iterations, and this reduction walks an axis of more than 32767 elements "
+           "with one work-item per result; reduce whole contiguous rows, or use "
+           "another device";
+  if (limit && r->len / limit >= limit)
+    return "this device's driver (Mesa's llvmpipe) ends a work-item's loops after 65535 "
+           "iterations, too few to combine the partials of more than 2^30 elements";
   return NULL;
 }
 
@@ -70,6 +87,14 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
    * sums, exact and rare, contiguous chunks. */
   int sum = fam == SUM, ints = r->in_type == KILN_I32;
   int groups = t.gpu_shape && sum && !ints, stride = t.gpu_shape && !sum;
+  /* Where the driver ends loops early, enough chunks or groups that no
+   * work-item loops more than the limit allows (cannot() bounds len). */
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  size_t per = t.gpu_shape ? (size_t)t.wg * limit : limit;
+  size_t need = limit ? (r->len + per - 1) / per : 0;
+  unsigned *count = t.gpu_shape ? &t.groups : &t.chunks;
+  if (need > *count)
+    *count = (unsigned)need;
   size_t np = t.gpu_shape ? (size_t)t.groups * t.wg : t.chunks;
   size_t global = np, local = t.wg;
   size_t chunk = stride || groups ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
@@ -122,7 +147,7 @@ static kiln_status along_axis(kiln_runtime *rt, const kiln__reduce *r)
 
 static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
 {
-  if (r->inner != 1 || r->outer > FEW_ROWS)
+  if (walks_axis(r))
     return along_axis(rt, r);
   kiln_status st = KILN_OK;
   for (size_t o = 0; o < r->outer && st == KILN_OK; o++)
