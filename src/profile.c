@@ -329,26 +329,41 @@ void kiln__profile_resolve(kiln_runtime *rt, int all)
     p->first_pending++;
 }
 
-/* The offset from the device's clock to the host's: a marker's QUEUED time
- * is taken while clEnqueueMarkerWithWaitList() runs, between t0 and t1. */
-static cl_int align_clocks(kiln_runtime *rt, int64_t *offset)
+/* A marker's QUEUED time on the device's clock, and the host's time
+ * halfway through clEnqueueMarkerWithWaitList(), which takes it. */
+static cl_int marker_time(kiln_runtime *rt, cl_ulong *device, uint64_t *host)
 {
   cl_event ev = NULL;
   uint64_t t0 = kiln__now_ns();
   cl_int err = clEnqueueMarkerWithWaitList(kiln__queue(rt), 0, NULL, &ev);
   uint64_t t1 = kiln__now_ns();
-  cl_ulong queued = 0;
   if (err == CL_SUCCESS) {
     err = clWaitForEvents(1, &ev);
     if (err == CL_SUCCESS)
-      err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof queued,
-                                    &queued, NULL);
+      err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof *device,
+                                    device, NULL);
     clReleaseEvent(ev);
   }
+  *host = t0 / 2 + t1 / 2;
+  return err;
+}
+
+/* The offset from the device's clock to the host's, from one marker; and
+ * whether the device's timestamps are a clock at all: a second marker a
+ * millisecond later must read at least a tenth of that later. */
+static cl_int align_clocks(kiln_runtime *rt, int64_t *offset, int *untimed)
+{
+  cl_ulong d0 = 0, d1 = 0;
+  uint64_t h0 = 0, h1 = 0;
+  cl_int err = marker_time(rt, &d0, &h0);
   if (err != CL_SUCCESS)
     return err;
-  *offset = (int64_t)(t0 / 2 + t1 / 2) - (int64_t)queued;
-  return CL_SUCCESS;
+  *offset = (int64_t)h0 - (int64_t)d0;
+  kiln__sleep_ms(1);
+  err = marker_time(rt, &d1, &h1);
+  if (err == CL_SUCCESS)
+    *untimed = d1 < d0 || (d1 - d0) * 10 < h1 - h0;
+  return err;
 }
 
 /* Checks the trace file can be written by writing an empty trace, which
@@ -384,12 +399,18 @@ kiln_status kiln__profile_init(kiln_runtime *rt, const kiln__config *cfg)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: out of host memory");
   rt->prof->origin = kiln__now_ns();
-  cl_int err = align_clocks(rt, &rt->prof->offset);
+  cl_int err = align_clocks(rt, &rt->prof->offset, &rt->prof->untimed);
   if (err != CL_SUCCESS)
     kiln__str_appendf(&rt->devices.notes,
                       "profiling: the device's clock could not be read (%s); the "
                       "trace's host and device tracks may be offset\n",
                       kiln_cl_error_name(err));
+  if (rt->prof->untimed)
+    kiln__str_appendf(&rt->devices.notes,
+                      "profiling: '%s' gives no device times (its profiling "
+                      "timestamps do not advance with time); the profile has host "
+                      "times only, and the trace no device tracks\n",
+                      kiln_runtime_device(rt)->name);
   return cfg->trace ? open_trace(rt, cfg) : KILN_OK;
 }
 

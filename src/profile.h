@@ -65,6 +65,8 @@ typedef struct kiln__profiler {
   size_t first_pending; /* ops before it are all resolved */
   uint64_t dropped;     /* calls not recorded: no host memory, or the
                            driver refused to retain or enqueue an event */
+  int untimed;          /* the driver's timestamps are no clock (Mesa 22's
+                           rusticl counts 0, 1, 2, 3): no device times */
 } kiln__profiler;
 
 /* A call being recorded, on the caller's stack, from kiln__profile_begin()

@@ -28,7 +28,7 @@ static int on_host(int kind)
 }
 
 /* Adds one finished record to its row, making the row when it is new. */
-static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
+static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op, int untimed)
 {
   size_t i = 0;
   while (i < *n && ((int)rows[i].kind != op->kind || strcmp(rows[i].op, op->name) ||
@@ -36,7 +36,7 @@ static void add(kiln_profile_row *rows, size_t *n, const kiln__prof_op *op)
     i++;
   kiln_profile_row *r = &rows[i];
   uint64_t host = op->host_end - op->host_start - op->aside_ns;
-  uint64_t t = on_host(op->kind) ? host : op->end - op->start - op->cut_ns;
+  uint64_t t = on_host(op->kind) ? host : untimed ? 0 : op->end - op->start - op->cut_ns;
   if (i == *n) {
     kiln_profile_row_init(r);
     memcpy(r->op, op->name, sizeof r->op);
@@ -86,7 +86,7 @@ static kiln_status gather(kiln_runtime *rt, const char *fn, kiln_profile_row **o
   for (size_t i = 0; i < p->nops; i++) {
     const kiln__prof_op *op = &p->ops[i];
     if (op->state == KILN__PROF_DONE)
-      add(rows, n, op);
+      add(rows, n, op, p->untimed);
     lo->pending += op->state == KILN__PROF_PENDING;
     lo->failed += op->state == KILN__PROF_FAILED;
   }
@@ -167,8 +167,19 @@ static void rule(FILE *f, int width)
   fputc('\n', f);
 }
 
-/* The calls' section: device times, rates and shares. */
-static void print_calls(FILE *f, const kiln_profile_row *rows, size_t n, int wop, int wbe)
+/* A device time, or "-" where the driver gives none. */
+static const char *device_time(int untimed, uint64_t ns, char *buf, size_t size)
+{
+  if (!untimed)
+    return format_time(ns, buf, size);
+  snprintf(buf, size, "-");
+  return buf;
+}
+
+/* The calls' section: device times, rates and shares ("-" where the driver
+ * gives no device times). */
+static void print_calls(FILE *f, const kiln_profile_row *rows, size_t n, int wop, int wbe,
+                        int untimed)
 {
   /* the widths below: calls 7, five times 12, host 12, rates 9 and 8, % 7 */
   int width = wop + 2 + wbe + 2 + 7 + 5 * 14 + 2 + 9 + 2 + 8 + 2 + 7;
@@ -180,26 +191,28 @@ static void print_calls(FILE *f, const kiln_profile_row *rows, size_t n, int wop
   uint64_t calls = 0, total = 0, host = 0;
   for (size_t i = 0; i < n; i++) {
     const kiln_profile_row *r = &rows[i];
-    char t[5][32], rate[2][32];
-    fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %6.1f%%\n",
-            wop, r->op, wbe, r->backend, (unsigned long long)r->calls,
-            format_time(r->total_ns, t[0], sizeof t[0]),
-            format_time(r->total_ns / r->calls, t[1], sizeof t[1]),
-            format_time(r->min_ns, t[2], sizeof t[2]),
-            format_time(r->max_ns, t[3], sizeof t[3]),
+    char t[5][32], rate[2][32], pc[16];
+    snprintf(pc, sizeof pc, untimed ? "-" : "%.1f%%", r->percent);
+    fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %7s\n", wop,
+            r->op, wbe, r->backend, (unsigned long long)r->calls,
+            device_time(untimed, r->total_ns, t[0], sizeof t[0]),
+            device_time(untimed, r->total_ns / r->calls, t[1], sizeof t[1]),
+            device_time(untimed, r->min_ns, t[2], sizeof t[2]),
+            device_time(untimed, r->max_ns, t[3], sizeof t[3]),
             format_time(r->host_ns, t[4], sizeof t[4]),
-            format_rate(r->flops, r->gflops, rate[0], sizeof rate[0]),
-            format_rate(r->bytes, r->gbps, rate[1], sizeof rate[1]), r->percent);
+            format_rate(untimed ? 0 : r->flops, r->gflops, rate[0], sizeof rate[0]),
+            format_rate(untimed ? 0 : r->bytes, r->gbps, rate[1], sizeof rate[1]), pc);
     calls += r->calls;
     total += r->total_ns;
     host += r->host_ns;
   }
   rule(f, width);
-  char t[2][32];
-  fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %6.1f%%\n", wop,
+  char t[2][32], pc[16];
+  snprintf(pc, sizeof pc, untimed ? "-" : "%.1f%%", n ? 100.0 : 0.0);
+  fprintf(f, "%-*s  %-*s  %7llu  %12s  %12s  %12s  %12s  %12s  %9s  %8s  %7s\n", wop,
           "Total", wbe, "", (unsigned long long)calls,
-          format_time(total, t[0], sizeof t[0]), "", "", "",
-          format_time(host, t[1], sizeof t[1]), "", "", n ? 100.0 : 0.0);
+          device_time(untimed, total, t[0], sizeof t[0]), "", "", "",
+          format_time(host, t[1], sizeof t[1]), "", "", pc);
 }
 
 /* The builds' section: host times, apart from the calls' (which leave them
@@ -234,7 +247,7 @@ static void print_builds(FILE *f, const kiln_profile_row *rows, size_t n, int wo
 
 /* The rows as gather() sorts them: the calls', then the builds' (if any),
  * with the same column widths. */
-static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
+static void print_table(FILE *f, const kiln_profile_row *rows, size_t n, int untimed)
 {
   int wop = 5, wbe = 7; /* "Total", "Backend" */
   size_t ncalls = 0;
@@ -245,7 +258,7 @@ static void print_table(FILE *f, const kiln_profile_row *rows, size_t n)
     wop = lop > wop ? lop : wop;
     wbe = lbe > wbe ? lbe : wbe;
   }
-  print_calls(f, rows, ncalls, wop, wbe);
+  print_calls(f, rows, ncalls, wop, wbe, untimed);
   if (ncalls < n)
     print_builds(f, rows + ncalls, n - ncalls, wop, wbe);
 }
@@ -287,7 +300,10 @@ KILN_API kiln_status kiln_profile_report(kiln_runtime *rt, FILE *f)
                "kiln_options.profile to record calls\n");
   } else {
     fprintf(f, "kiln profile on %s\n", kiln_runtime_device(rt)->name);
-    print_table(f, rows, n);
+    if (rt->prof->untimed)
+      fprintf(f, "(no device times: this driver's profiling timestamps do not advance "
+                 "with time; host times only)\n");
+    print_table(f, rows, n, rt->prof->untimed);
     print_left_out(f, &lo);
   }
   free(rows);

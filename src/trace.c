@@ -159,7 +159,8 @@ static void put_call(FILE *f, const kiln__profiler *p, const kiln__prof_op *op, 
   if (op->aside_ns)
     fprintf(f, ",\"aside_us\":%.3f", aside);
   fputs("}}", f);
-  if (op->state != KILN__PROF_DONE || build) /* a build's time is the host's */
+  /* A build's time is the host's; an untimed driver's device times are none. */
+  if (op->state != KILN__PROF_DONE || build || p->untimed)
     return;
   double d0 = device_us(p, op->start);
   int lane = op->ncmds ? op->cmds[0].lane : 0, device = lane_tid(lane);

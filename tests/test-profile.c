@@ -238,6 +238,57 @@ static void assert_aligned(const char *head, const char *text)
     line = end + 1;
   }
 }
+/* A driver whose profiling timestamps are no clock (Mesa 22's rusticl
+ * counts 0, 1, 2, 3 for every command) gives no device times: kiln says so
+ * in the diagnostics and the table, the rows' device fields are 0 and the
+ * table shows "-". PoCL's clock is one. On `device` (NULL: kiln's pick). */
+static void check_timed(const char *device, int timed)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.profile = 1;
+  opts.device = device;
+  kiln_runtime *rt = kiln_test_runtime_with(&opts);
+  const char *name = kiln_runtime_device(rt)->name;
+  buffer_calls(rt);
+  if (!!strstr(kiln_runtime_diagnostics(rt), "gives no device times") == timed)
+    fail_msg("%s: the diagnostics %s that it gives no device times: '%s'", name,
+             timed ? "say" : "do not say", kiln_runtime_diagnostics(rt));
+  size_t n;
+  kiln_profile_row *rows = timed ? all_rows(rt, &n) : NULL;
+  if (!timed) { /* check_rows() wants device times */
+    assert_kiln_ok(rt, kiln_profile_rows(rt, NULL, 0, &n));
+    rows = calloc(n ? n : 1, sizeof *rows);
+    kiln_profile_row_init(&rows[0]);
+    assert_kiln_ok(rt, kiln_profile_rows(rt, rows, n, &n));
+  }
+  assert_true(n > 0);
+  for (size_t i = 0; i < n; i++)
+    if ((rows[i].total_ns > 0) != timed || rows[i].host_ns == 0)
+      fail_msg("%s: %s/%s has device time %llu and host time %llu", name, rows[i].op,
+               rows[i].backend, (unsigned long long)rows[i].total_ns,
+               (unsigned long long)rows[i].host_ns);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  assert_kiln_ok(rt, kiln_profile_report(rt, f));
+  fclose(f);
+  if (!!strstr(text, "(no device times") == timed)
+    fail_msg("%s: the table %s no device times:\n%s", name,
+             timed ? "says" : "does not say", text);
+  free(text);
+  free(rows);
+  kiln_runtime_destroy(rt);
+}
+
+static void test_profile_untimed_driver(void **state)
+{
+  (void)state;
+  check_timed(NULL, 1);
+  if (kiln_test_has_rusticl())
+    check_timed("mesa", 0);
+}
+
 static void test_profile_report_text(void **state)
 {
   (void)state;
@@ -1179,6 +1230,8 @@ static int group_teardown(void **state)
 int main(int argc, char **argv)
 {
   int core = argc > 1 && !strcmp(argv[1], "--core");
+  if (argc > 1 && !strcmp(argv[1], "--untimed")) /* on rusticl too (tests/meson.build) */
+    cmocka_set_test_filter("test_profile_untimed_driver");
   unsetenv("KILN_PROFILE");
   unsetenv("KILN_TRACE");
   kiln_test_require_device();
@@ -1193,6 +1246,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_profile_bad_input),
     cmocka_unit_test(test_profile_trace_unwritable),
     cmocka_unit_test(test_profile_trace_buffer_calls),
+    cmocka_unit_test(test_profile_untimed_driver),
     /* then the operations */
     cmocka_unit_test(test_profile_ops),
     cmocka_unit_test(test_profile_trace_ops),

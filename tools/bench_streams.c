@@ -32,7 +32,7 @@ static const char *const streams_peers[] = {"one-queue", "two-streams"};
 static const int streams_built[] = {1, 1};
 static const char *const streams_not_built[] = {NULL, NULL};
 static const size_t streams_defaults[] = {256, 1024};
-static const size_t streams_quick[] = {128};
+static const size_t streams_quick[] = {32};
 static const char *const streams_ratios[][2] = {{"two-streams", "one-queue"}};
 /* A spec, its related fields on one line: */
 /* clang-format off */

@@ -1605,7 +1605,9 @@ typedef struct kiln_profile_row {
   uint64_t calls;
   uint64_t total_ns;       /* device time, summed over the calls; for a build
                          or load, its host time (the compiler runs on the
-                         host) */
+                         host). 0, with min, max, rates and shares, where
+                         the driver's timestamps are no clock (Mesa 22's
+                         rusticl): kiln_runtime_diagnostics() says so */
   uint64_t min_ns, max_ns; /* the shortest and longest call */
   uint64_t host_ns;        /* time spent inside the calls on the host (checking,
                          choosing, enqueueing; not the builds, plans and
