@@ -14,11 +14,18 @@
 
 #include "internal.h"
 
-typedef enum term_kind { TERM_PD, TERM_N, TERM_VENDOR, TERM_TYPE, TERM_NAME } term_kind;
+typedef enum term_kind {
+  TERM_PD,
+  TERM_N,
+  TERM_VENDOR,
+  TERM_TYPE,
+  TERM_NAME,
+  TERM_LOCAL_RANK
+} term_kind;
 
 typedef struct term {
   term_kind kind;
-  unsigned long p, d; /* TERM_PD; TERM_N uses p */
+  unsigned long p, d; /* TERM_PD; TERM_N and TERM_LOCAL_RANK (resolved) use p */
   kiln_vendor vendor;
   uint64_t type;
   const char *text; /* the term as written, not NUL-terminated */
@@ -64,6 +71,10 @@ static int parse_term(const char *s, size_t len, term *t)
     t->kind = TERM_NAME;
     return 0;
   }
+  if (word_is(s, len, "local-rank")) {
+    t->kind = TERM_LOCAL_RANK;
+    return 0;
+  }
   const char *q = parse_index(s, end, &t->p);
   if (q == end) {
     t->kind = TERM_N;
@@ -101,7 +112,8 @@ static int term_matches(const term *t, const kiln_device_info *d, size_t index)
 {
   switch (t->kind) {
   case TERM_PD: return d->platform_index == t->p && d->device_index == t->d;
-  case TERM_N: return index == t->p;
+  case TERM_N:
+  case TERM_LOCAL_RANK: return index == t->p;
   case TERM_NAME: return contains_nocase(d->name, t->text + 5, t->len - 5);
   case TERM_VENDOR: return d->vendor_family == t->vendor;
   case TERM_TYPE: return (d->type & t->type) && !d->is_simulator;
@@ -161,7 +173,8 @@ static void list_devices(kiln__str *s, const kiln__device_list *list)
 static const char grammar[] =
   "expected comma-separated terms, each P:D (platform:device), N (an index), "
   "a vendor (nvidia, amd, intel, apple, arm, qualcomm, imagination, pocl, "
-  "mesa, oclgrind), a type (gpu, cpu, accelerator) or name=TEXT";
+  "mesa, oclgrind), a type (gpu, cpu, accelerator), name=TEXT or, in a "
+  "device selector, local-rank";
 
 /* Records the failure for the thread: what, then the devices there are. */
 static kiln_status fail_selector(const kiln__device_list *list, const char *fmt, ...)
@@ -217,6 +230,13 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
   size_t visible = 0;
   for (long t = 0; t < n && st == KILN_OK; t++) {
     size_t matched = 0;
+    if (terms[t].kind == TERM_LOCAL_RANK) {
+      st = fail_selector(list,
+                         "%s='%s': 'local-rank' picks one device, so it belongs in "
+                         "KILN_DEVICE (kiln_options.device), not in a mask",
+                         source, mask);
+      break;
+    }
     for (size_t i = 0; i < list->count; i++)
       if (term_matches(&terms[t], &list->items[i].info, i)) {
         matched++;
@@ -262,14 +282,100 @@ size_t kiln__devices_best(const kiln__device_list *list)
   return best;
 }
 
+/* The devices a local rank spreads over: of the best's type, as usable. */
+static int shares_type(const kiln_device_info *d, const kiln_device_info *best)
+{
+  const uint64_t kinds[] = {KILN_DEVICE_GPU, KILN_DEVICE_ACCELERATOR, KILN_DEVICE_CPU};
+  size_t k = 0, b = 0;
+  while (k < 2 && !(d->type & kinds[k]))
+    k++;
+  while (b < 2 && !(best->type & kinds[b]))
+    b++;
+  return k == b && d->is_simulator == best->is_simulator && d->available &&
+         d->compiler_available;
+}
+
+kiln_status kiln__devices_local_rank(const kiln__device_list *list,
+                                     const kiln__local_rank *lr, size_t *chosen,
+                                     kiln__str *why)
+{
+  size_t best = kiln__devices_best(list);
+  if (best == SIZE_MAX)
+    return fail_selector(list, "local rank %u (%s): no usable device", lr->rank,
+                         lr->source);
+  const kiln_device_info *b = &list->items[best].info;
+  size_t m = 0;
+  for (size_t i = 0; i < list->count; i++)
+    m += shares_type(&list->items[i].info, b);
+  size_t k = lr->rank % m, seen = 0;
+  for (size_t i = 0; i < list->count; i++)
+    if (shares_type(&list->items[i].info, b) && seen++ == k)
+      *chosen = i;
+  const kiln_device_info *d = &list->items[*chosen].info;
+  kiln__str_appendf(why,
+                    "%s=%u: local rank %u takes device %zu of the %zu usable "
+                    "devices of the best-ranked type: %u:%u %s\n",
+                    lr->source, lr->rank, lr->rank, k, m, d->platform_index,
+                    d->device_index, d->name);
+  if (lr->rank >= m)
+    kiln__str_appendf(why,
+                      "local ranks outnumber these %zu devices: they take them "
+                      "round-robin, so local rank %u shares this device with local "
+                      "rank %zu at least\n",
+                      m, lr->rank, k);
+  return KILN_OK;
+}
+
 kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
                                  const char *source, size_t *chosen, kiln__str *why)
+{
+  const kiln__local_rank none = {0};
+  return kiln__devices_select_ranked(list, selector, source, &none, chosen, why);
+}
+
+/* Gives each local-rank term the index of the rank's device. */
+static kiln_status resolve_local_rank(const kiln__device_list *list, const char *selector,
+                                      const char *source, const kiln__local_rank *lr,
+                                      term *terms, long n, kiln__str *why)
+{
+  for (long t = 0; t < n; t++) {
+    if (terms[t].kind != TERM_LOCAL_RANK)
+      continue;
+    if (!lr->source) {
+      kiln__str vars = {0};
+      kiln__local_rank_vars(&vars);
+      kiln_status st =
+        fail_selector(list,
+                      "%s='%s': 'local-rank' needs the process's node-local rank, "
+                      "and no launcher gave one: none of %s is set (mpirun, srun "
+                      "and torchrun set one), nor kiln_options.local_rank_source",
+                      source, selector, kiln__str_get(&vars));
+      kiln__str_free(&vars);
+      return st;
+    }
+    size_t index = 0;
+    kiln_status st = kiln__devices_local_rank(list, lr, &index, why);
+    if (st != KILN_OK)
+      return st;
+    terms[t].p = index;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
+                                        const char *selector, const char *source,
+                                        const kiln__local_rank *lr, size_t *chosen,
+                                        kiln__str *why)
 {
   term *terms;
   long n;
   kiln_status st = parse_or_fail(list, selector, source, &terms, &n);
-  if (st != KILN_OK)
+  if (st == KILN_OK)
+    st = resolve_local_rank(list, selector, source, lr, terms, n, why);
+  if (st != KILN_OK) {
+    free(terms);
     return st;
+  }
   *chosen = SIZE_MAX;
   long t = 0;
   for (; t < n && *chosen == SIZE_MAX; t++)

@@ -274,6 +274,8 @@ typedef struct kiln_options {
    *              pocl, mesa, oclgrind
    *   a type     gpu, cpu, accelerator
    *   name=TEXT  a device whose name contains TEXT (case-insensitive)
+   *   local-rank the device of the process's node-local rank (see
+   *              local_rank_source); fails when there is none
    * A simulator (Oclgrind) is matched only by a term that names it: P:D, N,
    * oclgrind or name=. NULL: the best ranked device. Env: KILN_DEVICE.
    * A value that does not parse or matches no usable device makes
@@ -342,6 +344,24 @@ typedef struct kiln_options {
    * processes, whose memory may come free. 0, the default: fail at once.
    * At most 3600000. Env: KILN_OOM_WAIT (500, 500ms or 2s). */
   unsigned oom_wait_ms;
+  /* The process's rank among the processes of its job on this node, for a
+   * program that knows it otherwise than from a launcher's variable (as
+   * libkiln-mpi does, from MPI_Comm_split_type). Used only when
+   * local_rank_source is not NULL. */
+  unsigned local_rank;
+  /* What gave local_rank, in words, for kiln_runtime_selection(); NULL: the
+   * first launcher variable set of LOCAL_RANK (torchrun),
+   * OMPI_COMM_WORLD_LOCAL_RANK (Open MPI), MPI_LOCALRANKID (MPICH, Intel
+   * MPI), SLURM_LOCALID (srun) and MV2_COMM_WORLD_LOCAL_RANK (MVAPICH2),
+   * in that order, gives it (not KILN_ variables: ignore_env keeps them);
+   * a value that is not an integer is KILN_ERR_INVALID_ENV. With a local
+   * rank and no `device`, the runtime runs on device (rank mod M) of the M
+   * visible usable devices of the best-ranked device's type (gpu,
+   * accelerator, cpu), in their order: the ranks of a node spread over its
+   * devices, round-robin, sharing one, when they outnumber them
+   * (kiln_runtime_selection() says so). The device term `local-rank` asks
+   * for the same explicitly. */
+  const char *local_rank_source;
 } kiln_options;
 
 /*! kiln_options_init() :
