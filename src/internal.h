@@ -24,12 +24,6 @@
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 
-#if defined(__GNUC__)
-#  define KILN__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#  define KILN__PRINTF(fmt, args)
-#endif
-
 /* A precondition "called with mutex m held", checked where asserts are on
  * (debug and CI builds): a default mutex cannot say which thread holds it,
  * only that one does. */
@@ -74,9 +68,8 @@ const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* Records a failure's message for kiln_last_error(rt), or for the calling
  * thread when rt is NULL, and returns status so callers can
- * `return kiln__fail(...)`. */
-kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ...)
-  KILN__PRINTF(3, 4);
+ * `return kiln__fail(...)`: the call kiln.h offers libraries built on kiln. */
+#define kiln__fail kiln_last_error_set
 
 /* The same for a failed OpenCL call: the status comes from the CL error, and
  * the message ends with "<call> failed with <CL_NAME> (<code>)". fmt says

@@ -100,6 +100,13 @@
 #  define KILN_API
 #endif
 
+/* printf-style arguments, checked by the compilers that can. */
+#if defined(__GNUC__)
+#  define KILN__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#  define KILN__PRINTF(fmt, args)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -135,7 +142,8 @@ KILN_API unsigned kiln_version_number(void);
  * published is never renumbered.
  *   -1 .. -99    the caller's request is wrong
  *   -100 .. -199 the device, the driver or resources
- *   -200 .. -299 files and formats */
+ *   -200 .. -299 files and formats
+ *   -300 .. -399 between processes (libkiln-mpi, kiln/kiln_mpi.h) */
 /* A table, aligned by hand: */
 /* clang-format off */
 #define KILN_STATUS_MAP(XX)                                                           \
@@ -163,7 +171,11 @@ KILN_API unsigned kiln_version_number(void);
   XX(ERR_BUILD,               -105, "an OpenCL program failed to build")              \
   XX(ERR_IO,                  -200, "a file could not be read or written")            \
   XX(ERR_FORMAT,              -201, "a file is malformed or in a format kiln "        \
-                                    "does not read")
+                                    "does not read")                                  \
+  XX(ERR_MPI,                 -300, "an MPI call failed")                             \
+  XX(ERR_RANK_MISMATCH,       -301, "the ranks of a collective disagree on its "      \
+                                    "arguments")                                      \
+  XX(ERR_PEER_FAILED,         -302, "another process of the job failed")
 /* clang-format on */
 
 /*! kiln_status :
@@ -426,6 +438,15 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt);
  *           valid until this thread calls kiln_last_error() again. Never
  *           NULL. */
 KILN_API const char *kiln_last_error(const kiln_runtime *rt);
+
+/*! kiln_last_error_set() :
+ * For a library built on kiln (libkiln-mpi is one): records a failure as
+ * kiln's own calls do, so that kiln_last_error(rt) returns the message,
+ * printf-formatted from fmt. rt NULL: the thread's message, as for a call
+ * with no runtime.
+ * @return : status, so that a caller can `return kiln_last_error_set(...)`. */
+KILN_API kiln_status kiln_last_error_set(kiln_runtime *rt, kiln_status status,
+                                         const char *fmt, ...) KILN__PRINTF(3, 4);
 
 /*! kiln_runtime_diagnostics() :
  * @return : notes gathered while finding devices, one per line: platforms or
