@@ -1782,6 +1782,22 @@ typedef struct kiln_array {
  * There is no runtime: the message is for kiln_last_error(NULL). */
 KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
 
+/*! kiln_npy_load_range() :
+ * kiln_npy_load() of a part of a regular file, for a program that has its
+ * own share of a large array to work on (an MPI rank): the header, and
+ * elements [first, first + *count) of the data as stored (C or Fortran
+ * order), *count cut at the end of the data.
+ * @count : in, the elements wanted; out, those read (0 when first is past
+ *          the end: count 0 reads the header alone).
+ * @out   : dtype, ndim, shape, fortran_order and count describe the whole
+ *          file, as kiln_npy_load() gives them; data holds only the part
+ *          (NULL when it is empty). Release it with kiln_array_free().
+ * @return : the statuses of kiln_npy_load() (the whole file's size is
+ *           checked against its header); KILN_ERR_IO for a path that is
+ *           not a regular file. For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_npy_load_range(const char *path, size_t first, size_t *count,
+                                         kiln_array *out);
+
 /*! kiln_npy_load_memory() :
  * kiln_npy_load() of a .npy file's bytes already in memory: a member of an
  * .npz archive (which is a zip of .npy files), a download, a database blob.
