@@ -89,21 +89,25 @@ static int start(plan *p, size_t off, size_t len, MPI_Request *req)
   return MPI_ERR_OTHER;
 }
 
-/* Waits for the MPI request and for the device's work so far, polling
- * both. */
+/* Waits for the MPI request and for the device's work so far: polls both
+ * while both are pending, then blocks on the one left, so that a rank
+ * spins only while there is overlap to keep going. */
 static kiln_status overlap(plan *p, MPI_Request *req, const char *fn)
 {
   kiln_event *ev = NULL;
   kiln_status st = kiln_event_record(p->rt, &ev);
   int mpi_done = 0, dev_done = 0, err = MPI_SUCCESS;
-  while (st == KILN_OK && err == MPI_SUCCESS && !(mpi_done && dev_done)) {
-    if (!mpi_done)
-      err = MPI_Test(req, &mpi_done, MPI_STATUS_IGNORE);
-    if (!dev_done)
+  while (st == KILN_OK && err == MPI_SUCCESS && !mpi_done) {
+    err = MPI_Test(req, &mpi_done, MPI_STATUS_IGNORE);
+    if (!mpi_done && err == MPI_SUCCESS)
       st = kiln_event_query(ev, &dev_done);
+    if (dev_done && !mpi_done && err == MPI_SUCCESS && st == KILN_OK) {
+      err = MPI_Wait(req, MPI_STATUS_IGNORE);
+      mpi_done = 1;
+    }
   }
-  if (st == KILN_OK && dev_done)
-    st = kiln_event_wait(ev); /* the failure of a command before it, if any */
+  if (st == KILN_OK)
+    st = kiln_event_wait(ev); /* and the failure of a command before it, if any */
   kiln_event_destroy(ev);
   if (err != MPI_SUCCESS)
     return kiln_mpi__fail(p->rt, fn, "MPI_Test", err);
