@@ -292,72 +292,50 @@ KILN_MPI_API kiln_status kiln_mpi_allreduce(MPI_Comm comm, const kiln_buffer *se
   return collective(&p, send, op);
 }
 
-/* The rank of comm, or -1: a failure collective() reports. */
-static int rank_of(MPI_Comm comm)
+/* The collectives with a root. In broadcast and scatter the root alone
+ * reads (send) and every other rank writes (recv; the root too in
+ * scatter); in reduce and gather every rank reads and the root alone
+ * writes. The root's side of scatter and gather holds one part per rank. */
+static kiln_status rooted(kiln_mpi__call call, MPI_Comm comm, int root,
+                          const kiln_buffer *send, kiln_buffer *recv, kiln_mpi_op op)
 {
-  int rank = -1;
-  return MPI_Comm_rank(comm, &rank) == MPI_SUCCESS ? rank : -1;
+  int rank = -1, size = 1;
+  MPI_Comm_rank(comm, &rank); /* failures: collective() reports them */
+  MPI_Comm_size(comm, &size);
+  int at_root = rank == root,
+      root_sends = call == KILN_MPI__BROADCAST || call == KILN_MPI__SCATTER;
+  int root_keeps = call == KILN_MPI__BROADCAST && at_root; /* its buffer is the source */
+  plan p = {.call = call,
+            .comm = comm,
+            .root = root,
+            .src = root_sends && !at_root ? NULL : send,
+            .dst = (root_sends || at_root) && !root_keeps ? recv : NULL,
+            .wants_src = !root_sends || at_root,
+            .wants_dst = (root_sends || at_root) && !root_keeps,
+            .src_parts = call == KILN_MPI__SCATTER ? (size_t)size : 1,
+            .dst_parts = call == KILN_MPI__GATHER ? (size_t)size : 1};
+  return collective(&p, call == KILN_MPI__SCATTER ? recv : send, op);
 }
 
 KILN_MPI_API kiln_status kiln_mpi_reduce(MPI_Comm comm, const kiln_buffer *send,
                                          kiln_buffer *recv, kiln_mpi_op op, int root)
 {
-  int at_root = rank_of(comm) == root;
-  plan p = {.call = KILN_MPI__REDUCE,
-            .comm = comm,
-            .root = root,
-            .src = send,
-            .dst = at_root ? recv : NULL,
-            .wants_src = 1,
-            .wants_dst = at_root,
-            .src_parts = 1,
-            .dst_parts = 1};
-  return collective(&p, send, op);
+  return rooted(KILN_MPI__REDUCE, comm, root, send, recv, op);
 }
 
 KILN_MPI_API kiln_status kiln_mpi_broadcast(MPI_Comm comm, kiln_buffer *buf, int root)
 {
-  int at_root = rank_of(comm) == root;
-  plan p = {.call = KILN_MPI__BROADCAST,
-            .comm = comm,
-            .root = root,
-            .src = at_root ? buf : NULL,
-            .dst = at_root ? NULL : buf,
-            .src_parts = 1,
-            .dst_parts = 1};
-  return collective(&p, buf, 0);
+  return rooted(KILN_MPI__BROADCAST, comm, root, buf, buf, 0);
 }
 
 KILN_MPI_API kiln_status kiln_mpi_scatter(MPI_Comm comm, const kiln_buffer *send,
                                           kiln_buffer *recv, int root)
 {
-  int at_root = rank_of(comm) == root, size = 1;
-  MPI_Comm_size(comm, &size);
-  plan p = {.call = KILN_MPI__SCATTER,
-            .comm = comm,
-            .root = root,
-            .src = at_root ? send : NULL,
-            .dst = recv,
-            .wants_src = at_root,
-            .wants_dst = 1,
-            .src_parts = (size_t)size,
-            .dst_parts = 1};
-  return collective(&p, recv, 0);
+  return rooted(KILN_MPI__SCATTER, comm, root, send, recv, 0);
 }
 
 KILN_MPI_API kiln_status kiln_mpi_gather(MPI_Comm comm, const kiln_buffer *send,
                                          kiln_buffer *recv, int root)
 {
-  int at_root = rank_of(comm) == root, size = 1;
-  MPI_Comm_size(comm, &size);
-  plan p = {.call = KILN_MPI__GATHER,
-            .comm = comm,
-            .root = root,
-            .src = send,
-            .dst = at_root ? recv : NULL,
-            .wants_src = 1,
-            .wants_dst = at_root,
-            .src_parts = 1,
-            .dst_parts = (size_t)size};
-  return collective(&p, send, 0);
+  return rooted(KILN_MPI__GATHER, comm, root, send, recv, 0);
 }
