@@ -350,11 +350,10 @@ kiln_status kiln__devices_group(const kiln__device_list *list, const char *selec
       continue;
     kiln__str_appendf(
       why, "%u:%u %s left out: %s\n", d->platform_index, d->device_index, d->name,
-      !usable(d)                    ? "not usable (unavailable, or no compiler)"
-      : selector && d->is_simulator ? "a simulator, selected only by a term that names it"
-      : selector                    ? "the selector does not match it"
-                                    : "not of the best-ranked device's kind (set "
-                                      "KILN_DEVICES, e.g. all, to add it)");
+      !usable(d)        ? "not usable (unavailable, or no compiler)"
+      : d->is_simulator ? "a simulator, selected only by a term that names it"
+      : selector        ? "the selector does not match it"
+                 : "not of the best-ranked device's kind (KILN_DEVICES=all adds it)");
   }
   free(terms);
   return st;
