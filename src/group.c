@@ -298,8 +298,13 @@ static int choose(call *c, size_t i, size_t *at, size_t *count)
   /* Would even the smallest chunk end after the group ends everything? */
   if (!fastest(c, i) && (double)least / rate > (double)(left + c->in_flight) / sum)
     return 0;
-  size_t want = (size_t)((double)left * rate / sum / 2);
-  want = want < least ? least : want > left ? left : want;
+  /* min times a power of two: kernels, plans and tuning choices depend on
+   * a call's size (a GEMM's rows per work-group, an FFT's batch), and a
+   * size seen before reuses what was built for it */
+  double share = (double)left * rate / sum / 2;
+  size_t want = least;
+  while (want <= left / 2 && (double)(want * 2) <= share)
+    want *= 2;
   if (c->nback) { /* what came back first, from its start */
     size_t *b = c->back[c->nback - 1];
     *at = b[0];
