@@ -5,14 +5,16 @@
  * A call is a row of units (group.h). Each device gets a thread, which
  * takes the next chunk of units when it has finished its last, so a slow
  * device takes fewer: a dynamic schedule. A chunk is sized by the device's
- * speed, guided: half its share of what is left by speed, so the chunks
- * shrink towards the end and the devices finish together. Speeds are
- * units a second of the device's last chunk in this call; before its first,
- * what it did in earlier calls of the same operation; before any, a prior
- * from its estimated peak (kiln_device_info.peak_gflops; a simulator, which
- * has none, counts as a millionth of a CPU). A device that would finish
- * even the smallest chunk after the whole group is done with everything
- * left waits instead, and takes a chunk only if one comes back: so
+ * speed, guided: half its share by speed of what is left (all of it for a
+ * device working alone), so the chunks shrink towards the end and the
+ * devices finish together; rounded down to the job's smallest chunk times
+ * a power of two. Speeds are units a second of the device's last chunk in
+ * this call; before its first, what it did in earlier calls of the same
+ * operation; before any, a prior from its estimated peak
+ * (kiln_device_info.peak_gflops; a simulator, which has none, counts as 1
+ * MFLOP/s). A device that would finish even the smallest chunk after the
+ * working devices are done with everything left waits instead, and takes a
+ * chunk only when that changes (the others fail, or give a chunk back): so
  * Oclgrind beside PoCL takes nothing of a large call. The fastest device
  * never waits, so a call never stalls.
  *
@@ -243,6 +245,7 @@ typedef struct worker {
   size_t i;             /* its member */
   double rate;          /* units a second: measured, learnt or the prior */
   int alive;            /* not failed */
+  int waiting;          /* it declined the last chunk it was offered */
   size_t chunks, units; /* done in this call */
   double seconds;
   kiln_status st; /* its failure */
@@ -290,18 +293,24 @@ static int choose(call *c, size_t i, size_t *at, size_t *count)
   size_t left = c->back_units + (j->units - c->next);
   if (left == 0)
     return -1;
-  double sum = 0;
+  double sum = 0; /* of the devices that work: not failed, not waiting */
+  size_t working = 0;
   for (size_t k = 0; k < c->g->n; k++)
-    sum += c->w[k].alive ? c->w[k].rate : 0;
+    if (c->w[k].alive && (k == i || !c->w[k].waiting))
+      sum += c->w[k].rate, working++;
   double rate = c->w[i].rate;
   size_t least = j->min < left ? j->min : left;
   /* Would even the smallest chunk end after the group ends everything? */
-  if (!fastest(c, i) && (double)least / rate > (double)(left + c->in_flight) / sum)
+  c->w[i].waiting =
+    !fastest(c, i) && (double)least / rate > (double)(left + c->in_flight) / sum;
+  if (c->w[i].waiting)
     return 0;
-  /* min times a power of two: kernels, plans and tuning choices depend on
-   * a call's size (a GEMM's rows per work-group, an FFT's batch), and a
-   * size seen before reuses what was built for it */
-  double share = (double)left * rate / sum / 2;
+  /* Half its share by speed, so that the others can even out the end;
+   * all of what is left to a device working alone. min times a power of
+   * two: kernels, plans and tuning choices depend on a call's size (a
+   * GEMM's rows per work-group, an FFT's batch), and a size seen before
+   * reuses what was built for it. */
+  double share = (double)left * rate / sum / (working > 1 ? 2 : 1);
   size_t want = least;
   while (want <= left / 2 && (double)(want * 2) <= share)
     want *= 2;
