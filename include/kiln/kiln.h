@@ -1621,10 +1621,11 @@ KILN_API const char *kiln_group_diagnostics(const kiln_group *group, char *buf,
                                             size_t size);
 
 /*! kiln_group_gemm_host() :
- * kiln_gemm_host() over the group: rows of C (of each product in turn), or
- * whole products where the batch has at least 4 a device. The arguments and
- * statuses are kiln_gemm_host()'s; the request is checked on the group's
- * first device before any work starts. */
+ * kiln_gemm_host() over the group: rows of C, of each product in turn (at
+ * least a quarter of a device's even share a chunk, as each chunk sends all
+ * of op(B)), or whole products where the batch has at least 4 a device.
+ * The arguments and statuses are kiln_gemm_host()'s; the request is checked
+ * on the group's first device before any work starts. */
 KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_desc *desc,
                                           const void *a, const void *b, void *c);
 

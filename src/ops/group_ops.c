@@ -127,7 +127,9 @@ KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_des
   t.b = swap ? a : b;
   /* Products while there are several for each device, else rows. */
   t.rows = t.g.batch < 4 * kiln_group_size(group);
-  size_t min_rows = t.g.m / 16 < 64 ? t.g.m / 16 : 64;
+  /* Each chunk sends and packs all of B: at least a quarter of a
+   * device's even share of the rows, so B goes a few times a device. */
+  size_t min_rows = t.g.m / (4 * kiln_group_size(group));
   kiln__group_job j = {
     .fn = fn,
     .op = KILN__GROUP_GEMM,
