@@ -19,10 +19,12 @@
  * never waits, so a call never stalls.
  *
  * Each chunk is one call of the device's runtime's host operation
- * (kiln_gemm_host(), ...), which moves its pieces through the device,
- * transfers overlapping compute where two pieces fit (ops/host.c). A chunk
- * that fails goes back, whole, for the others to take; its device takes
- * no more in this call. The call fails only when every device has.
+ * (kiln_gemm_host(), ...), which moves its pieces through the device; a
+ * convolution's or FFT's transfers overlap compute where two pieces fit
+ * (ops/host.c). Consecutive chunks of one device do not overlap: each call
+ * returns when its results are in the caller's arrays. A chunk that fails
+ * goes back, whole, for the others to take; its device takes no more in
+ * this call. The call fails only when every device has.
  */
 #include <stdlib.h>
 #include <string.h>

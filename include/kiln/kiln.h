@@ -1567,8 +1567,9 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  * would end after the others are done (a simulator beside real devices)
  * takes none. Each chunk is the device runtime's own host operation
  * (kiln_gemm_host(), ...), so pieces larger than the device are cut as
- * there, and the next piece's transfer overlaps the current one's compute
- * where two fit. A device that fails a chunk (out of memory, a lost
+ * there (and a convolution's or FFT's next piece goes in while the current
+ * one computes, where two fit); one chunk's transfers do not overlap the
+ * device's previous chunk. A device that fails a chunk (out of memory, a lost
  * device, any OpenCL error) takes no more in that call; the others take
  * its chunk, the call succeeds, and kiln_group_diagnostics() says what
  * failed. Only when every device fails does the call fail, with each one's
