@@ -145,6 +145,8 @@ typedef struct kiln__config {
   const char *device_source; /* "KILN_DEVICE" or "kiln_options.device" */
   const char *visible;       /* mask, or NULL */
   const char *visible_source;
+  const char *devices;               /* a group's selector, or NULL */
+  const char *devices_source;        /* "KILN_DEVICES" or "kiln_options.devices" */
   const char *cache_dir;             /* NULL: the default below */
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
@@ -239,6 +241,14 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
  * Adds to `why` what matched. Fails like kiln__devices_mask(). */
 kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
                                  const char *source, size_t *chosen, kiln__str *why);
+
+/* Which devices a group runs on (group.c): member[i] set for each usable
+ * device the selector (kiln_options.devices' grammar: KILN_DEVICE's and
+ * `all`) matches, or with selector NULL each usable device of the
+ * best-ranked one's kind; `why` gets a line for each device left out. Fails
+ * like kiln__devices_mask(), also when a term matches no usable device. */
+kiln_status kiln__devices_group(const kiln__device_list *list, const char *selector,
+                                const char *source, int *member, kiln__str *why);
 
 /* The best usable, non-simulator device by ranking; else the best usable
  * simulator; SIZE_MAX when nothing is usable. */

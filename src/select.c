@@ -1,7 +1,8 @@
 /*
- * select.c — which devices kiln may see (KILN_VISIBLE_DEVICES) and which one
- * it runs on (KILN_DEVICE): parsing the selector grammar documented at
- * kiln_options.device, and matching it against device records.
+ * select.c — which devices kiln may see (KILN_VISIBLE_DEVICES), which one
+ * it runs on (KILN_DEVICE) and which a device group runs on (KILN_DEVICES):
+ * parsing the selector grammar documented at kiln_options.device, and
+ * matching it against device records.
  *
  * A setting that does not parse, or matches nothing, is an error whose
  * message names the value and lists the devices: kiln never falls back
@@ -14,7 +15,14 @@
 
 #include "internal.h"
 
-typedef enum term_kind { TERM_PD, TERM_N, TERM_VENDOR, TERM_TYPE, TERM_NAME } term_kind;
+typedef enum term_kind {
+  TERM_PD,
+  TERM_N,
+  TERM_VENDOR,
+  TERM_TYPE,
+  TERM_NAME,
+  TERM_ALL /* a group's selector only: every device but simulators */
+} term_kind;
 
 typedef struct term {
   term_kind kind;
@@ -53,13 +61,18 @@ static int word_is(const char *s, size_t len, const char *word)
   return strlen(word) == len && strncasecmp(s, word, len) == 0;
 }
 
-/* Parses one term, already trimmed. Returns 0, or -1 when it is not one. */
-static int parse_term(const char *s, size_t len, term *t)
+/* Parses one term, already trimmed; `all` only where allow_all. Returns 0,
+ * or -1 when it is not one. */
+static int parse_term(const char *s, size_t len, int allow_all, term *t)
 {
   const char *end = s + len;
   memset(t, 0, sizeof *t);
   t->text = s;
   t->len = len;
+  if (allow_all && word_is(s, len, "all")) {
+    t->kind = TERM_ALL;
+    return 0;
+  }
   if (len > 5 && strncasecmp(s, "name=", 5) == 0) {
     t->kind = TERM_NAME;
     return 0;
@@ -105,13 +118,14 @@ static int term_matches(const term *t, const kiln_device_info *d, size_t index)
   case TERM_NAME: return contains_nocase(d->name, t->text + 5, t->len - 5);
   case TERM_VENDOR: return d->vendor_family == t->vendor;
   case TERM_TYPE: return (d->type & t->type) && !d->is_simulator;
+  case TERM_ALL: return !d->is_simulator;
   }
   return 0;
 }
 
 /* Splits a comma-separated setting into terms. Returns the count, or -1 with
  * *bad set to the first term that does not parse. *terms is malloc'd. */
-static long parse_terms(const char *value, term **terms, term *bad)
+static long parse_terms(const char *value, int allow_all, term **terms, term *bad)
 {
   size_t n = 1;
   for (const char *c = value; *c; c++)
@@ -128,7 +142,7 @@ static long parse_terms(const char *value, term **terms, term *bad)
       a++;
     while (b > a && isspace((unsigned char)b[-1]))
       b--;
-    if (parse_term(a, (size_t)(b - a), &(*terms)[i]) != 0) {
+    if (parse_term(a, (size_t)(b - a), allow_all, &(*terms)[i]) != 0) {
       *bad = (term){.text = a, .len = (size_t)(b - a)};
       free(*terms);
       *terms = NULL;
@@ -183,16 +197,17 @@ static kiln_status fail_selector(const kiln__device_list *list, const char *fmt,
 }
 
 static kiln_status parse_or_fail(const kiln__device_list *list, const char *value,
-                                 const char *source, term **terms, long *n)
+                                 const char *source, int allow_all, term **terms, long *n)
 {
   term bad = {.text = value};
-  *n = parse_terms(value, terms, &bad);
+  *n = parse_terms(value, allow_all, terms, &bad);
   if (*n == -2)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: out of host memory while parsing '%s'", source, value);
   if (*n < 0)
-    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s", source,
-                         value, (int)bad.len, bad.text, grammar);
+    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s%s", source,
+                         value, (int)bad.len, bad.text, grammar,
+                         allow_all ? ", or all" : "");
   return KILN_OK;
 }
 
@@ -201,7 +216,7 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
 {
   term *terms;
   long n;
-  kiln_status st = parse_or_fail(list, mask, source, &terms, &n);
+  kiln_status st = parse_or_fail(list, mask, source, 0, &terms, &n);
   if (st != KILN_OK)
     return st;
   /* Where each device goes: its position among the visible, or SIZE_MAX. */
@@ -267,7 +282,7 @@ kiln_status kiln__devices_select(const kiln__device_list *list, const char *sele
 {
   term *terms;
   long n;
-  kiln_status st = parse_or_fail(list, selector, source, &terms, &n);
+  kiln_status st = parse_or_fail(list, selector, source, 0, &terms, &n);
   if (st != KILN_OK)
     return st;
   *chosen = SIZE_MAX;
@@ -289,6 +304,57 @@ kiln_status kiln__devices_select(const kiln__device_list *list, const char *sele
       why, "%s='%s': '%.*s' picks %u:%u %s\n", source, selector, (int)terms[t - 1].len,
       terms[t - 1].text, list->items[*chosen].info.platform_index,
       list->items[*chosen].info.device_index, list->items[*chosen].info.name);
+  free(terms);
+  return st;
+}
+
+static int usable(const kiln_device_info *d)
+{
+  return d->available && d->compiler_available;
+}
+
+/* Whether d is of the best device's kind: its type, integrated or discrete,
+ * a simulator or not. */
+static int same_kind(const kiln_device_info *d, const kiln_device_info *best)
+{
+  return (d->type & best->type) && d->integrated == best->integrated &&
+         d->is_simulator == best->is_simulator;
+}
+
+kiln_status kiln__devices_group(const kiln__device_list *list, const char *selector,
+                                const char *source, int *member, kiln__str *why)
+{
+  size_t best = kiln__devices_best(list);
+  term *terms = NULL;
+  long n = 0;
+  kiln_status st =
+    selector ? parse_or_fail(list, selector, source, 1, &terms, &n) : KILN_OK;
+  for (long t = 0; t < n && st == KILN_OK; t++) {
+    size_t matched = 0;
+    for (size_t i = 0; i < list->count; i++)
+      matched +=
+        term_matches(&terms[t], &list->items[i].info, i) && usable(&list->items[i].info);
+    if (!matched)
+      st = fail_selector(list, "%s='%s': '%.*s' matches no usable device", source,
+                         selector, (int)terms[t].len, terms[t].text);
+  }
+  for (size_t i = 0; i < list->count && st == KILN_OK; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    member[i] = 0;
+    for (long t = 0; t < n; t++)
+      member[i] |= term_matches(&terms[t], d, i);
+    if (!selector)
+      member[i] = best != SIZE_MAX && same_kind(d, &list->items[best].info);
+    member[i] = member[i] && usable(d);
+    if (member[i])
+      continue;
+    kiln__str_appendf(
+      why, "%u:%u %s left out: %s\n", d->platform_index, d->device_index, d->name,
+      !usable(d)        ? "not usable (unavailable, or no compiler)"
+      : d->is_simulator ? "a simulator, selected only by a term that names it"
+      : selector        ? "the selector does not match it"
+                 : "not of the best-ranked device's kind (KILN_DEVICES=all adds it)");
+  }
   free(terms);
   return st;
 }

@@ -26,7 +26,8 @@ import tempfile
 
 from kilncheck import FAILURES, check
 
-GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "streams", "bandwidth", "compile", "mlp"]
+GROUPS = ["gemm", "conv", "reduce", "fft", "launch", "overhead", "streams", "bandwidth", "compile", "mlp",
+          "devices"]
 FIELDS = ["group", "case", "size", "backend", "median", "unit", "repeats", "checked",
           "op", "dtype", "shape", "median_ms", "gflops", "gbps"]
 NO_GNUPLOT = "no plot: gnuplot is not installed"
