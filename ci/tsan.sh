@@ -6,7 +6,8 @@
 # kiln_last_error(); the locale under VkFFT's code generator) and the
 # profile tests (threads recording into one runtime), plus the runtime and
 # buffer and pool tests, which are cheap, and benchmark mode from 8 threads
-# on one runtime (tuning-threads: test-tuning's threaded test alone). Any
+# on one runtime (tuning-threads: test-tuning's threaded test alone), and
+# device groups (group: a thread per device, 4 threads on one group). Any
 # report fails the test it happens in (halt_on_error: the process exits 66
 # at the first).
 #
@@ -49,4 +50,4 @@ fi
 # thread), so there is nothing of kiln's for TSan to see there.
 "${run[@]}" meson test -C "$builddir" --no-rebuild --print-errorlogs \
   --timeout-multiplier 3 threads profile-core profile runtime buffer pool \
-  tuning-threads fft-memory-threads
+  tuning-threads fft-memory-threads group

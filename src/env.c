@@ -107,15 +107,22 @@ int kiln__parse_size(const char *s, uint64_t *bytes, double *fraction)
 
 typedef kiln_status (*env_reader)(const char *name, const char *value, kiln__config *cfg);
 
-/* Selectors are parsed against the devices, once they are found. */
-static kiln_status read_device(const char *name, const char *value, kiln__config *cfg)
-{
-  if (!cfg->device) {
-    cfg->device = value;
-    cfg->device_source = name;
+/* The variables kept with where they came from, for messages: selectors,
+ * parsed against the devices once they are found, and the trace file. */
+#define KILN__READ_SOURCED(reader, field, source)                                        \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg)      \
+  {                                                                                      \
+    if (!cfg->field) {                                                                   \
+      cfg->field = value;                                                                \
+      cfg->source = name;                                                                \
+    }                                                                                    \
+    return KILN_OK;                                                                      \
   }
-  return KILN_OK;
-}
+KILN__READ_SOURCED(read_device, device, device_source)
+KILN__READ_SOURCED(read_visible_devices, visible, visible_source)
+KILN__READ_SOURCED(read_devices, devices, devices_source)
+KILN__READ_SOURCED(read_trace, trace, trace_source)
+#undef KILN__READ_SOURCED
 
 /* A launcher's node-local rank: the first variable set, in env.def's order,
  * unless kiln_options gave one. */
@@ -134,25 +141,6 @@ static kiln_status read_local_rank(const char *name, const char *value, kiln__co
                       name, value);
   cfg->local_rank = (unsigned)exact;
   cfg->local_rank_source = name;
-  return KILN_OK;
-}
-
-static kiln_status read_visible_devices(const char *name, const char *value,
-                                        kiln__config *cfg)
-{
-  if (!cfg->visible) {
-    cfg->visible = value;
-    cfg->visible_source = name;
-  }
-  return KILN_OK;
-}
-
-static kiln_status read_trace(const char *name, const char *value, kiln__config *cfg)
-{
-  if (!cfg->trace) {
-    cfg->trace = value;
-    cfg->trace_source = name;
-  }
   return KILN_OK;
 }
 
@@ -319,6 +307,8 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
   cfg->local_rank_source = opts->local_rank_source;
   cfg->visible = opts->visible_devices;
   cfg->visible_source = "kiln_options.visible_devices";
+  cfg->devices = opts->devices;
+  cfg->devices_source = "kiln_options.devices";
   if ((unsigned)opts->gemm_backend > KILN_BACKEND_CLBLAST)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_runtime_create: options.gemm_backend is %d; expected "

@@ -141,6 +141,8 @@ typedef struct kiln__config {
                                        source; NULL: no local rank */
   const char *visible;           /* mask, or NULL */
   const char *visible_source;
+  const char *devices;               /* a group's selector, or NULL */
+  const char *devices_source;        /* "KILN_DEVICES" or "kiln_options.devices" */
   const char *cache_dir;             /* NULL: the default below */
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
@@ -240,6 +242,14 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
 kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
                                  const char *source, size_t *chosen, kiln__str *why);
 
+/* Which devices a group runs on (group.c): member[i] set for each usable
+ * device the selector (kiln_options.devices' grammar: KILN_DEVICE's and
+ * `all`) matches, or with selector NULL each usable device of the
+ * best-ranked one's kind; `why` gets a line for each device left out. Fails
+ * like kiln__devices_mask(), also when a term matches no usable device. */
+kiln_status kiln__devices_group(const kiln__device_list *list, const char *selector,
+                                const char *source, int *member, kiln__str *why);
+
 /* The best usable, non-simulator device by ranking; else the best usable
  * simulator; SIZE_MAX when nothing is usable. */
 size_t kiln__devices_best(const kiln__device_list *list);
@@ -259,8 +269,8 @@ kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
                                         kiln__str *why);
 
 /* The device of a local rank: device (rank mod M) of the M usable devices
- * of the best-ranked device's type (gpu, accelerator or cpu; simulators
- * only when the best is one), in list order, so that the ranks of a node
+ * of the best-ranked device's kind (its type, integrated or discrete, a
+ * simulator or not, as a group's default takes them), in list order, so that the ranks of a node
  * spread over its devices, round-robin when they outnumber them. Says in
  * `why` which rank from where took which device, and when it is shared.
  * Fails like kiln__devices_mask() when nothing is usable. */

@@ -54,12 +54,8 @@
 #  include <json-c/json.h>
 #endif
 
-static const char format_tag[] = "kiln tuning record 1";
-
 /* No record comes near this; a larger file is not one. */
 enum { MAX_RECORD = 1 << 20 };
-
-static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
 /* The record's file name for rt's device. */
 static void record_name(const kiln_runtime *rt, char *out, size_t size)
@@ -138,6 +134,10 @@ static void keep_record(kiln_runtime *rt, char *text)
 }
 
 #if HAVE_JSON_C
+
+static const char format_tag[] = "kiln tuning record 1";
+
+static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
 /* ---- writing ------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
- * select.c — which devices kiln may see (KILN_VISIBLE_DEVICES) and which one
- * it runs on (KILN_DEVICE): parsing the selector grammar documented at
- * kiln_options.device, and matching it against device records.
+ * select.c — which devices kiln may see (KILN_VISIBLE_DEVICES), which one
+ * it runs on (KILN_DEVICE) and which a device group runs on (KILN_DEVICES):
+ * parsing the selector grammar documented at kiln_options.device, and
+ * matching it against device records.
  *
  * A setting that does not parse, or matches nothing, is an error whose
  * message names the value and lists the devices: kiln never falls back
@@ -20,7 +21,8 @@ typedef enum term_kind {
   TERM_VENDOR,
   TERM_TYPE,
   TERM_NAME,
-  TERM_LOCAL_RANK
+  TERM_ALL,       /* a group's selector only: every device but simulators */
+  TERM_LOCAL_RANK /* a device selector's only: the local rank's device */
 } term_kind;
 
 typedef struct term {
@@ -60,18 +62,26 @@ static int word_is(const char *s, size_t len, const char *word)
   return strlen(word) == len && strncasecmp(s, word, len) == 0;
 }
 
-/* Parses one term, already trimmed. Returns 0, or -1 when it is not one. */
-static int parse_term(const char *s, size_t len, term *t)
+/* The terms only some settings take. */
+enum { ALLOW_ALL = 1, ALLOW_LOCAL_RANK = 2 };
+
+/* Parses one term, already trimmed; `all` and `local-rank` only where
+ * `allow` says. Returns 0, or -1 when it is not one. */
+static int parse_term(const char *s, size_t len, int allow, term *t)
 {
   const char *end = s + len;
   memset(t, 0, sizeof *t);
   t->text = s;
   t->len = len;
+  if ((allow & ALLOW_ALL) && word_is(s, len, "all")) {
+    t->kind = TERM_ALL;
+    return 0;
+  }
   if (len > 5 && strncasecmp(s, "name=", 5) == 0) {
     t->kind = TERM_NAME;
     return 0;
   }
-  if (word_is(s, len, "local-rank")) {
+  if ((allow & ALLOW_LOCAL_RANK) && word_is(s, len, "local-rank")) {
     t->kind = TERM_LOCAL_RANK;
     return 0;
   }
@@ -117,13 +127,14 @@ static int term_matches(const term *t, const kiln_device_info *d, size_t index)
   case TERM_NAME: return contains_nocase(d->name, t->text + 5, t->len - 5);
   case TERM_VENDOR: return d->vendor_family == t->vendor;
   case TERM_TYPE: return (d->type & t->type) && !d->is_simulator;
+  case TERM_ALL: return !d->is_simulator;
   }
   return 0;
 }
 
 /* Splits a comma-separated setting into terms. Returns the count, or -1 with
  * *bad set to the first term that does not parse. *terms is malloc'd. */
-static long parse_terms(const char *value, term **terms, term *bad)
+static long parse_terms(const char *value, int allow, term **terms, term *bad)
 {
   size_t n = 1;
   for (const char *c = value; *c; c++)
@@ -140,7 +151,7 @@ static long parse_terms(const char *value, term **terms, term *bad)
       a++;
     while (b > a && isspace((unsigned char)b[-1]))
       b--;
-    if (parse_term(a, (size_t)(b - a), &(*terms)[i]) != 0) {
+    if (parse_term(a, (size_t)(b - a), allow, &(*terms)[i]) != 0) {
       *bad = (term){.text = a, .len = (size_t)(b - a)};
       free(*terms);
       *terms = NULL;
@@ -173,8 +184,7 @@ static void list_devices(kiln__str *s, const kiln__device_list *list)
 static const char grammar[] =
   "expected comma-separated terms, each P:D (platform:device), N (an index), "
   "a vendor (nvidia, amd, intel, apple, arm, qualcomm, imagination, pocl, "
-  "mesa, oclgrind), a type (gpu, cpu, accelerator), name=TEXT or, in a "
-  "device selector, local-rank";
+  "mesa, oclgrind), a type (gpu, cpu, accelerator) or name=TEXT";
 
 /* Records the failure for the thread: what, then the devices there are. */
 static kiln_status fail_selector(const kiln__device_list *list, const char *fmt, ...)
@@ -196,16 +206,19 @@ static kiln_status fail_selector(const kiln__device_list *list, const char *fmt,
 }
 
 static kiln_status parse_or_fail(const kiln__device_list *list, const char *value,
-                                 const char *source, term **terms, long *n)
+                                 const char *source, int allow, term **terms, long *n)
 {
   term bad = {.text = value};
-  *n = parse_terms(value, terms, &bad);
+  *n = parse_terms(value, allow, terms, &bad);
   if (*n == -2)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: out of host memory while parsing '%s'", source, value);
   if (*n < 0)
-    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s", source,
-                         value, (int)bad.len, bad.text, grammar);
+    return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s%s", source,
+                         value, (int)bad.len, bad.text, grammar,
+                         allow & ALLOW_ALL          ? ", or all"
+                         : allow & ALLOW_LOCAL_RANK ? ", or local-rank"
+                                                    : "");
   return KILN_OK;
 }
 
@@ -214,7 +227,7 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
 {
   term *terms;
   long n;
-  kiln_status st = parse_or_fail(list, mask, source, &terms, &n);
+  kiln_status st = parse_or_fail(list, mask, source, 0, &terms, &n);
   if (st != KILN_OK)
     return st;
   /* Where each device goes: its position among the visible, or SIZE_MAX. */
@@ -230,13 +243,6 @@ kiln_status kiln__devices_mask(kiln__device_list *list, const char *mask,
   size_t visible = 0;
   for (long t = 0; t < n && st == KILN_OK; t++) {
     size_t matched = 0;
-    if (terms[t].kind == TERM_LOCAL_RANK) {
-      st = fail_selector(list,
-                         "%s='%s': 'local-rank' picks one device, so it belongs in "
-                         "KILN_DEVICE (kiln_options.device), not in a mask",
-                         source, mask);
-      break;
-    }
     for (size_t i = 0; i < list->count; i++)
       if (term_matches(&terms[t], &list->items[i].info, i)) {
         matched++;
@@ -282,17 +288,17 @@ size_t kiln__devices_best(const kiln__device_list *list)
   return best;
 }
 
-/* The devices a local rank spreads over: of the best's type, as usable. */
-static int shares_type(const kiln_device_info *d, const kiln_device_info *best)
+static int usable(const kiln_device_info *d)
 {
-  const uint64_t kinds[] = {KILN_DEVICE_GPU, KILN_DEVICE_ACCELERATOR, KILN_DEVICE_CPU};
-  size_t k = 0, b = 0;
-  while (k < 2 && !(d->type & kinds[k]))
-    k++;
-  while (b < 2 && !(best->type & kinds[b]))
-    b++;
-  return k == b && d->is_simulator == best->is_simulator && d->available &&
-         d->compiler_available;
+  return d->available && d->compiler_available;
+}
+
+/* Whether d is of the best device's kind: its type, integrated or discrete,
+ * a simulator or not. */
+static int same_kind(const kiln_device_info *d, const kiln_device_info *best)
+{
+  return (d->type & best->type) && d->integrated == best->integrated &&
+         d->is_simulator == best->is_simulator;
 }
 
 kiln_status kiln__devices_local_rank(const kiln__device_list *list,
@@ -306,15 +312,15 @@ kiln_status kiln__devices_local_rank(const kiln__device_list *list,
   const kiln_device_info *b = &list->items[best].info;
   size_t m = 0;
   for (size_t i = 0; i < list->count; i++)
-    m += shares_type(&list->items[i].info, b);
+    m += usable(&list->items[i].info) && same_kind(&list->items[i].info, b);
   size_t k = lr->rank % m, seen = 0;
   for (size_t i = 0; i < list->count; i++)
-    if (shares_type(&list->items[i].info, b) && seen++ == k)
+    if (usable(&list->items[i].info) && same_kind(&list->items[i].info, b) && seen++ == k)
       *chosen = i;
   const kiln_device_info *d = &list->items[*chosen].info;
   kiln__str_appendf(why,
                     "%s=%u: local rank %u takes device %zu of the %zu usable "
-                    "devices of the best-ranked type: %u:%u %s\n",
+                    "devices of the best-ranked device's kind: %u:%u %s\n",
                     lr->source, lr->rank, lr->rank, k, m, d->platform_index,
                     d->device_index, d->name);
   if (lr->rank >= m)
@@ -369,7 +375,7 @@ kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
 {
   term *terms;
   long n;
-  kiln_status st = parse_or_fail(list, selector, source, &terms, &n);
+  kiln_status st = parse_or_fail(list, selector, source, ALLOW_LOCAL_RANK, &terms, &n);
   if (st == KILN_OK)
     st = resolve_local_rank(list, selector, source, lr, terms, n, why);
   if (st != KILN_OK) {
@@ -395,6 +401,44 @@ kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
       why, "%s='%s': '%.*s' picks %u:%u %s\n", source, selector, (int)terms[t - 1].len,
       terms[t - 1].text, list->items[*chosen].info.platform_index,
       list->items[*chosen].info.device_index, list->items[*chosen].info.name);
+  free(terms);
+  return st;
+}
+
+kiln_status kiln__devices_group(const kiln__device_list *list, const char *selector,
+                                const char *source, int *member, kiln__str *why)
+{
+  size_t best = kiln__devices_best(list);
+  term *terms = NULL;
+  long n = 0;
+  kiln_status st =
+    selector ? parse_or_fail(list, selector, source, ALLOW_ALL, &terms, &n) : KILN_OK;
+  for (long t = 0; t < n && st == KILN_OK; t++) {
+    size_t matched = 0;
+    for (size_t i = 0; i < list->count; i++)
+      matched +=
+        term_matches(&terms[t], &list->items[i].info, i) && usable(&list->items[i].info);
+    if (!matched)
+      st = fail_selector(list, "%s='%s': '%.*s' matches no usable device", source,
+                         selector, (int)terms[t].len, terms[t].text);
+  }
+  for (size_t i = 0; i < list->count && st == KILN_OK; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    member[i] = 0;
+    for (long t = 0; t < n; t++)
+      member[i] |= term_matches(&terms[t], d, i);
+    if (!selector)
+      member[i] = best != SIZE_MAX && same_kind(d, &list->items[best].info);
+    member[i] = member[i] && usable(d);
+    if (member[i])
+      continue;
+    kiln__str_appendf(
+      why, "%u:%u %s left out: %s\n", d->platform_index, d->device_index, d->name,
+      !usable(d)        ? "not usable (unavailable, or no compiler)"
+      : d->is_simulator ? "a simulator, selected only by a term that names it"
+      : selector        ? "the selector does not match it"
+                 : "not of the best-ranked device's kind (KILN_DEVICES=all adds it)");
+  }
   free(terms);
   return st;
 }

@@ -173,21 +173,34 @@ static void *real(const char *fn)
 
 #define CALLER __builtin_return_address(0)
 
-#define NEXT(name, params)                                                               \
-  static cl_int(CL_API_CALL *next) params;                                               \
-  if (!next)                                                                             \
-  *(void **)&next = real(#name)
+/* The real entry point, looked up once: threads may race to the first
+ * call of one, so the cache is atomic (dlsym gives each the same). */
+static void *resolve(_Atomic(void *) *slot, const char *fn)
+{
+  void *p = atomic_load(slot);
+  if (!p) {
+    p = real(fn);
+    atomic_store(slot, p);
+  }
+  return p;
+}
+
+/* Declares `next`, the real entry point `name` returning `ret`. */
+#define LOOKUP(ret, name, params)                                                        \
+  static _Atomic(void *) next_slot_;                                                     \
+  ret(CL_API_CALL *next) params;                                                         \
+  *(void **)&next = resolve(&next_slot_, #name)
+
+#define NEXT(name, params) LOOKUP(cl_int, name, params)
 
 /* An entry point that returns cl_int, of class klass (NO_CLASS: a query);
  * evp: its cl_event *out parameter, or NULL when it has none. */
 #define CLFAULT_CALL(klass, name, params, args, evp)                                     \
   CL_API_ENTRY cl_int CL_API_CALL name params                                            \
   {                                                                                      \
-    static cl_int(CL_API_CALL *next) params;                                             \
     if (hit(#name, klass, CALLER))                                                       \
       return armed.err;                                                                  \
-    if (!next)                                                                           \
-      *(void **)&next = real(#name);                                                     \
+    NEXT(name, params);                                                                  \
     cl_int err_ = next args;                                                             \
     cl_event *evp_ = (evp);                                                              \
     if (err_ == CL_SUCCESS && evp_ && *evp_)                                             \
@@ -204,14 +217,12 @@ static void *real(const char *fn)
 #define CLFAULT_NEW(klass, object, type, name, params, args, errp)                       \
   CL_API_ENTRY type CL_API_CALL name params                                              \
   {                                                                                      \
-    static type(CL_API_CALL *next) params;                                               \
     if (hit(#name, klass, CALLER)) {                                                     \
       if (errp)                                                                          \
         *(errp) = armed.err;                                                             \
       return NULL;                                                                       \
     }                                                                                    \
-    if (!next)                                                                           \
-      *(void **)&next = real(#name);                                                     \
+    LOOKUP(type, name, params);                                                          \
     type obj_ = next args;                                                               \
     if (obj_)                                                                            \
       atomic_fetch_add(&live[object], 1);                                                \
@@ -261,14 +272,12 @@ void clfault_arm_event_status(int nth, cl_int status)
 CL_API_ENTRY cl_int CL_API_CALL clGetEventInfo(cl_event ev, cl_event_info q, size_t s,
                                                void *v, size_t *r)
 {
-  static cl_int(CL_API_CALL * next)(cl_event, cl_event_info, size_t, void *, size_t *);
   if (q == CL_EVENT_COMMAND_EXECUTION_STATUS && s >= sizeof(cl_int) && v &&
       hit("clGetEventInfo", NO_CLASS, CALLER)) {
     *(cl_int *)v = armed.err;
     return CL_SUCCESS;
   }
-  if (!next)
-    *(void **)&next = real("clGetEventInfo");
+  LOOKUP(cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *));
   return next(ev, q, s, v, r);
 }
 
@@ -416,16 +425,14 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue q, cl_mem m, 
                                                   cl_uint nw, const cl_event *w,
                                                   cl_event *ev, cl_int *e)
 {
-  static void *(CL_API_CALL * next)(cl_command_queue, cl_mem, cl_bool, cl_map_flags,
-                                    size_t, size_t, cl_uint, const cl_event *, cl_event *,
-                                    cl_int *);
   if (hit("clEnqueueMapBuffer", CLFAULT_MAP, CALLER)) {
     if (e)
       *e = armed.err;
     return NULL;
   }
-  if (!next)
-    *(void **)&next = real("clEnqueueMapBuffer");
+  LOOKUP(void *, clEnqueueMapBuffer,
+         (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint,
+          const cl_event *, cl_event *, cl_int *));
   void *p = next(q, m, b, f, o, s, nw, w, ev, e);
   if (p && ev && *ev)
     atomic_fetch_add(&live[CLFAULT_EVENT], 1);
@@ -438,16 +445,14 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(cl_command_queue q, cl_mem m, c
                                                  cl_uint nw, const cl_event *w,
                                                  cl_event *ev, cl_int *e)
 {
-  static void *(CL_API_CALL * next)(cl_command_queue, cl_mem, cl_bool, cl_map_flags,
-                                    const size_t *, const size_t *, size_t *, size_t *,
-                                    cl_uint, const cl_event *, cl_event *, cl_int *);
   if (hit("clEnqueueMapImage", CLFAULT_MAP, CALLER)) {
     if (e)
       *e = armed.err;
     return NULL;
   }
-  if (!next)
-    *(void **)&next = real("clEnqueueMapImage");
+  LOOKUP(void *, clEnqueueMapImage,
+         (cl_command_queue, cl_mem, cl_bool, cl_map_flags, const size_t *, const size_t *,
+          size_t *, size_t *, cl_uint, const cl_event *, cl_event *, cl_int *));
   void *p = next(q, m, b, f, o, r, rp, sp, nw, w, ev, e);
   if (p && ev && *ev)
     atomic_fetch_add(&live[CLFAULT_EVENT], 1);
@@ -462,11 +467,9 @@ CLFAULT_CALL(CLFAULT_MAP, clEnqueueUnmapMemObject,
 CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context c, cl_svm_mem_flags f, size_t s,
                                           cl_uint a)
 {
-  static void *(CL_API_CALL * next)(cl_context, cl_svm_mem_flags, size_t, cl_uint);
   if (hit("clSVMAlloc", CLFAULT_MAP, CALLER))
     return NULL; /* clSVMAlloc reports no error code */
-  if (!next)
-    *(void **)&next = real("clSVMAlloc");
+  LOOKUP(void *, clSVMAlloc, (cl_context, cl_svm_mem_flags, size_t, cl_uint));
   return next(c, f, s, a);
 }
 

@@ -2,7 +2,7 @@
  * test-local-rank.c — which device a launcher's node-local rank picks, with
  * no MPI and no device: the order in which env.c reads the launchers'
  * variables, the option winning over them, bad values, the round-robin
- * over the devices of the best-ranked type, and the errors of the
+ * over the devices of the best-ranked device's kind, and the errors of the
  * selector term local-rank. The device lists are records, as test-rank.c's.
  */
 #include "common.h"
@@ -159,10 +159,14 @@ static void test_local_rank_keyword(void **state)
   assert_kiln_ok(NULL, kiln__devices_select_ranked(&list, "local-rank", "KILN_DEVICE",
                                                    &lr, &chosen, &why));
   assert_int_equal(chosen, 1);
-  /* A mask is no place for it. */
+  /* A mask (and a group's selector) is no place for it. */
   assert_kiln_fails(
-    NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "belongs in KILN_DEVICE",
+    NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "'local-rank' is not a device selector",
     kiln__devices_mask(&list, "0,local-rank", "KILN_VISIBLE_DEVICES", &why));
+  int member[3];
+  assert_kiln_fails(
+    NULL, KILN_ERR_INVALID_DEVICE_SELECTOR, "'local-rank' is not a device selector",
+    kiln__devices_group(&list, "local-rank", "KILN_DEVICES", member, &why));
   kiln__str_free(&why);
   free(list.items);
 }

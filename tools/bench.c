@@ -32,7 +32,7 @@ static const bench_group *const groups[] = {
   &bench_gemm_group,    &bench_conv_group,      &bench_reduce_group,
   &bench_fft_group,     &bench_launch_group,    &bench_overhead_group,
   &bench_streams_group, &bench_bandwidth_group, &bench_compile_group,
-  &bench_mlp_group,
+  &bench_mlp_group,     &bench_devices_group,
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
@@ -128,7 +128,7 @@ static int check_writable(const char *who, const char *opt, const char *path)
 
 /* What the rows fill; parse() turns it into bench_args. */
 typedef struct bench_cli {
-  const char *group, *sizes, *json, *csv, *plot, *compare, *tolerance;
+  const char *group, *sizes, *json, *csv, *plot, *compare, *tolerance, *devices;
   unsigned backends; /* bit k: the spec's peer k */
   long repeat;       /* 0: not given, in the suite */
   int quick, untuned;
@@ -187,6 +187,12 @@ static const cli_option suite_rows[] = {
    .help = "with --compare: how much longer than in OLD.json a case may take before "
            "it is SLOWER; 0% to 1000%",
    .def = "10%"},
+  {.name = "--devices",
+   CLI_TEXT_AT(bench_cli, devices),
+   .value = "SEL",
+   .help = "the device group the devices group measures: every device SEL selects "
+           "(KILN_DEVICE's terms, or all)",
+   .def_text = "KILN_DEVICES, else every device of the best one's kind"},
 };
 #define NSUITE (sizeof suite_rows / sizeof suite_rows[0])
 
@@ -327,7 +333,8 @@ static int parse(const bench_spec *s, size_t group, bench_args *a, int argc, cha
                     .quick = b.quick,
                     .untuned = b.untuned,
                     .csv_path = b.csv,
-                    .plot_path = b.plot};
+                    .plot_path = b.plot,
+                    .devices = b.devices};
   if (b.json && !HAVE_JSON_C)
     return kiln_cli_usage_error(c, "--json",
                                 "--json needs kiln built with json-c "
@@ -383,6 +390,16 @@ int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median
     *median = bench_median(ms, repeats);
   free(ms);
   return rc;
+}
+
+float *bench_values(size_t n, uint64_t seed)
+{
+  float *v = malloc(n * sizeof *v);
+  for (size_t i = 0; v && i < n; i++) {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    v[i] = (float)((seed >> 40) % 1000) / 1000.0f - 0.5f;
+  }
+  return v;
 }
 
 int bench_time_kiln(kiln_runtime *rt, double (*once)(void *ctx), void *ctx, int repeats,

@@ -10,6 +10,7 @@
 #define KILN_TOOLS_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* kiln/kiln.h's, repeated so that bench_cloop.c needs no kiln header */
 typedef struct kiln_runtime kiln_runtime;
@@ -123,6 +124,7 @@ typedef struct bench_args {
   const char *json_path, *csv_path, *plot_path;
   const char *compare; /* --compare OLD.json, or NULL */
   double tolerance;    /* --tolerance, a fraction: 0.1 for 10% */
+  const char *devices; /* --devices: the devices group's selector, or NULL */
 } bench_args;
 
 /* A group: its spec, and how it measures. */
@@ -142,6 +144,10 @@ double bench_median(double *ms, int n);
 /* Runs once(ctx) `repeats` times; *median gets the median of the
  * milliseconds it returns. 0, or -1 when a run returned a negative time. */
 int bench_time(double (*once)(void *ctx), void *ctx, int repeats, double *median);
+
+/* n floats in [-0.5, 0.5) from a linear congruence started at seed, malloc'd;
+ * NULL when out of memory. */
+float *bench_values(size_t n, uint64_t seed);
 
 /* bench_time() of a peer that runs through kiln: when a run fails, ends the
  * peer's progress line on stderr with " FAILED (" kiln_last_error(rt) ")". */
@@ -212,7 +218,7 @@ size_t bench_compare(const bench_old *old, const bench_records *rs, double toler
  * bench_overhead.c, bench_bandwidth.c, bench_compile.c, bench_mlp.c). */
 extern const bench_group bench_gemm_group, bench_conv_group, bench_reduce_group,
   bench_fft_group, bench_launch_group, bench_overhead_group, bench_bandwidth_group,
-  bench_compile_group, bench_streams_group, bench_mlp_group;
+  bench_compile_group, bench_streams_group, bench_mlp_group, bench_devices_group;
 
 /* The sum of x[0..n) by `threads` threads, each over its contiguous chunk
  * with 16 float accumulators (bench_cloop.c, compiled -O2 whatever the

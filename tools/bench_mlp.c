@@ -127,17 +127,6 @@ static void reference(const mlp_run *r, int64_t *want)
   free(h);
 }
 
-/* Values in [-0.5, 0.5) from a linear congruence. */
-static float *values(size_t n, uint64_t seed)
-{
-  float *v = malloc(n * sizeof *v);
-  for (size_t i = 0; v && i < n; i++) {
-    seed = seed * 6364136223846793005u + 1442695040888963407u;
-    v[i] = (float)((seed >> 40) % 1000) / 1000.0f - 0.5f;
-  }
-  return v;
-}
-
 static int upload(kiln_runtime *rt, const float *v, size_t n, kiln_buffer **out)
 {
   return kiln_buffer_create(rt, KILN_F32, n, 0, out) || kiln_buffer_write(*out, 0, n, v);
@@ -201,8 +190,9 @@ static int measure(kiln_runtime *rt, const bench_args *a, int k, size_t n,
                    bench_records *out)
 {
   mlp_run r = {.rt = rt, .batch = n};
-  float *x = values(n * IN, 1), *w1 = values(IN * HIDDEN, 2), *b1 = values(HIDDEN, 3),
-        *w2 = values(HIDDEN * OUT, 4), *b2 = values(OUT, 5);
+  float *x = bench_values(n * IN, 1), *w1 = bench_values(IN * HIDDEN, 2),
+        *b1 = bench_values(HIDDEN, 3), *w2 = bench_values(HIDDEN * OUT, 4),
+        *b2 = bench_values(OUT, 5);
   r.x = x, r.w1 = w1, r.b1 = b1, r.w2 = w2, r.b2 = b2;
   r.h = malloc(n * HIDDEN * sizeof *r.h);
   r.y = malloc(n * OUT * sizeof *r.y);

@@ -125,7 +125,8 @@ void kiln_cli_runtime_destroy(kiln_runtime *rt)
 }
 
 /* The devices in kiln's order, best first, with the keys that put them
- * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed. */
+ * there, the pick, and what KILN_DEVICE or KILN_VISIBLE_DEVICES changed;
+ * then the device group kiln_group_create() would form (KILN_DEVICES). */
 static int run_devices(int argc, char **argv);
 
 static const cli_command devices_command = {
@@ -133,10 +134,33 @@ static const cli_command devices_command = {
   .summary = "rank the devices, and say which one kiln picks and why",
   .about = "Each device's ranking keys, in order: its type (a discrete GPU first), its\n"
            "estimated fp32 peak, its memory, its OpenCL version. The device is chosen\n"
-           "as always: KILN_DEVICE and KILN_VISIBLE_DEVICES (kiln help env).",
+           "as always: KILN_DEVICE and KILN_VISIBLE_DEVICES (kiln help env). Last, the\n"
+           "device group that `kiln run --devices` and kiln_group_create() form\n"
+           "(KILN_DEVICES), and why each other device is left out.",
   .example = "KILN_DEVICE=gpu,cpu kiln devices",
   .run = run_devices,
 };
+
+/* The group kiln_group_create() forms, and who is left out. */
+static int print_group(void)
+{
+  kiln_group *g = NULL;
+  kiln_status st = kiln_group_create(NULL, &g);
+  if (st != KILN_OK)
+    return kiln_cli_fail("devices", st, NULL);
+  size_t n = kiln_group_size(g);
+  printf("\ngroup of %zu device%s (KILN_DEVICES, kiln run --devices):\n", n,
+         n == 1 ? "" : "s");
+  for (size_t i = 0; i < n; i++) {
+    const kiln_device_info *d = kiln_runtime_device(kiln_group_runtime(g, i));
+    printf("  %u:%-3u %s\n", d->platform_index, d->device_index, d->name);
+  }
+  char why[4096];
+  kiln_group_diagnostics(g, why, sizeof why);
+  printf("%s", why);
+  st = kiln_group_destroy(g);
+  return st == KILN_OK ? 0 : kiln_cli_fail("devices", st, NULL);
+}
 
 static int run_devices(int argc, char **argv)
 {
@@ -181,7 +205,7 @@ static int run_devices(int argc, char **argv)
   kiln_cli_print_tuning(stdout, rt);
   free(order);
   kiln_cli_runtime_destroy(rt);
-  return 0;
+  return print_group();
 }
 
 /* ---- kiln version ---------------------------------------------------------- */

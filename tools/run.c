@@ -100,6 +100,33 @@ int run_start(kiln_runtime **rt)
   return 0;
 }
 
+int run_group_start(const char *sel, kiln_group **g)
+{
+  kiln_options o;
+  kiln_options_init(&o);
+  o.devices = sel;
+  if (kiln_group_create(&o, g) != KILN_OK)
+    return run_say("%s", kiln_last_error(NULL)), -1;
+  return 0;
+}
+
+void run_group_report(const kiln_group *g)
+{
+  printf("group    %zu devices: units, share of the work, chunks, seconds in them\n",
+         kiln_group_size(g));
+  for (size_t i = 0; i < kiln_group_size(g); i++) {
+    const kiln_device_info *d = kiln_runtime_device(kiln_group_runtime(g, i));
+    kiln_group_usage u;
+    kiln_group_usage_init(&u);
+    kiln_group_stats(g, i, &u);
+    printf("  %u:%-3u %-40.40s %8llu %6.1f%% %5llu %8.3f s%s\n", d->platform_index,
+           d->device_index, d->name, (unsigned long long)u.units, 100 * u.share,
+           (unsigned long long)u.chunks, u.seconds, u.failures ? "  failed" : "");
+  }
+  char why[4096];
+  printf("%s", kiln_group_diagnostics(g, why, sizeof why));
+}
+
 kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
                        kiln_buffer **out)
 {

@@ -55,6 +55,23 @@ int run_alloc_result(kiln_array *y);
  * why. */
 int run_start(kiln_runtime **rt);
 
+/* --devices SEL: the operation runs over a device group instead. */
+#define RUN_DEVICES_ROW(type, field)                                                     \
+  {                                                                                      \
+    .name = "--devices", CLI_TEXT_AT(type, field), .value = "SEL",                       \
+    .help = "run over a device group: every device SEL selects (KILN_DEVICE's terms, "   \
+            "or all), each taking chunks as it finishes",                                \
+    .def_text = "one device"                                                             \
+  }
+
+/* The device group of --devices sel (kiln_group_create()); 0, or -1 after
+ * saying why. */
+int run_group_start(const char *sel, kiln_group **g);
+
+/* What each device of the group did: its units, share, chunks and time,
+ * then the group's diagnostics (devices left out, failures). */
+void run_group_report(const kiln_group *g);
+
 /* Uploads x and converts it to dtype on the device (one write when x already
  * holds dtype) into a new buffer *out, which the caller destroys. */
 kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,

@@ -14,7 +14,7 @@
 #include "run.h"
 
 typedef struct conv_args {
-  const char *x, *w, *bias, *out;
+  const char *x, *w, *bias, *out, *devices;
   cli_ints stride, pad, dilation;
   long groups;
   int relu, layout, backend; /* layout: kiln_tensor_layout; backend: conv_backends' */
@@ -97,6 +97,7 @@ static const cli_option conv_rows[] = {
            "kiln's rules (auto)",
    .def = "auto",
    .choices = conv_backends},
+  RUN_DEVICES_ROW(conv_args, devices),
 };
 
 static int run_conv2d(int argc, char **argv);
@@ -105,9 +106,10 @@ const cli_command run_conv2d_command = {
   .name = "kiln run conv2d",
   .summary = "a 2-D convolution of .npy files (cross-correlation, as PyTorch's conv2d)",
   CLI_ROWS(conv_rows),
-  .about =
-    "X and Y go through kiln_conv2d_host(), so arrays larger than the device\n"
-    "run in pieces; the time is that one call, transfers included." RUN_ARRAYS_NOTE,
+  .about = "X and Y go through kiln_conv2d_host(), so arrays larger than the device\n"
+           "run in pieces; the time is that one call, transfers included. With\n"
+           "--devices, kiln_group_conv2d_host() over a device group, images of the\n"
+           "batch to each device." RUN_ARRAYS_NOTE,
   .example = "kiln run conv2d x.npy w.npy --pad 1 --stride 2 --relu -o y.npy",
   .run = run_conv2d,
 };
@@ -175,19 +177,23 @@ static int shapes(conv_args *c, const kiln_array *x, const kiln_array *w,
 }
 
 /* The convolution through kiln_conv2d_host(), which cuts what does not fit
- * the device into pieces; timed into *ms, transfers included. */
-static kiln_status compute(kiln_runtime *rt, const kiln_conv2d_desc *d,
+ * the device into pieces, or over the group grp; timed into *ms, transfers
+ * included. */
+static kiln_status compute(kiln_runtime *rt, kiln_group *grp, const kiln_conv2d_desc *d,
                            const kiln_array *x, const kiln_array *w, const kiln_array *b,
                            kiln_array *y, double *ms)
 {
   double t0 = run_now_ms();
-  kiln_status st = kiln_conv2d_host(rt, d, x->data, w->data, b ? b->data : NULL, y->data);
+  const void *bias = b ? b->data : NULL;
+  kiln_status st = grp ? kiln_group_conv2d_host(grp, d, x->data, w->data, bias, y->data)
+                       : kiln_conv2d_host(rt, d, x->data, w->data, bias, y->data);
   *ms = run_now_ms() - t0;
   return st;
 }
 
-static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
-                   const kiln_array *w, const kiln_array *y, double ms)
+static void report(kiln_runtime *rt, kiln_group *grp, const conv_args *c,
+                   const kiln_array *x, const kiln_array *w, const kiln_array *y,
+                   double ms)
 {
   const kiln_conv2d_desc *d = &c->d;
   char xs[160], ws[160], ys[160];
@@ -201,16 +207,19 @@ static void report(kiln_runtime *rt, const conv_args *c, const kiln_array *x,
          "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s%s -> %s\n"
          "time     %.2f ms (%.1f GFLOP/s; one call, transfers included)\n"
          "wrote    %s\n",
-         kiln_runtime_device(rt)->name, run_backend_label(d->backend),
-         kiln_dtype_name(d->dtype), xs, ws, d->layout == KILN_NHWC ? "NHWC" : "NCHW",
-         d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1, d->pad_top,
-         d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h ? d->dilation_h : 1,
+         grp ? "a group (below)" : kiln_runtime_device(rt)->name,
+         run_backend_label(d->backend), kiln_dtype_name(d->dtype), xs, ws,
+         d->layout == KILN_NHWC ? "NHWC" : "NCHW", d->stride_h ? d->stride_h : 1,
+         d->stride_w ? d->stride_w : 1, d->pad_top, d->pad_bottom, d->pad_left,
+         d->pad_right, d->dilation_h ? d->dilation_h : 1,
          d->dilation_w ? d->dilation_w : 1, groups, c->bias ? ", bias" : "",
          d->activation || d->relu ? ", " : "",
          d->activation || d->relu
            ? kiln_activation_name(d->relu ? KILN_ACTIVATION_RELU : d->activation)
            : "",
          ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
+  if (grp)
+    run_group_report(grp);
 }
 
 static int run_conv2d(int argc, char **argv)
@@ -218,6 +227,7 @@ static int run_conv2d(int argc, char **argv)
   conv_args c;
   kiln_array x = {0}, w = {0}, b = {0}, y = {0};
   kiln_runtime *rt = NULL;
+  kiln_group *grp = NULL;
   size_t p = 0, q = 0;
   double ms = 0;
   int rc = parse(&c, argc, argv);
@@ -234,16 +244,18 @@ static int run_conv2d(int argc, char **argv)
                    .count = c.d.n * c.d.k * p * q,
                    .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
   if (run_alloc_result(&y) != 0 || run_start(&rt) != 0 ||
+      (c.devices && run_group_start(c.devices, &grp) != 0) ||
       run_to_type(rt, &w, c.d.dtype) != 0 ||
       (c.bias && run_to_type(rt, &b, c.d.dtype) != 0))
     goto done;
-  kiln_status st = compute(rt, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms);
-  if (run_write(rt, st, c.out, &y) != 0)
+  kiln_status st = compute(rt, grp, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms);
+  if (run_write(grp ? NULL : rt, st, c.out, &y) != 0)
     goto done;
-  report(rt, &c, &x, &w, &y, ms);
+  report(rt, grp, &c, &x, &w, &y, ms);
   rc = 0;
 done:
   kiln_array_free(&x), kiln_array_free(&w), kiln_array_free(&b), kiln_array_free(&y);
+  kiln_group_destroy(grp);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }

@@ -17,7 +17,7 @@
 #include "run.h"
 
 typedef struct gemm_args {
-  const char *a, *b, *c0, *bias, *out;
+  const char *a, *b, *c0, *bias, *out, *devices;
   int ta, tb;
   int activation;     /* kiln_activation: run_activations' index */
   double alpha, beta; /* beta NAN: not given */
@@ -87,6 +87,7 @@ static const cli_option gemm_rows[] = {
    .help = "kiln's kernels, CLBlast, or kiln's rules (auto)",
    .def = "auto",
    .choices = gemm_backends},
+  RUN_DEVICES_ROW(gemm_args, devices),
 };
 
 static int run_gemm(int argc, char **argv);
@@ -99,7 +100,8 @@ const cli_command run_gemm_command = {
            "float of A, B and C0, float64 where an integer meets a float; --dtype\n"
            "chooses another. Matrices not in that type are converted on the device,\n"
            "then kiln_gemm_host() multiplies them, in panels when they are larger\n"
-           "than the device." RUN_ARRAYS_NOTE,
+           "than the device; with --devices, kiln_group_gemm_host() over a device\n"
+           "group, rows of C to each device." RUN_ARRAYS_NOTE,
   .example = "kiln run gemm x.npy w.npy --tb --bias b.npy --activation relu -o y.npy",
   .run = run_gemm,
 };
@@ -198,6 +200,7 @@ static int run_gemm(int argc, char **argv)
   gemm_args g;
   kiln_array a = {0}, b = {0}, c = {0}, bias = {0};
   kiln_runtime *rt = NULL;
+  kiln_group *grp = NULL;
   int rc = parse(&g, argc, argv);
   if (rc >= 0)
     return rc;
@@ -214,20 +217,22 @@ static int run_gemm(int argc, char **argv)
   /* every matrix in the compute type, converted on the device, then one
    * kiln_gemm_host(), which cuts products larger than the device into
    * panels */
-  if (run_start(&rt) != 0 || run_to_type(rt, &a, g.d.dtype) != 0 ||
-      run_to_type(rt, &b, g.d.dtype) != 0 || run_to_type(rt, &c, g.d.dtype) != 0 ||
+  if (run_start(&rt) != 0 || (g.devices && run_group_start(g.devices, &grp) != 0) ||
+      run_to_type(rt, &a, g.d.dtype) != 0 || run_to_type(rt, &b, g.d.dtype) != 0 ||
+      run_to_type(rt, &c, g.d.dtype) != 0 ||
       (g.bias && run_to_type(rt, &bias, g.d.dtype) != 0))
     goto done;
   g.d.bias_host = bias.data;
   kiln_backend be = kiln_gemm_backend_for(rt, &g.d);
   double t0 = run_now_ms();
-  kiln_status st = kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
+  kiln_status st = grp ? kiln_group_gemm_host(grp, &g.d, a.data, b.data, c.data)
+                       : kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
   double ms = run_now_ms() - t0;
-  if (run_write(rt, st, g.out, &c) != 0)
+  if (run_write(grp ? NULL : rt, st, g.out, &c) != 0)
     goto done;
   printf("device   %s\nbackend  %s\nproduct  %zu x %zu x %zu %s\n",
-         kiln_runtime_device(rt)->name, kiln_backend_name(be), g.d.m, g.d.n, g.d.k,
-         kiln_dtype_name(g.d.dtype));
+         grp ? "a group (below)" : kiln_runtime_device(rt)->name, kiln_backend_name(be),
+         g.d.m, g.d.n, g.d.k, kiln_dtype_name(g.d.dtype));
   if (g.d.bias || g.d.activation)
     printf("epilogue %s%s%s\n",
            g.d.bias == KILN_BIAS_ROW   ? "bias per row, "
@@ -236,10 +241,13 @@ static int run_gemm(int argc, char **argv)
            "activation ", kiln_activation_name(g.d.activation));
   printf("time     %.2f ms (%.1f GFLOP/s, transfers included)\nwrote    %s\n", ms,
          2.0 * g.d.m * g.d.n * g.d.k / ms / 1e6, g.out);
+  if (grp)
+    run_group_report(grp);
   rc = 0;
 done:
   kiln_array_free(&a), kiln_array_free(&b), kiln_array_free(&c);
   kiln_array_free(&bias);
+  kiln_group_destroy(grp);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }

@@ -356,6 +356,16 @@ typedef struct kiln_options {
    * processes, whose memory may come free. 0, the default: fail at once.
    * At most 3600000. Env: KILN_OOM_WAIT (500, 500ms or 2s). */
   unsigned oom_wait_ms;
+  /* Which devices a device group runs on (kiln_group_create(); a runtime
+   * ignores it): the terms of `device` above but local-rank,
+   * comma-separated, or `all`
+   * (every usable device but simulators); the group takes every usable
+   * device that any term matches, a simulator only by a term that names
+   * it. NULL: every usable device of the best-ranked device's kind (every
+   * discrete GPU, say). Env: KILN_DEVICES. A term that does not parse or
+   * matches no usable device makes kiln_group_create() fail with
+   * KILN_ERR_INVALID_DEVICE_SELECTOR. */
+  const char *devices;
   /* The process's rank among the processes of its job on this node, for a
    * program that knows it otherwise than from a launcher's variable (as
    * libkiln-mpi does, from MPI_Comm_split_type). Used only when
@@ -368,8 +378,8 @@ typedef struct kiln_options {
    * in that order, gives it (not KILN_ variables: ignore_env keeps them);
    * a value that is not an integer is KILN_ERR_INVALID_ENV. With a local
    * rank and no `device`, the runtime runs on device (rank mod M) of the M
-   * visible usable devices of the best-ranked device's type (gpu,
-   * accelerator, cpu), in their order: the ranks of a node spread over its
+   * visible usable devices of the best-ranked device's kind (as `devices`
+   * takes them: every discrete GPU, say), in their order: the ranks of a node spread over its
    * devices, round-robin, sharing one, when they outnumber them
    * (kiln_runtime_selection() says so). The device term `local-rank` asks
    * for the same explicitly. */
@@ -1578,6 +1588,150 @@ KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
  *           KILN_ERR_UNSUPPORTED (float64 on a device without fp64);
  *           KILN_ERR_BUILD when kiln's kernel does not build. */
 KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
+
+/*====================================================================
+ * Device groups: one call over several devices
+ *====================================================================*/
+
+/* A group holds a runtime on each of several devices (every GPU of a
+ * workstation, say) and runs one host-array operation over all of them:
+ *
+ *   kiln_group *g;
+ *   kiln_group_create(NULL, &g);              // KILN_DEVICES, or the default
+ *   kiln_group_gemm_host(g, &desc, a, b, c);  // rows of C over the devices
+ *   kiln_group_destroy(g);
+ *
+ * The work is cut into chunks (rows of C or whole products, images,
+ * transforms, parts of a reduction) that each device's thread takes as it
+ * finishes the last, sized by that device's speed (measured in this call,
+ * learnt from earlier ones, first estimated from its peak): a slow device
+ * takes fewer and smaller ones, and one so slow that even the smallest
+ * would end after the others are done (a simulator beside real devices)
+ * takes none. Each chunk is the device runtime's own host operation
+ * (kiln_gemm_host(), ...), so pieces larger than the device are cut as
+ * there (and a convolution's or FFT's next piece goes in while the current
+ * one computes, where two fit); one chunk's transfers do not overlap the
+ * device's previous chunk. A device that fails a chunk (out of memory, a lost
+ * device, any OpenCL error) takes no more in that call; the others take
+ * its chunk, the call succeeds, and kiln_group_diagnostics() says what
+ * failed. Only when every device fails does the call fail, with each one's
+ * reason in kiln_last_error(NULL). The result is the one a single device
+ * gives, within its tolerance; a reduction of every element is combined
+ * in a fixed order, so it does not depend on which device was faster.
+ * Several threads may share a group; its calls then share the devices. */
+typedef struct kiln_group kiln_group;
+
+/*! kiln_group_create() :
+ * Finds the devices as kiln_runtime_create() does (KILN_VISIBLE_DEVICES
+ * applies) and opens a runtime with opts on each device that opts->devices
+ * (or KILN_DEVICES) selects; see kiln_options.devices. A device whose
+ * runtime cannot be opened is left out, with why in
+ * kiln_group_diagnostics(), as is each device not selected.
+ * @opts : NULL for the defaults; opts->device is ignored.
+ * @out  : receives the group, or NULL on failure.
+ * @return : KILN_OK; KILN_ERR_INVALID_DEVICE_SELECTOR (a term does not
+ *           parse or matches no usable device); KILN_ERR_NO_DEVICE (no
+ *           usable device, or none could be opened: the message says why
+ *           for each); KILN_ERR_INVALID_ENV, KILN_ERR_INVALID_ARGUMENT,
+ *           KILN_ERR_OUT_OF_HOST_MEMORY. kiln_last_error(NULL) tells why. */
+KILN_API kiln_status kiln_group_create(const kiln_options *opts, kiln_group **out);
+
+/*! kiln_group_destroy() :
+ * Destroys the group's runtimes and the group. NULL is ignored.
+ * @return : KILN_OK; KILN_ERR_BUSY when buffers, programs or streams made on
+ *           a runtime of the group (kiln_group_runtime()) are still alive:
+ *           the other runtimes are destroyed, that one and the group stay;
+ *           destroy what is left and call again. */
+KILN_API kiln_status kiln_group_destroy(kiln_group *group);
+
+/*! kiln_group_size() : @return : how many devices the group runs on (0 for
+ * NULL). */
+KILN_API size_t kiln_group_size(const kiln_group *group);
+
+/*! kiln_group_runtime() :
+ * @return : the runtime of the group's i-th device (kiln_runtime_device()
+ *           says which device), or NULL when group is NULL or i is out of
+ *           range. Owned by the group: do not destroy it. */
+KILN_API kiln_runtime *kiln_group_runtime(const kiln_group *group, size_t i);
+
+/*! kiln_group_diagnostics() :
+ * Writes into buf, one a line, each device left out of the group and why,
+ * then each failure of a device in a call since the group was created or
+ * its stats were reset (which call, which device, the status and message).
+ * "" when there is none. Always NUL-terminated when size > 0, cut at size.
+ * @return : buf. */
+KILN_API const char *kiln_group_diagnostics(const kiln_group *group, char *buf,
+                                            size_t size);
+
+/*! kiln_group_gemm_host() :
+ * kiln_gemm_host() over the group: rows of C, of each product in turn (at
+ * least a quarter of a device's even share a chunk, as each chunk sends all
+ * of op(B)), or whole products where the batch has at least 4 a device.
+ * The arguments and statuses are kiln_gemm_host()'s; the request is checked
+ * on the group's first device before any work starts. */
+KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_desc *desc,
+                                          const void *a, const void *b, void *c);
+
+/*! kiln_group_conv2d_host() :
+ * kiln_conv2d_host() over the group, images of the batch to each device
+ * (a batch of 1 runs on one device). Arguments and statuses as there. */
+KILN_API kiln_status kiln_group_conv2d_host(kiln_group *group,
+                                            const kiln_conv2d_desc *desc, const void *x,
+                                            const void *weights, const void *bias,
+                                            void *y);
+
+/*! kiln_group_fft_host() :
+ * kiln_fft_host() over the group, transforms of the batch to each device.
+ * Arguments and statuses as there. */
+KILN_API kiln_status kiln_group_fft_host(kiln_group *group, const kiln_fft_desc *desc,
+                                         const void *in, void *out);
+
+/*! kiln_group_reduce_host() :
+ * kiln_reduce_host() over the group. Along an axis: the positions of the
+ * axes before it, in runs (a reduction whose axis is the first runs on one
+ * device). Of every element: grains of max(16384, len / (32 x devices))
+ * elements, each reduced to one result on some device, combined on the
+ * host in grain order as kiln_reduce_host() combines its chunks. Arguments
+ * and statuses as there. */
+KILN_API kiln_status kiln_group_reduce_host(kiln_group *group,
+                                            const kiln_reduce_desc *desc, const void *in,
+                                            void *out);
+
+/*! kiln_group_usage :
+ * What one device of a group did, since the group was created or
+ * kiln_group_stats_reset(). Set up by kiln_group_usage_init(). */
+typedef struct kiln_group_usage {
+  /* Set by kiln_group_usage_init(): see "A header that can grow". */
+  size_t struct_size;
+  uint64_t calls;    /* calls it took a chunk in */
+  uint64_t chunks;   /* chunks it finished */
+  uint64_t units;    /* rows, products, images, transforms, positions or
+                        grains it finished */
+  double work;       /* their work: floating-point operations (reductions:
+                        bytes read), as kiln estimates them */
+  double share;      /* work over the work of all the group's devices */
+  double seconds;    /* wall time in its chunks, transfers included */
+  uint64_t failures; /* chunks it failed, which others took */
+} kiln_group_usage;
+
+/*! kiln_group_usage_init() : zeros and struct_size. NULL is ignored. */
+static inline void kiln_group_usage_init(kiln_group_usage *stats)
+{
+  KILN__INIT(stats);
+}
+
+/*! kiln_group_stats() :
+ * Fills *out, set up by kiln_group_usage_init(), for the group's i-th
+ * device. @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, i out of
+ * range, a struct_size of 0). */
+KILN_API kiln_status kiln_group_stats(const kiln_group *group, size_t i,
+                                      kiln_group_usage *out);
+
+/*! kiln_group_stats_reset() :
+ * Zeros every device's stats and forgets the calls' failures in
+ * kiln_group_diagnostics() (not the speeds learnt). @return : KILN_OK;
+ * KILN_ERR_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_group_stats_reset(kiln_group *group);
 
 /*====================================================================
  * Profiling

@@ -201,6 +201,17 @@ kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
                                const kiln_buffer *in, const kiln_buffer *out,
                                kiln__reduce *r, size_t *count, size_t *outputs);
 
+/* Combines `count` results of type pt of consecutive chunks of every
+ * element of r's view `in`, the i-th from element i * per (argmin and
+ * argmax: indices within the chunk), into out: sums in double, norms as the
+ * root of summed squares, NaN first, ties to the first index; a mean
+ * divides the sum by r->len (reduce_host.c). */
+void kiln__reduce_combine(const kiln__reduce *r, const void *in, kiln_dtype pt,
+                          const void *parts, size_t count, size_t per, void *out);
+
+/* What a chunk of op computes for kiln__reduce_combine(): a mean's sum. */
+kiln_reduce_op kiln__reduce_part_op(kiln_reduce_op op);
+
 /* An empty axis: writes the identity of sum, mean (NaN) and norm into the
  * outputs of out; an error for the others (reduce.c). */
 kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buffer *out,

@@ -9,6 +9,7 @@
  * completely on the device into its slice of the output.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -95,6 +96,26 @@ static size_t piece_elements(kiln_runtime *rt, size_t es)
   return (size_t)(left / es);
 }
 
+void kiln__reduce_combine(const kiln__reduce *r, const void *in, kiln_dtype pt,
+                          const void *parts, size_t count, size_t per, void *out)
+{
+  size_t es = kiln_dtype_size(r->in_type), ps = kiln_dtype_size(pt);
+  const unsigned char *p = parts, *best = p;
+  part acc = {0, 0};
+  for (size_t i = 0; i < count; i++)
+    if (fold(r, in, es, &acc, load_part(pt, p + i * ps), i * per, i == 0))
+      best = p + i * ps;
+  if (r->op == KILN_REDUCE_MIN || r->op == KILN_REDUCE_MAX)
+    memcpy(out, best, kiln_dtype_size(r->out_type)); /* its bits: half too */
+  else
+    store(r->out_type, out, acc, r, r->len);
+}
+
+kiln_reduce_op kiln__reduce_part_op(kiln_reduce_op op)
+{
+  return op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op;
+}
+
 /* Every element, in chunks; mean chunks are sums, so the division is once. */
 static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d,
                          const kiln__reduce *r, const unsigned char *in, void *out,
@@ -102,33 +123,32 @@ static kiln_status whole(kiln_runtime *rt, const kiln_reduce_desc *d,
 {
   size_t es = kiln_dtype_size(d->dtype), n = r->len;
   kiln_reduce_desc cd = *d;
-  cd.op = d->op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : d->op;
+  cd.op = kiln__reduce_part_op(d->op);
   cd.ndim = 1;
   cd.axis = KILN_AXIS_ALL;
   cd.offset = 0;
   kiln_dtype pt = kiln_reduce_out_dtype(cd.op, d->dtype);
+  size_t size = n < per ? n : per, ps = kiln_dtype_size(pt);
+  unsigned char *parts = malloc((n + size - 1) / size * ps);
+  if (!parts)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_reduce_host: out of host memory for the chunks' results");
   kiln_buffer *bin = NULL, *bout = NULL;
-  size_t size = n < per ? n : per;
   kiln_status st =
     kiln__workspace(rt, "kiln_reduce_host", "device piece", d->dtype, size, &bin);
   if (st == KILN_OK)
     st = kiln__workspace(rt, "kiln_reduce_host", "device result", pt, 1, &bout);
-  part acc = {0, 0};
-  unsigned char one[16], best[16]; /* min and max keep their bits: half too */
   for (size_t at = 0; at < n && st == KILN_OK; at += size) {
     cd.shape[0] = n - at < size ? n - at : size;
     st = kiln_buffer_write(bin, 0, cd.shape[0], in + at * es);
     if (st == KILN_OK)
       st = kiln_reduce(rt, &cd, bin, bout);
     if (st == KILN_OK)
-      st = kiln_buffer_read(bout, 0, 1, one);
-    if (st == KILN_OK && fold(r, in, es, &acc, load_part(pt, one), at, at == 0))
-      memcpy(best, one, sizeof one);
+      st = kiln_buffer_read(bout, 0, 1, parts + at / size * ps);
   }
-  if (st == KILN_OK && (r->op == KILN_REDUCE_MIN || r->op == KILN_REDUCE_MAX))
-    memcpy(out, best, kiln_dtype_size(r->out_type));
-  else if (st == KILN_OK)
-    store(r->out_type, out, acc, r, n);
+  if (st == KILN_OK)
+    kiln__reduce_combine(r, in, pt, parts, (n + size - 1) / size, size, out);
+  free(parts);
   kiln_buffer_destroy(bin);
   kiln_buffer_destroy(bout);
   return st;

@@ -1,0 +1,495 @@
+/*
+ * group.c — a device group: one runtime per device that KILN_DEVICES
+ * selects, and the scheduler that spreads one call over them.
+ *
+ * A call is a row of units (group.h). Each device gets a thread, which
+ * takes the next chunk of units when it has finished its last, so a slow
+ * device takes fewer: a dynamic schedule. A chunk is sized by the device's
+ * speed, guided: half its share by speed of what is left (all of it for a
+ * device working alone), so the chunks shrink towards the end and the
+ * devices finish together; rounded down to the job's smallest chunk times
+ * a power of two. Speeds are units a second of the device's last chunk in
+ * this call; before its first, what it did in earlier calls of the same
+ * operation; before any, a prior from its estimated peak
+ * (kiln_device_info.peak_gflops; a simulator, which has none, counts as 1
+ * MFLOP/s). A device that would finish even the smallest chunk after the
+ * working devices are done with everything left waits instead, and takes a
+ * chunk only when that changes (the others fail, or give a chunk back): so
+ * Oclgrind beside PoCL takes nothing of a large call. The fastest device
+ * never waits, so a call never stalls.
+ *
+ * Each chunk is one call of the device's runtime's host operation
+ * (kiln_gemm_host(), ...), which moves its pieces through the device; a
+ * convolution's or FFT's transfers overlap compute where two pieces fit
+ * (ops/host.c). Consecutive chunks of one device do not overlap: each call
+ * returns when its results are in the caller's arrays. A chunk that fails
+ * goes back, whole, for the others to take; its device takes no more in
+ * this call. The call fails only when every device has.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "group.h"
+
+#define SIMULATOR_PRIOR_GFLOPS 1e-3 /* a CPU core is ~1e3 times more */
+#define PRIOR_EFFICIENCY 0.2        /* of the peak, before any measure */
+
+typedef struct member {
+  kiln_runtime *rt;
+  double speed[KILN__GROUP_OPS]; /* work a second, learnt; 0: none yet */
+  kiln_group_usage stats;        /* since creation or the last reset */
+} member;
+
+struct kiln_group {
+  member *m;
+  size_t n;
+  kiln__str notes;      /* who was left out at creation and why */
+  kiln__str failures;   /* failures of calls, a line each */
+  pthread_mutex_t lock; /* speeds, stats and failures */
+};
+
+kiln_status kiln__group_fail_from(kiln_runtime *rt, kiln_status st)
+{
+  return kiln__fail(NULL, st, "%s", kiln_last_error(rt));
+}
+
+/* ---- creating and destroying -------------------------------------------- */
+
+/* Opens a runtime on device d: the caller's options with the device named
+ * by its platform and index, which no visibility mask renumbers. */
+static kiln_status open_member(const kiln_options *opts, const kiln_device_info *d,
+                               kiln_runtime **rt)
+{
+  char sel[48];
+  snprintf(sel, sizeof sel, "%u:%u", d->platform_index, d->device_index);
+  kiln_options o; /* checked by find_devices() already */
+  kiln_options_init(&o);
+  if (opts)
+    KILN__STRUCT_IN(NULL, "kiln_group_create", kiln_options, opts, &o);
+  o.device = sel;
+  return kiln_runtime_create(&o, rt);
+}
+
+/* Opens the members; a device whose runtime fails is left out with why. */
+static kiln_status open_members(kiln_group *g, const kiln_options *opts,
+                                const kiln__device_list *list, const int *chosen)
+{
+  g->m = calloc(list->count + 1, sizeof *g->m);
+  if (!g->m)
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_group_create: out of host memory");
+  kiln_status first = KILN_OK;
+  for (size_t i = 0; i < list->count; i++) {
+    const kiln_device_info *d = &list->items[i].info;
+    if (!chosen[i])
+      continue;
+    kiln_status st = open_member(opts, d, &g->m[g->n].rt);
+    if (st == KILN_OK) {
+      kiln_group_usage_init(&g->m[g->n++].stats);
+      continue;
+    }
+    if (first == KILN_OK)
+      first = st;
+    kiln__str_appendf(&g->notes, "%u:%u %s left out: %s\n", d->platform_index,
+                      d->device_index, d->name, kiln_last_error(NULL));
+  }
+  if (g->n == 0)
+    return kiln__fail(NULL, first == KILN_OK ? KILN_ERR_NO_DEVICE : first,
+                      "kiln_group_create: no device could be opened\n%s",
+                      kiln__str_get(&g->notes));
+  return KILN_OK;
+}
+
+/* Finds the devices and which of them the group takes. */
+static kiln_status find_devices(const kiln_options *opts, kiln__device_list *list,
+                                int **chosen, kiln__str *notes)
+{
+  kiln__config cfg;
+  kiln_status st = kiln__config_resolve(opts, &cfg);
+  if (st == KILN_OK && kiln__devices_discover(list) != KILN_OK)
+    st = kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                    "kiln_group_create: out of host memory while listing devices");
+  if (st == KILN_OK && list->count && cfg.visible)
+    st = kiln__devices_mask(list, cfg.visible, cfg.visible_source, notes);
+  if (st != KILN_OK)
+    return st;
+  if (kiln__devices_best(list) == SIZE_MAX)
+    return kiln__fail(NULL, KILN_ERR_NO_DEVICE,
+                      "kiln_group_create: no usable OpenCL device (available, with a "
+                      "compiler) among %zu found\n%s",
+                      list->count, kiln__str_get(&list->notes));
+  *chosen = calloc(list->count, sizeof **chosen);
+  if (!*chosen)
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_group_create: out of host memory");
+  return kiln__devices_group(list, cfg.devices, cfg.devices_source, *chosen, notes);
+}
+
+KILN_API kiln_status kiln_group_create(const kiln_options *opts, kiln_group **out)
+{
+  if (!out)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_group_create: out is NULL; expected the address of a "
+                      "kiln_group pointer to receive the group");
+  *out = NULL;
+  kiln_group *g = calloc(1, sizeof *g);
+  if (!g || pthread_mutex_init(&g->lock, NULL) != 0) {
+    free(g);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_group_create: out of host memory");
+  }
+  kiln__device_list list = {0};
+  int *chosen = NULL;
+  kiln_status st = find_devices(opts, &list, &chosen, &g->notes);
+  if (st == KILN_OK)
+    st = open_members(g, opts, &list, chosen);
+  free(chosen);
+  kiln__devices_free(&list);
+  if (st != KILN_OK) {
+    kiln_group_destroy(g);
+    return st;
+  }
+  *out = g;
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_group_destroy(kiln_group *g)
+{
+  if (!g)
+    return KILN_OK;
+  kiln_status busy = KILN_OK;
+  for (size_t i = 0; i < g->n; i++) {
+    kiln_status st = kiln_runtime_destroy(g->m[i].rt);
+    if (st == KILN_ERR_BUSY)
+      busy = kiln__fail(NULL, st, "kiln_group_destroy: %s", kiln_last_error(g->m[i].rt));
+    else
+      g->m[i].rt = NULL;
+  }
+  if (busy != KILN_OK)
+    return busy; /* the group stays, with the runtimes that are busy */
+  free(g->m);
+  kiln__str_free(&g->notes);
+  kiln__str_free(&g->failures);
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+  return KILN_OK;
+}
+
+KILN_API size_t kiln_group_size(const kiln_group *g)
+{
+  return g ? g->n : 0;
+}
+
+KILN_API kiln_runtime *kiln_group_runtime(const kiln_group *g, size_t i)
+{
+  return g && i < g->n ? g->m[i].rt : NULL;
+}
+
+KILN_API const char *kiln_group_diagnostics(const kiln_group *g, char *buf, size_t size)
+{
+  if (!buf || size == 0)
+    return buf;
+  buf[0] = '\0';
+  if (!g)
+    return buf;
+  kiln_group *mg = (kiln_group *)g; /* the lock is not part of the value */
+  pthread_mutex_lock(&mg->lock);
+  snprintf(buf, size, "%s%s", kiln__str_get(&g->notes), kiln__str_get(&g->failures));
+  pthread_mutex_unlock(&mg->lock);
+  return buf;
+}
+
+KILN_API kiln_status kiln_group_stats(const kiln_group *g, size_t i,
+                                      kiln_group_usage *out)
+{
+  if (!g || !out || i >= g->n)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_group_stats: %s; expected a group, a device index below "
+                      "its size (%zu) and a kiln_group_usage to fill",
+                      !g     ? "group is NULL"
+                      : !out ? "out is NULL"
+                             : "i is out of range",
+                      g ? g->n : 0);
+  kiln_status st = KILN__STRUCT_OUT(NULL, "kiln_group_stats", kiln_group_usage,
+                                    kiln_group_usage_init, out);
+  if (st != KILN_OK)
+    return st;
+  kiln_group *mg = (kiln_group *)g;
+  pthread_mutex_lock(&mg->lock);
+  kiln_group_usage s = g->m[i].stats;
+  double all = 0;
+  for (size_t k = 0; k < g->n; k++)
+    all += g->m[k].stats.work;
+  pthread_mutex_unlock(&mg->lock);
+  s.share = all > 0 ? s.work / all : 0;
+  kiln__struct_put(out, out->struct_size, &s, sizeof s);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_group_stats_reset(kiln_group *g)
+{
+  if (!g)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_group_stats_reset: group is NULL");
+  pthread_mutex_lock(&g->lock);
+  for (size_t i = 0; i < g->n; i++)
+    kiln_group_usage_init(&g->m[i].stats);
+  kiln__str_free(&g->failures);
+  pthread_mutex_unlock(&g->lock);
+  return KILN_OK;
+}
+
+/* ---- the schedule -------------------------------------------------------- */
+
+/* One device's part in one call. */
+typedef struct worker {
+  struct call *call;
+  size_t i;             /* its member */
+  double rate;          /* units a second: measured, learnt or the prior */
+  int alive;            /* not failed */
+  int waiting;          /* it declined the last chunk it was offered */
+  size_t chunks, units; /* done in this call */
+  double seconds;
+  kiln_status st; /* its failure */
+  char *why;
+} worker;
+
+typedef struct call {
+  kiln_group *g;
+  const kiln__group_job *j;
+  pthread_mutex_t lock;
+  pthread_cond_t changed; /* a chunk finished or came back */
+  size_t next;            /* the first unit no device has taken */
+  size_t (*back)[2];      /* chunks failed devices gave back: at, count */
+  size_t nback, back_units;
+  size_t in_flight; /* units taken and not finished */
+  worker *w;
+} call;
+
+/* The prior: a share of the estimated peak, in units a second. */
+static double prior_rate(const member *m, const kiln__group_job *j)
+{
+  double learnt = m->speed[j->op];
+  if (learnt > 0)
+    return learnt / j->unit_work;
+  double peak = kiln_runtime_device(m->rt)->peak_gflops;
+  return (peak > 0 ? peak * PRIOR_EFFICIENCY : SIMULATOR_PRIOR_GFLOPS) * 1e9 /
+         j->unit_work;
+}
+
+/* Whether worker i is the fastest alive one (the lowest index of ties). */
+static int fastest(const call *c, size_t i)
+{
+  for (size_t k = 0; k < c->g->n; k++)
+    if (k != i && c->w[k].alive &&
+        (c->w[k].rate > c->w[i].rate || (c->w[k].rate == c->w[i].rate && k < i)))
+      return 0;
+  return 1;
+}
+
+/* Under c->lock: the chunk worker i takes, [*at, *at + *count): 1; 0 when it
+ * should wait; -1 when nothing is left to take. */
+static int choose(call *c, size_t i, size_t *at, size_t *count)
+{
+  const kiln__group_job *j = c->j;
+  size_t left = c->back_units + (j->units - c->next);
+  if (left == 0)
+    return -1;
+  double sum = 0; /* of the devices that work: not failed, not waiting */
+  size_t working = 0;
+  for (size_t k = 0; k < c->g->n; k++)
+    if (c->w[k].alive && (k == i || !c->w[k].waiting))
+      sum += c->w[k].rate, working++;
+  double rate = c->w[i].rate;
+  size_t least = j->min < left ? j->min : left;
+  /* Would even the smallest chunk end after the group ends everything? */
+  c->w[i].waiting =
+    !fastest(c, i) && (double)least / rate > (double)(left + c->in_flight) / sum;
+  if (c->w[i].waiting)
+    return 0;
+  /* Half its share by speed, so that the others can even out the end;
+   * all of what is left to a device working alone. min times a power of
+   * two: kernels, plans and tuning choices depend on a call's size (a
+   * GEMM's rows per work-group, an FFT's batch), and a size seen before
+   * reuses what was built for it. */
+  double share = (double)left * rate / sum / (working > 1 ? 2 : 1);
+  size_t want = least;
+  while (want <= left / 2 && (double)(want * 2) <= share)
+    want *= 2;
+  if (c->nback) { /* what came back first, from its start */
+    size_t *b = c->back[c->nback - 1];
+    *at = b[0];
+    *count = want < b[1] ? want : b[1];
+    b[0] += *count, b[1] -= *count;
+    c->nback -= b[1] == 0;
+    c->back_units -= *count;
+    return 1;
+  }
+  *at = c->next;
+  if (j->per_part) { /* not across a part's end */
+    size_t end = (*at / j->per_part + 1) * j->per_part;
+    want = want < end - *at ? want : end - *at;
+  }
+  *count = want < j->units - *at ? want : j->units - *at;
+  c->next += *count;
+  return 1;
+}
+
+/* Waits, under c->lock, until worker i has a chunk (1) or the call has
+ * nothing left (0). A worker that waits is woken by every change: the
+ * fastest alive one never waits, so work left is always taken. */
+static int take(call *c, size_t i, size_t *at, size_t *count)
+{
+  for (;;) {
+    int got = choose(c, i, at, count);
+    if (got == 1) {
+      c->in_flight += *count;
+      return 1;
+    }
+    if (got < 0 && c->in_flight == 0) /* nothing left, nothing can come back */
+      return 0;
+    pthread_cond_wait(&c->changed, &c->lock);
+  }
+}
+
+/* Under c->lock: worker w's chunk is done, or failed with st (and goes
+ * back: each worker fails once, so there is room for it). */
+static void finish_chunk(call *c, worker *w, size_t at, size_t count, double secs,
+                         kiln_status st)
+{
+  c->in_flight -= count;
+  if (st == KILN_OK) {
+    w->chunks++, w->units += count, w->seconds += secs;
+    w->rate = (double)count / (secs > 1e-9 ? secs : 1e-9);
+  } else {
+    w->alive = 0;
+    w->st = st;
+    assert(c->nback < c->g->n);
+    c->back[c->nback][0] = at, c->back[c->nback++][1] = count;
+    c->back_units += count;
+  }
+  pthread_cond_broadcast(&c->changed);
+}
+
+static void *work(void *arg)
+{
+  worker *w = arg;
+  call *c = w->call;
+  kiln_runtime *rt = c->g->m[w->i].rt;
+  size_t at, count;
+  pthread_mutex_lock(&c->lock);
+  while (w->alive && take(c, w->i, &at, &count)) {
+    pthread_mutex_unlock(&c->lock);
+    uint64_t t0 = kiln__now_ns();
+    kiln_status st = c->j->run(rt, c->j, at, count);
+    double secs = (double)(kiln__now_ns() - t0) * 1e-9;
+    char *why = st == KILN_OK ? NULL : strdup(kiln_last_error(rt));
+    pthread_mutex_lock(&c->lock);
+    if (why)
+      free(w->why), w->why = why;
+    finish_chunk(c, w, at, count, secs, st);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return NULL;
+}
+
+/* Under g->lock: what the call's workers did goes into the stats, their
+ * speeds into what later calls start from, their failures into the
+ * diagnostics. */
+static void account(kiln_group *g, const call *c)
+{
+  const kiln__group_job *j = c->j;
+  for (size_t i = 0; i < g->n; i++) {
+    const worker *w = &c->w[i];
+    kiln_group_usage *s = &g->m[i].stats;
+    s->calls += w->chunks || w->st != KILN_OK;
+    s->chunks += w->chunks;
+    s->units += w->units;
+    s->work += (double)w->units * j->unit_work;
+    s->seconds += w->seconds;
+    if (w->chunks)
+      g->m[i].speed[j->op] = w->rate * j->unit_work;
+    if (w->st == KILN_OK)
+      continue;
+    s->failures++;
+    const kiln_device_info *d = kiln_runtime_device(g->m[i].rt);
+    kiln__str_appendf(&g->failures,
+                      "%s: %u:%u %s failed, its chunk went to the "
+                      "others: %s: %s\n",
+                      j->fn, d->platform_index, d->device_index, d->name,
+                      kiln_status_name(w->st), w->why ? w->why : "");
+  }
+}
+
+/* Every worker failed: the call fails with each one's reason. */
+static kiln_status fail_all(const kiln_group *g, const call *c)
+{
+  kiln__str msg = {0};
+  for (size_t i = 0; i < g->n; i++) {
+    const kiln_device_info *d = kiln_runtime_device(g->m[i].rt);
+    kiln__str_appendf(&msg, "\n  %u:%u %s: %s: %s", d->platform_index, d->device_index,
+                      d->name, kiln_status_name(c->w[i].st),
+                      c->w[i].why ? c->w[i].why : "");
+  }
+  kiln_status st = kiln__fail(NULL, c->w[0].st, "%s: every device of the group failed:%s",
+                              c->j->fn, kiln__str_get(&msg));
+  kiln__str_free(&msg);
+  return st;
+}
+
+/* Starts a thread per worker; one that cannot start fails at once. */
+static void start(call *c, pthread_t *tid, int *started)
+{
+  for (size_t i = 0; i < c->g->n; i++) {
+    started[i] = pthread_create(&tid[i], NULL, work, &c->w[i]) == 0;
+    if (started[i])
+      continue;
+    pthread_mutex_lock(&c->lock);
+    c->w[i].alive = 0;
+    c->w[i].st = KILN_ERR_OUT_OF_HOST_MEMORY;
+    c->w[i].why = strdup("pthread_create failed: no thread for this device");
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+  }
+}
+
+kiln_status kiln__group_run(kiln_group *g, const kiln__group_job *j)
+{
+  assert(j->units >= 1 && j->min >= 1 && j->unit_work > 0);
+  call c = {.g = g, .j = j};
+  c.w = calloc(g->n, sizeof *c.w);
+  c.back = calloc(g->n, sizeof *c.back);
+  pthread_t *tid = calloc(g->n, sizeof *tid);
+  int *started = calloc(g->n, sizeof *started);
+  int sync = c.w && c.back && tid && started && pthread_mutex_init(&c.lock, NULL) == 0;
+  if (sync && pthread_cond_init(&c.changed, NULL) != 0) {
+    pthread_mutex_destroy(&c.lock);
+    sync = 0;
+  }
+  if (!sync) {
+    free(c.w), free(c.back), free(tid), free(started);
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", j->fn);
+  }
+  pthread_mutex_lock(&g->lock);
+  for (size_t i = 0; i < g->n; i++)
+    c.w[i] = (worker){.call = &c, .i = i, .rate = prior_rate(&g->m[i], j), .alive = 1};
+  pthread_mutex_unlock(&g->lock);
+  start(&c, tid, started);
+  for (size_t i = 0; i < g->n; i++)
+    if (started[i])
+      pthread_join(tid[i], NULL);
+  size_t ok = 0;
+  for (size_t i = 0; i < g->n; i++)
+    ok += c.w[i].st == KILN_OK;
+  assert(!ok || (c.back_units == 0 && c.next == j->units));
+  pthread_mutex_lock(&g->lock);
+  account(g, &c);
+  pthread_mutex_unlock(&g->lock);
+  kiln_status st = ok ? KILN_OK : fail_all(g, &c);
+  for (size_t i = 0; i < g->n; i++)
+    free(c.w[i].why);
+  pthread_cond_destroy(&c.changed);
+  pthread_mutex_destroy(&c.lock);
+  free(c.w), free(c.back), free(tid), free(started);
+  return st;
+}
