@@ -28,6 +28,9 @@ kiln_packages=(
   libcmocka-dev python3-numpy
   # examples/blur.c reads and writes its image with libpng (optional)
   libpng-dev
+  # libkiln-mpi, its examples and the mpi test suite (meson feature mpi, auto):
+  # Open MPI's headers and library, and its mpirun
+  libopenmpi-dev openmpi-bin
 )
 
 # kiln_dev_packages: what CI and development machines add: the checkers

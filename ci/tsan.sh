@@ -45,6 +45,9 @@ if grep -q "unexpected memory mapping" <<<"$probe"; then
   run=(setarch "$(uname -m)" -R)
 fi
 
+# The tests of threads alone; not the mpi suite: libkiln-mpi starts no
+# thread (each rank is a process, its collectives run on the calling
+# thread), so there is nothing of kiln's for TSan to see there.
 "${run[@]}" meson test -C "$builddir" --no-rebuild --print-errorlogs \
   --timeout-multiplier 3 threads profile-core profile runtime buffer pool \
   tuning-threads fft-memory-threads group

@@ -124,6 +124,26 @@ KILN__READ_SOURCED(read_devices, devices, devices_source)
 KILN__READ_SOURCED(read_trace, trace, trace_source)
 #undef KILN__READ_SOURCED
 
+/* A launcher's node-local rank: the first variable set, in env.def's order,
+ * unless kiln_options gave one. */
+static kiln_status read_local_rank(const char *name, const char *value, kiln__config *cfg)
+{
+  if (cfg->local_rank_source)
+    return KILN_OK;
+  double v;
+  uint64_t exact;
+  int has_fraction;
+  const char *end = parse_number(value, &v, &exact, &has_fraction);
+  if (!end || *end || has_fraction || exact > 1000000)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                      "%s='%s' is not a node-local rank; expected an integer from 0 "
+                      "to 1000000, as the launcher sets it",
+                      name, value);
+  cfg->local_rank = (unsigned)exact;
+  cfg->local_rank_source = name;
+  return KILN_OK;
+}
+
 /* The variables whose value is a path kiln takes as it is. */
 #define KILN__READ_PATH(reader, field, unless)                                           \
   static kiln_status reader(const char *name, const char *value, kiln__config *cfg)      \
@@ -234,6 +254,16 @@ static const struct {
 #undef KILN_ENV
 };
 
+void kiln__local_rank_vars(kiln__str *s)
+{
+  const char *sep = "";
+  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
+    if (env_vars[i].read == read_local_rank) {
+      kiln__str_appendf(s, "%s%s", sep, env_vars[i].name);
+      sep = ", ";
+    }
+}
+
 /* Reads every variable of env.def that is set, in its order; KILN_* ones
  * only when the caller did not ask to ignore them. */
 static kiln_status read_environment(const kiln_options *opts, kiln__config *cfg)
@@ -273,6 +303,8 @@ kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg)
     cfg->memory_source = "kiln_options";
   cfg->device = opts->device;
   cfg->device_source = "kiln_options.device";
+  cfg->local_rank = opts->local_rank;
+  cfg->local_rank_source = opts->local_rank_source;
   cfg->visible = opts->visible_devices;
   cfg->visible_source = "kiln_options.visible_devices";
   cfg->devices = opts->devices;

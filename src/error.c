@@ -98,7 +98,8 @@ static void record(kiln_runtime *rt, char *msg)
   t->own = msg;
 }
 
-kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ...)
+KILN_API kiln_status kiln_last_error_set(kiln_runtime *rt, kiln_status status,
+                                         const char *fmt, ...)
 {
   kiln__str s = {0};
   va_list ap;

@@ -24,12 +24,6 @@
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 
-#if defined(__GNUC__)
-#  define KILN__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#  define KILN__PRINTF(fmt, args)
-#endif
-
 /* A precondition "called with mutex m held", checked where asserts are on
  * (debug and CI builds): a default mutex cannot say which thread holds it,
  * only that one does. */
@@ -74,9 +68,8 @@ const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* Records a failure's message for kiln_last_error(rt), or for the calling
  * thread when rt is NULL, and returns status so callers can
- * `return kiln__fail(...)`. */
-kiln_status kiln__fail(kiln_runtime *rt, kiln_status status, const char *fmt, ...)
-  KILN__PRINTF(3, 4);
+ * `return kiln__fail(...)`: the call kiln.h offers libraries built on kiln. */
+#define kiln__fail kiln_last_error_set
 
 /* The same for a failed OpenCL call: the status comes from the CL error, and
  * the message ends with "<call> failed with <CL_NAME> (<code>)". fmt says
@@ -137,13 +130,16 @@ void kiln__struct_put(void *out, size_t given, const void *full, size_t known);
 
 /* kiln_options merged with the environment; read once per runtime. */
 typedef struct kiln__config {
-  uint64_t memory_limit;     /* bytes, 0 for none */
-  double memory_fraction;    /* of global memory, 0 for none */
-  const char *memory_source; /* where the limit came from, for messages */
-  const char *icd_vendors;   /* OCL_ICD_VENDORS, for the no-driver message */
-  const char *device;        /* selector, or NULL */
-  const char *device_source; /* "KILN_DEVICE" or "kiln_options.device" */
-  const char *visible;       /* mask, or NULL */
+  uint64_t memory_limit;         /* bytes, 0 for none */
+  double memory_fraction;        /* of global memory, 0 for none */
+  const char *memory_source;     /* where the limit came from, for messages */
+  const char *icd_vendors;       /* OCL_ICD_VENDORS, for the no-driver message */
+  const char *device;            /* selector, or NULL */
+  const char *device_source;     /* "KILN_DEVICE" or "kiln_options.device" */
+  unsigned local_rank;           /* when local_rank_source is set */
+  const char *local_rank_source; /* a launcher's variable or the option's
+                                       source; NULL: no local rank */
+  const char *visible;           /* mask, or NULL */
   const char *visible_source;
   const char *devices;               /* a group's selector, or NULL */
   const char *devices_source;        /* "KILN_DEVICES" or "kiln_options.devices" */
@@ -163,6 +159,10 @@ typedef struct kiln__config {
 } kiln__config;
 
 kiln_status kiln__config_resolve(const kiln_options *opts, kiln__config *cfg);
+
+/* Appends the launcher variables that give the node-local rank, in the
+ * order env.c reads them: "LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, ...". */
+void kiln__local_rank_vars(kiln__str *s);
 
 /* Parses a size: "1048576", "512M", "2G", "1.5T" (powers of 1024) or "50%".
  * Sets exactly one of *bytes (else 0) and *fraction (else 0). Returns 0 on
@@ -253,6 +253,30 @@ kiln_status kiln__devices_group(const kiln__device_list *list, const char *selec
 /* The best usable, non-simulator device by ranking; else the best usable
  * simulator; SIZE_MAX when nothing is usable. */
 size_t kiln__devices_best(const kiln__device_list *list);
+
+/* A process's rank among the processes of its job on its node. */
+typedef struct kiln__local_rank {
+  unsigned rank;
+  const char *source; /* where it came from, for `why`; NULL: none known */
+} kiln__local_rank;
+
+/* kiln__devices_select() for a process that may have a local rank: the
+ * term local-rank picks as kiln__devices_local_rank() does, and fails,
+ * naming the launcher variables, when lr->source is NULL. */
+kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
+                                        const char *selector, const char *source,
+                                        const kiln__local_rank *lr, size_t *chosen,
+                                        kiln__str *why);
+
+/* The device of a local rank: device (rank mod M) of the M usable devices
+ * of the best-ranked device's kind (its type, integrated or discrete, a
+ * simulator or not, as a group's default takes them), in list order, so that the ranks of a node
+ * spread over its devices, round-robin when they outnumber them. Says in
+ * `why` which rank from where took which device, and when it is shared.
+ * Fails like kiln__devices_mask() when nothing is usable. */
+kiln_status kiln__devices_local_rank(const kiln__device_list *list,
+                                     const kiln__local_rank *lr, size_t *chosen,
+                                     kiln__str *why);
 
 /* Free global memory by the vendor's query, or -1 when there is none. */
 int64_t kiln__device_free_memory(const kiln__device *dev);

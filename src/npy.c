@@ -214,7 +214,41 @@ static kiln_status read_data(source *s, kiln_array *a, size_t bytes)
   return st;
 }
 
-static kiln_status load(source *s, kiln_array *out)
+/* Elements [first, first + *count) of a regular file's data, *count cut
+ * at its end, into a->data. */
+static kiln_status read_range(source *s, kiln_array *a, size_t bytes, size_t first,
+                              size_t *count)
+{
+  size_t es = kiln_dtype_size(a->dtype);
+  if (s->size - s->pos != bytes)
+    return data_size_fail(s, a, bytes, s->size - s->pos, 0);
+  *count = first >= a->count ? 0 : a->count - first < *count ? a->count - first : *count;
+  if (*count == 0)
+    return KILN_OK;
+  if (!(a->data = malloc(*count * es)))
+    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_npy_load_range: '%s': out of host memory for %zu bytes",
+                      s->name, *count * es);
+  size_t got = 0;
+  kiln_status st = KILN_OK;
+  if (lseek(s->fd, (off_t)(s->pos + first * es), SEEK_SET) < 0) {
+    char e[128];
+    st = kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load_range: cannot seek in '%s': %s",
+                    s->name, error_text(errno, e, sizeof e));
+  } else
+    st = source_read(s, a->data, *count * es, &got);
+  if (st == KILN_OK && got < *count * es)
+    st = data_size_fail(s, a, bytes, got, 0);
+  if (st != KILN_OK) {
+    free(a->data);
+    a->data = NULL;
+  }
+  return st;
+}
+
+/* Reads the header, then the whole data, or with `range` (a regular file)
+ * elements [first, first + *range) of it. */
+static kiln_status load(source *s, kiln_array *out, size_t first, size_t *range)
 {
   size_t hlen = 0, bytes = 0;
   unsigned char *text = NULL;
@@ -228,24 +262,26 @@ static kiln_status load(source *s, kiln_array *out)
   if (st == KILN_OK)
     st = check_size(s->name, &a, &bytes);
   if (st == KILN_OK)
-    st = read_data(s, &a, bytes);
+    st = range ? read_range(s, &a, bytes, first, range) : read_data(s, &a, bytes);
   if (st == KILN_OK)
     *out = a;
   return st;
 }
 
-KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out)
+/* Opens path and loads it as load() does; `fn` names the call. */
+static kiln_status load_file(const char *fn, const char *path, kiln_array *out,
+                             size_t first, size_t *range)
 {
   struct stat sb;
   char e[128];
   if (out)
     memset(out, 0, sizeof *out);
   if (!path || !out)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_npy_load: %s is NULL",
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                       !path ? "path" : "out");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return kiln__fail(NULL, KILN_ERR_IO, "kiln_npy_load: cannot open '%s': %s", path,
+    return kiln__fail(NULL, KILN_ERR_IO, "%s: cannot open '%s': %s", fn, path,
                       error_text(errno, e, sizeof e));
   source s = {.name = path, .fd = fd};
   /* A regular file's size lets a lying header fail before any allocation. */
@@ -253,9 +289,28 @@ KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out)
     s.size = (size_t)sb.st_size;
     s.size_known = 1;
   }
-  kiln_status st = load(&s, out);
+  kiln_status st = range && !s.size_known
+                     ? kiln__fail(NULL, KILN_ERR_IO,
+                                  "%s: '%s' is not a regular file; expected one to "
+                                  "read a part of",
+                                  fn, path)
+                     : load(&s, out, first, range);
   close(fd);
   return st;
+}
+
+KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out)
+{
+  return load_file("kiln_npy_load", path, out, 0, NULL);
+}
+
+KILN_API kiln_status kiln_npy_load_range(const char *path, size_t first, size_t *count,
+                                         kiln_array *out)
+{
+  if (!count)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_npy_load_range: count is NULL");
+  return load_file("kiln_npy_load_range", path, out, first, count);
 }
 
 KILN_API kiln_status kiln_npy_load_memory(const void *bytes, size_t size,
@@ -267,7 +322,7 @@ KILN_API kiln_status kiln_npy_load_memory(const void *bytes, size_t size,
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_npy_load_memory: NULL argument");
   source s = {.name = name, .fd = -1, .mem = bytes, .size = size, .size_known = 1};
-  return load(&s, out);
+  return load(&s, out, 0, NULL);
 }
 
 /* ---- writing --------------------------------------------------------------- */

@@ -57,8 +57,8 @@ static void set_memory_limit(kiln_runtime *rt, const kiln__config *cfg)
   }
 }
 
-/* Applies the visibility mask, then the selector or the ranking. What they
- * did goes into rt->selection for `kiln devices`. */
+/* Applies the visibility mask, then the selector, the local rank or the
+ * ranking. What they did goes into rt->selection for `kiln devices`. */
 static kiln_status choose_device(kiln_runtime *rt, const kiln__config *cfg)
 {
   kiln_status st = KILN_OK;
@@ -71,9 +71,12 @@ static kiln_status choose_device(kiln_runtime *rt, const kiln__config *cfg)
   if (best == SIZE_MAX)
     return fail_no_device(&rt->devices, cfg);
   rt->chosen = best;
+  const kiln__local_rank lr = {cfg->local_rank, cfg->local_rank_source};
   if (cfg->device)
-    st = kiln__devices_select(&rt->devices, cfg->device, cfg->device_source, &rt->chosen,
-                              &rt->selection);
+    st = kiln__devices_select_ranked(&rt->devices, cfg->device, cfg->device_source, &lr,
+                                     &rt->chosen, &rt->selection);
+  else if (lr.source) /* a launcher's rank: each rank its own device */
+    st = kiln__devices_local_rank(&rt->devices, &lr, &rt->chosen, &rt->selection);
   if (st == KILN_OK && rt->chosen != best)
     kiln__str_appendf(&rt->selection, "the ranking alone would pick %u:%u %s\n",
                       rt->devices.items[best].info.platform_index,

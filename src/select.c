@@ -21,12 +21,13 @@ typedef enum term_kind {
   TERM_VENDOR,
   TERM_TYPE,
   TERM_NAME,
-  TERM_ALL /* a group's selector only: every device but simulators */
+  TERM_ALL,       /* a group's selector only: every device but simulators */
+  TERM_LOCAL_RANK /* a device selector's only: the local rank's device */
 } term_kind;
 
 typedef struct term {
   term_kind kind;
-  unsigned long p, d; /* TERM_PD; TERM_N uses p */
+  unsigned long p, d; /* TERM_PD; TERM_N and TERM_LOCAL_RANK (resolved) use p */
   kiln_vendor vendor;
   uint64_t type;
   const char *text; /* the term as written, not NUL-terminated */
@@ -61,20 +62,27 @@ static int word_is(const char *s, size_t len, const char *word)
   return strlen(word) == len && strncasecmp(s, word, len) == 0;
 }
 
-/* Parses one term, already trimmed; `all` only where allow_all. Returns 0,
- * or -1 when it is not one. */
-static int parse_term(const char *s, size_t len, int allow_all, term *t)
+/* The terms only some settings take. */
+enum { ALLOW_ALL = 1, ALLOW_LOCAL_RANK = 2 };
+
+/* Parses one term, already trimmed; `all` and `local-rank` only where
+ * `allow` says. Returns 0, or -1 when it is not one. */
+static int parse_term(const char *s, size_t len, int allow, term *t)
 {
   const char *end = s + len;
   memset(t, 0, sizeof *t);
   t->text = s;
   t->len = len;
-  if (allow_all && word_is(s, len, "all")) {
+  if ((allow & ALLOW_ALL) && word_is(s, len, "all")) {
     t->kind = TERM_ALL;
     return 0;
   }
   if (len > 5 && strncasecmp(s, "name=", 5) == 0) {
     t->kind = TERM_NAME;
+    return 0;
+  }
+  if ((allow & ALLOW_LOCAL_RANK) && word_is(s, len, "local-rank")) {
+    t->kind = TERM_LOCAL_RANK;
     return 0;
   }
   const char *q = parse_index(s, end, &t->p);
@@ -114,7 +122,8 @@ static int term_matches(const term *t, const kiln_device_info *d, size_t index)
 {
   switch (t->kind) {
   case TERM_PD: return d->platform_index == t->p && d->device_index == t->d;
-  case TERM_N: return index == t->p;
+  case TERM_N:
+  case TERM_LOCAL_RANK: return index == t->p;
   case TERM_NAME: return contains_nocase(d->name, t->text + 5, t->len - 5);
   case TERM_VENDOR: return d->vendor_family == t->vendor;
   case TERM_TYPE: return (d->type & t->type) && !d->is_simulator;
@@ -125,7 +134,7 @@ static int term_matches(const term *t, const kiln_device_info *d, size_t index)
 
 /* Splits a comma-separated setting into terms. Returns the count, or -1 with
  * *bad set to the first term that does not parse. *terms is malloc'd. */
-static long parse_terms(const char *value, int allow_all, term **terms, term *bad)
+static long parse_terms(const char *value, int allow, term **terms, term *bad)
 {
   size_t n = 1;
   for (const char *c = value; *c; c++)
@@ -142,7 +151,7 @@ static long parse_terms(const char *value, int allow_all, term **terms, term *ba
       a++;
     while (b > a && isspace((unsigned char)b[-1]))
       b--;
-    if (parse_term(a, (size_t)(b - a), allow_all, &(*terms)[i]) != 0) {
+    if (parse_term(a, (size_t)(b - a), allow, &(*terms)[i]) != 0) {
       *bad = (term){.text = a, .len = (size_t)(b - a)};
       free(*terms);
       *terms = NULL;
@@ -197,17 +206,19 @@ static kiln_status fail_selector(const kiln__device_list *list, const char *fmt,
 }
 
 static kiln_status parse_or_fail(const kiln__device_list *list, const char *value,
-                                 const char *source, int allow_all, term **terms, long *n)
+                                 const char *source, int allow, term **terms, long *n)
 {
   term bad = {.text = value};
-  *n = parse_terms(value, allow_all, terms, &bad);
+  *n = parse_terms(value, allow, terms, &bad);
   if (*n == -2)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "%s: out of host memory while parsing '%s'", source, value);
   if (*n < 0)
     return fail_selector(list, "%s='%s': '%.*s' is not a device selector; %s%s", source,
                          value, (int)bad.len, bad.text, grammar,
-                         allow_all ? ", or all" : "");
+                         allow & ALLOW_ALL          ? ", or all"
+                         : allow & ALLOW_LOCAL_RANK ? ", or local-rank"
+                                                    : "");
   return KILN_OK;
 }
 
@@ -277,14 +288,100 @@ size_t kiln__devices_best(const kiln__device_list *list)
   return best;
 }
 
+static int usable(const kiln_device_info *d)
+{
+  return d->available && d->compiler_available;
+}
+
+/* Whether d is of the best device's kind: its type, integrated or discrete,
+ * a simulator or not. */
+static int same_kind(const kiln_device_info *d, const kiln_device_info *best)
+{
+  return (d->type & best->type) && d->integrated == best->integrated &&
+         d->is_simulator == best->is_simulator;
+}
+
+kiln_status kiln__devices_local_rank(const kiln__device_list *list,
+                                     const kiln__local_rank *lr, size_t *chosen,
+                                     kiln__str *why)
+{
+  size_t best = kiln__devices_best(list);
+  if (best == SIZE_MAX)
+    return fail_selector(list, "local rank %u (%s): no usable device", lr->rank,
+                         lr->source);
+  const kiln_device_info *b = &list->items[best].info;
+  size_t m = 0;
+  for (size_t i = 0; i < list->count; i++)
+    m += usable(&list->items[i].info) && same_kind(&list->items[i].info, b);
+  size_t k = lr->rank % m, seen = 0;
+  for (size_t i = 0; i < list->count; i++)
+    if (usable(&list->items[i].info) && same_kind(&list->items[i].info, b) && seen++ == k)
+      *chosen = i;
+  const kiln_device_info *d = &list->items[*chosen].info;
+  kiln__str_appendf(why,
+                    "%s=%u: local rank %u takes device %zu of the %zu usable "
+                    "devices of the best-ranked device's kind: %u:%u %s\n",
+                    lr->source, lr->rank, lr->rank, k, m, d->platform_index,
+                    d->device_index, d->name);
+  if (lr->rank >= m)
+    kiln__str_appendf(why,
+                      "local ranks outnumber these %zu devices: they take them "
+                      "round-robin, so local rank %u shares this device with local "
+                      "rank %zu at least\n",
+                      m, lr->rank, k);
+  return KILN_OK;
+}
+
 kiln_status kiln__devices_select(const kiln__device_list *list, const char *selector,
                                  const char *source, size_t *chosen, kiln__str *why)
 {
+  const kiln__local_rank none = {0};
+  return kiln__devices_select_ranked(list, selector, source, &none, chosen, why);
+}
+
+/* Gives each local-rank term the index of the rank's device. */
+static kiln_status resolve_local_rank(const kiln__device_list *list, const char *selector,
+                                      const char *source, const kiln__local_rank *lr,
+                                      term *terms, long n, kiln__str *why)
+{
+  for (long t = 0; t < n; t++) {
+    if (terms[t].kind != TERM_LOCAL_RANK)
+      continue;
+    if (!lr->source) {
+      kiln__str vars = {0};
+      kiln__local_rank_vars(&vars);
+      kiln_status st =
+        fail_selector(list,
+                      "%s='%s': 'local-rank' needs the process's node-local rank, "
+                      "and no launcher gave one: none of %s is set (mpirun, srun "
+                      "and torchrun set one), nor kiln_options.local_rank_source",
+                      source, selector, kiln__str_get(&vars));
+      kiln__str_free(&vars);
+      return st;
+    }
+    size_t index = 0;
+    kiln_status st = kiln__devices_local_rank(list, lr, &index, why);
+    if (st != KILN_OK)
+      return st;
+    terms[t].p = index;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln__devices_select_ranked(const kiln__device_list *list,
+                                        const char *selector, const char *source,
+                                        const kiln__local_rank *lr, size_t *chosen,
+                                        kiln__str *why)
+{
   term *terms;
   long n;
-  kiln_status st = parse_or_fail(list, selector, source, 0, &terms, &n);
-  if (st != KILN_OK)
+  kiln_status st = parse_or_fail(list, selector, source, ALLOW_LOCAL_RANK, &terms, &n);
+  if (st == KILN_OK)
+    st = resolve_local_rank(list, selector, source, lr, terms, n, why);
+  if (st != KILN_OK) {
+    free(terms);
     return st;
+  }
   *chosen = SIZE_MAX;
   long t = 0;
   for (; t < n && *chosen == SIZE_MAX; t++)
@@ -308,19 +405,6 @@ kiln_status kiln__devices_select(const kiln__device_list *list, const char *sele
   return st;
 }
 
-static int usable(const kiln_device_info *d)
-{
-  return d->available && d->compiler_available;
-}
-
-/* Whether d is of the best device's kind: its type, integrated or discrete,
- * a simulator or not. */
-static int same_kind(const kiln_device_info *d, const kiln_device_info *best)
-{
-  return (d->type & best->type) && d->integrated == best->integrated &&
-         d->is_simulator == best->is_simulator;
-}
-
 kiln_status kiln__devices_group(const kiln__device_list *list, const char *selector,
                                 const char *source, int *member, kiln__str *why)
 {
@@ -328,7 +412,7 @@ kiln_status kiln__devices_group(const kiln__device_list *list, const char *selec
   term *terms = NULL;
   long n = 0;
   kiln_status st =
-    selector ? parse_or_fail(list, selector, source, 1, &terms, &n) : KILN_OK;
+    selector ? parse_or_fail(list, selector, source, ALLOW_ALL, &terms, &n) : KILN_OK;
   for (long t = 0; t < n && st == KILN_OK; t++) {
     size_t matched = 0;
     for (size_t i = 0; i < list->count; i++)

@@ -700,6 +700,44 @@ static void test_npy_reads_streams(void **state)
   free(b);
 }
 
+/* A part of a file: the whole header, the elements asked for, cut at the
+ * end; the file's size is still held against its header. */
+static void test_npy_load_range(void **state)
+{
+  (void)state;
+  size_t n, count;
+  kiln_array a;
+  unsigned char *b = make_npy(1, F4_23, 1, f4_values, sizeof f4_values, &n);
+  write_bytes(path_of("range.npy"), b, n);
+  static const struct {
+    size_t first, want, got;
+  } cases[] = {{0, 0, 0}, {0, 6, 6}, {2, 3, 3}, {4, 10, 2}, {6, 1, 0}, {9, 1, 0}};
+  for (size_t i = 0; i < COUNT(cases); i++) {
+    count = cases[i].want;
+    assert_kiln_ok(NULL,
+                   kiln_npy_load_range(path_of("range.npy"), cases[i].first, &count, &a));
+    assert_int_equal(count, cases[i].got);
+    assert_int_equal(a.count, 6);
+    assert_int_equal(a.ndim, 2);
+    assert_int_equal(a.shape[1], 3);
+    if (count)
+      assert_memory_equal(a.data, f4_values + cases[i].first, count * sizeof(float));
+    else
+      assert_null(a.data);
+    kiln_array_free(&a);
+  }
+  write_bytes(path_of("range.npy"), b, n - 4);
+  count = 1;
+  assert_kiln_fails(NULL, KILN_ERR_FORMAT, "the file is truncated",
+                    kiln_npy_load_range(path_of("range.npy"), 0, &count, &a));
+  assert_kiln_fails(NULL, KILN_ERR_IO, "not a regular file",
+                    kiln_npy_load_range("/dev/null", 0, &count, &a));
+  assert_kiln_fails(NULL, KILN_ERR_INVALID_ARGUMENT, "count is NULL",
+                    kiln_npy_load_range(path_of("range.npy"), 0, NULL, &a));
+  unlink(path_of("range.npy"));
+  free(b);
+}
+
 static void test_npy_load_io_errors(void **state)
 {
   (void)state;
@@ -822,6 +860,7 @@ int main(void)
     cmocka_unit_test(test_npy_truncated_at_every_byte),
     cmocka_unit_test(test_npy_mutated_headers),
     cmocka_unit_test(test_npy_reads_streams),
+    cmocka_unit_test(test_npy_load_range),
     cmocka_unit_test(test_npy_load_io_errors),
     cmocka_unit_test(test_npy_save_refuses_bad_arrays),
     cmocka_unit_test(test_npy_save_failure_leaves_no_partial_file),

@@ -100,6 +100,13 @@
 #  define KILN_API
 #endif
 
+/* printf-style arguments, checked by the compilers that can. */
+#if defined(__GNUC__)
+#  define KILN__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#  define KILN__PRINTF(fmt, args)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -135,7 +142,8 @@ KILN_API unsigned kiln_version_number(void);
  * published is never renumbered.
  *   -1 .. -99    the caller's request is wrong
  *   -100 .. -199 the device, the driver or resources
- *   -200 .. -299 files and formats */
+ *   -200 .. -299 files and formats
+ *   -300 .. -399 between processes (libkiln-mpi, kiln/kiln_mpi.h) */
 /* A table, aligned by hand: */
 /* clang-format off */
 #define KILN_STATUS_MAP(XX)                                                           \
@@ -163,7 +171,11 @@ KILN_API unsigned kiln_version_number(void);
   XX(ERR_BUILD,               -105, "an OpenCL program failed to build")              \
   XX(ERR_IO,                  -200, "a file could not be read or written")            \
   XX(ERR_FORMAT,              -201, "a file is malformed or in a format kiln "        \
-                                    "does not read")
+                                    "does not read")                                  \
+  XX(ERR_MPI,                 -300, "an MPI call failed")                             \
+  XX(ERR_RANK_MISMATCH,       -301, "the ranks of a collective disagree on its "      \
+                                    "arguments")                                      \
+  XX(ERR_PEER_FAILED,         -302, "another process of the job failed")
 /* clang-format on */
 
 /*! kiln_status :
@@ -274,6 +286,8 @@ typedef struct kiln_options {
    *              pocl, mesa, oclgrind
    *   a type     gpu, cpu, accelerator
    *   name=TEXT  a device whose name contains TEXT (case-insensitive)
+   *   local-rank the device of the process's node-local rank (see
+   *              local_rank_source); fails when there is none
    * A simulator (Oclgrind) is matched only by a term that names it: P:D, N,
    * oclgrind or name=. NULL: the best ranked device. Env: KILN_DEVICE.
    * A value that does not parse or matches no usable device makes
@@ -343,7 +357,8 @@ typedef struct kiln_options {
    * At most 3600000. Env: KILN_OOM_WAIT (500, 500ms or 2s). */
   unsigned oom_wait_ms;
   /* Which devices a device group runs on (kiln_group_create(); a runtime
-   * ignores it): the terms of `device` above, comma-separated, or `all`
+   * ignores it): the terms of `device` above but local-rank,
+   * comma-separated, or `all`
    * (every usable device but simulators); the group takes every usable
    * device that any term matches, a simulator only by a term that names
    * it. NULL: every usable device of the best-ranked device's kind (every
@@ -351,6 +366,24 @@ typedef struct kiln_options {
    * matches no usable device makes kiln_group_create() fail with
    * KILN_ERR_INVALID_DEVICE_SELECTOR. */
   const char *devices;
+  /* The process's rank among the processes of its job on this node, for a
+   * program that knows it otherwise than from a launcher's variable (as
+   * libkiln-mpi does, from MPI_Comm_split_type). Used only when
+   * local_rank_source is not NULL. */
+  unsigned local_rank;
+  /* What gave local_rank, in words, for kiln_runtime_selection(); NULL: the
+   * first launcher variable set of LOCAL_RANK (torchrun),
+   * OMPI_COMM_WORLD_LOCAL_RANK (Open MPI), MPI_LOCALRANKID (MPICH, Intel
+   * MPI), SLURM_LOCALID (srun) and MV2_COMM_WORLD_LOCAL_RANK (MVAPICH2),
+   * in that order, gives it (not KILN_ variables: ignore_env keeps them);
+   * a value that is not an integer is KILN_ERR_INVALID_ENV. With a local
+   * rank and no `device`, the runtime runs on device (rank mod M) of the M
+   * visible usable devices of the best-ranked device's kind (as `devices`
+   * takes them: every discrete GPU, say), in their order: the ranks of a node spread over its
+   * devices, round-robin, sharing one, when they outnumber them
+   * (kiln_runtime_selection() says so). The device term `local-rank` asks
+   * for the same explicitly. */
+  const char *local_rank_source;
 } kiln_options;
 
 /*! kiln_options_init() :
@@ -415,6 +448,15 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt);
  *           valid until this thread calls kiln_last_error() again. Never
  *           NULL. */
 KILN_API const char *kiln_last_error(const kiln_runtime *rt);
+
+/*! kiln_last_error_set() :
+ * For a library built on kiln (libkiln-mpi is one): records a failure as
+ * kiln's own calls do, so that kiln_last_error(rt) returns the message,
+ * printf-formatted from fmt. rt NULL: the thread's message, as for a call
+ * with no runtime.
+ * @return : status, so that a caller can `return kiln_last_error_set(...)`. */
+KILN_API kiln_status kiln_last_error_set(kiln_runtime *rt, kiln_status status,
+                                         const char *fmt, ...) KILN__PRINTF(3, 4);
 
 /*! kiln_runtime_diagnostics() :
  * @return : notes gathered while finding devices, one per line: platforms or
@@ -1893,6 +1935,22 @@ typedef struct kiln_array {
  *           KILN_ERR_INVALID_ARGUMENT for NULL; KILN_ERR_OUT_OF_HOST_MEMORY.
  * There is no runtime: the message is for kiln_last_error(NULL). */
 KILN_API kiln_status kiln_npy_load(const char *path, kiln_array *out);
+
+/*! kiln_npy_load_range() :
+ * kiln_npy_load() of a part of a regular file, for a program that has its
+ * own share of a large array to work on (an MPI rank): the header, and
+ * elements [first, first + *count) of the data as stored (C or Fortran
+ * order), *count cut at the end of the data.
+ * @count : in, the elements wanted; out, those read (0 when first is past
+ *          the end: count 0 reads the header alone).
+ * @out   : dtype, ndim, shape, fortran_order and count describe the whole
+ *          file, as kiln_npy_load() gives them; data holds only the part
+ *          (NULL when it is empty). Release it with kiln_array_free().
+ * @return : the statuses of kiln_npy_load() (the whole file's size is
+ *           checked against its header); KILN_ERR_IO for a path that is
+ *           not a regular file. For kiln_last_error(NULL). */
+KILN_API kiln_status kiln_npy_load_range(const char *path, size_t first, size_t *count,
+                                         kiln_array *out);
 
 /*! kiln_npy_load_memory() :
  * kiln_npy_load() of a .npy file's bytes already in memory: a member of an
