@@ -10,9 +10,11 @@
  *                       small and of several pieces, against a host
  *                       reference of every rank's data (one process's
  *                       result); the mismatch and failed-rank errors
- *   test-mpi create-fails   rank 1 asks for a device there is not: every
- *                       rank must fail kiln_mpi_runtime_create() with a
- *                       clear message, none hang (meson's timeout)
+ *   test-mpi create-fails   rank 1 asks for a device there is not, then
+ *                       ranks 0 and 1 give options never initialised and
+ *                       from a newer kiln.h: every rank must fail
+ *                       kiln_mpi_runtime_create() with a clear message,
+ *                       none hang (meson's timeout)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +244,30 @@ static void test_create_fails(void)
   expect(NULL, st, rank == 1 ? KILN_ERR_INVALID_DEVICE_SELECTOR : KILN_ERR_PEER_FAILED,
          rank == 1 ? "no-such-device" : "rank 1 of", "a rank without its device");
   CHECK(rt == NULL, "a runtime came back from a failed creation");
+  /* Options by kiln.h's rules for a caller's struct: never initialised
+   * (rank 0's), and from a newer kiln.h with a field set (rank 1's, longer
+   * than this kiln's); every other rank fails with its peer. */
+  struct {
+    kiln_options o;
+    unsigned char newer[16];
+  } big = {0};
+  kiln_options_init(&big.o);
+  if (rank == 0)
+    big.o.struct_size = 0;
+  if (rank == 1) {
+    big.o.struct_size = sizeof big;
+    big.newer[3] = 1;
+  }
+  st = kiln_mpi_runtime_create(MPI_COMM_WORLD, &big.o, &rt);
+  kiln_status want = rank == 0   ? KILN_ERR_INVALID_ARGUMENT
+                     : rank == 1 ? KILN_ERR_UNSUPPORTED
+                                 : KILN_ERR_PEER_FAILED;
+  expect(NULL, st, want,
+         rank == 0   ? "kiln_options_init"
+         : rank == 1 ? "newer kiln.h"
+                     : "rank 0 of",
+         "options by the struct rules");
+  CHECK(rt == NULL, "a runtime came back from bad options");
 }
 
 int main(int argc, char **argv)

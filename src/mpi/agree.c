@@ -118,6 +118,36 @@ kiln_status kiln_mpi__agree(MPI_Comm comm, kiln_runtime *rt,
   return KILN_OK;
 }
 
+/* The caller's options into *o, by kiln.h's rules for a caller's struct
+ * (its introduction), which libkiln's own checker applies inside libkiln
+ * only: struct_size 0 was never initialised; a longer struct, from a newer
+ * kiln.h, only with the bytes this library does not know all 0. */
+static kiln_status take_options(const kiln_options *opts, kiln_options *o)
+{
+  static const char fn[] = "kiln_mpi_runtime_create";
+  kiln_options_init(o);
+  if (!opts)
+    return KILN_OK;
+  size_t given = opts->struct_size;
+  if (given == 0)
+    return kiln_last_error_set(
+      NULL, KILN_ERR_INVALID_ARGUMENT,
+      "%s: kiln_options.struct_size is 0: the options were never "
+      "initialised; expected kiln_options_init() first",
+      fn);
+  for (size_t b = sizeof *o; b < given; b++)
+    if (((const unsigned char *)opts)[b])
+      return kiln_last_error_set(
+        NULL, KILN_ERR_UNSUPPORTED,
+        "%s: kiln_options.struct_size is %zu, and byte %zu is not "
+        "zero, but this libkiln-mpi knows only the first %zu "
+        "bytes: the program was built against a newer kiln.h",
+        fn, given, b, sizeof *o);
+  memcpy(o, opts, given < sizeof *o ? given : sizeof *o);
+  o->struct_size = sizeof *o;
+  return KILN_OK;
+}
+
 KILN_MPI_API kiln_status kiln_mpi_runtime_create(MPI_Comm comm, const kiln_options *opts,
                                                  kiln_runtime **out)
 {
@@ -138,19 +168,15 @@ KILN_MPI_API kiln_status kiln_mpi_runtime_create(MPI_Comm comm, const kiln_optio
                              "kiln_mpi_runtime_create: out is NULL; expected the address "
                              "of a kiln_runtime pointer");
   else {
-    /* The caller's options, of whatever kiln.h's size, with this rank. */
+    /* The caller's options, with this rank unless they name one. */
     kiln_options o;
-    kiln_options_init(&o);
-    if (opts) {
-      size_t given = opts->struct_size < sizeof o ? opts->struct_size : sizeof o;
-      memcpy(&o, opts, given);
-      o.struct_size = sizeof o;
-    }
-    if (!o.local_rank_source) {
+    st = take_options(opts, &o);
+    if (st == KILN_OK && !o.local_rank_source) {
       o.local_rank = (unsigned)local;
       o.local_rank_source = source;
     }
-    st = kiln_runtime_create(&o, &rt);
+    if (st == KILN_OK)
+      st = kiln_runtime_create(&o, &rt);
   }
   const int64_t fields[KILN_MPI__FIELDS] = {KILN_MPI__CREATE};
   kiln_status agreed = kiln_mpi__agree(comm, NULL, fields, st);
