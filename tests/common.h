@@ -163,6 +163,14 @@ static inline size_t kiln_test_devices(void)
   return 2 + (size_t)kiln_test_has_oclgrind() + (size_t)kiln_test_has_rusticl();
 }
 
+/* Whether rt runs on Mesa's llvmpipe, whose work-items stop looping after
+ * 65535 iterations in all: kiln refuses what it cannot fit there, saying so
+ * (src/rank.c's kiln__loop_limit()), and the tests expect that. */
+static inline int kiln_test_on_llvmpipe(kiln_runtime *rt)
+{
+  return strncmp(kiln_runtime_device(rt)->name, "llvmpipe", 8) == 0;
+}
+
 /* Where rt's device has no fp64 (rusticl's llvmpipe), a float64 operation
  * must fail with KILN_ERR_UNSUPPORTED, st, saying that it needs fp64 and,
  * where the tests' platforms include PoCL's device (which has fp64), how to
