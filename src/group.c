@@ -10,7 +10,8 @@
  * devices finish together; rounded down to the job's smallest chunk times
  * a power of two. Speeds are units a second of the device's last chunk in
  * this call; before its first, what it did in earlier calls of the same
- * operation; before any, a prior from its estimated peak
+ * operation; before any, what `kiln tune` measured on it (its tuning
+ * record); untuned, a prior from its estimated peak
  * (kiln_device_info.peak_gflops; a simulator, which has none, counts as 1
  * MFLOP/s). A device that would finish even the smallest chunk after the
  * working devices are done with everything left waits instead, and takes a
@@ -30,6 +31,7 @@
 #include <string.h>
 
 #include "group.h"
+#include "tuning.h"
 
 #define SIMULATOR_PRIOR_GFLOPS 1e-3 /* a CPU core is ~1e3 times more */
 #define PRIOR_EFFICIENCY 0.2        /* of the peak, before any measure */
@@ -266,15 +268,29 @@ typedef struct call {
   worker *w;
 } call;
 
-/* The prior: a share of the estimated peak, in units a second. */
+/* The kernel of kiln_tune() whose measured speed stands for each kind of
+ * operation before the group has timed it (kiln__tuned_speed). */
+static const char *const tuned_kernel[KILN__GROUP_OPS] = {
+  [KILN__GROUP_GEMM] = "gemm f32",
+  [KILN__GROUP_CONV] = "conv im2col",
+  [KILN__GROUP_FFT] = "fft",
+  [KILN__GROUP_REDUCE] = "reduce",
+};
+
+/* A device's speed for j in units a second: what it did in earlier calls
+ * of the operation; before any, what kiln tune measured on it (device time
+ * alone: the first chunks, transfers included, correct it); untuned, a
+ * share of the estimated peak. */
 static double prior_rate(const member *m, const kiln__group_job *j)
 {
-  double learnt = m->speed[j->op];
-  if (learnt > 0)
-    return learnt / j->unit_work;
-  double peak = kiln_runtime_device(m->rt)->peak_gflops;
-  return (peak > 0 ? peak * PRIOR_EFFICIENCY : SIMULATOR_PRIOR_GFLOPS) * 1e9 /
-         j->unit_work;
+  double speed = m->speed[j->op];
+  if (speed <= 0)
+    speed = kiln__tuned_speed(m->rt, tuned_kernel[j->op]);
+  if (speed <= 0) {
+    double peak = kiln_runtime_device(m->rt)->peak_gflops;
+    speed = (peak > 0 ? peak * PRIOR_EFFICIENCY : SIMULATOR_PRIOR_GFLOPS) * 1e9;
+  }
+  return speed / j->unit_work;
 }
 
 /* Whether worker i is the fastest alive one (the lowest index of ties). */

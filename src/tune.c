@@ -329,6 +329,38 @@ static kiln_status conv_make(kiln_runtime *rt, int variant, bench *b)
   return st;
 }
 
+/* The work of kernel's timed case above (flops; bytes read for the
+ * reductions), to turn a measured time into a speed; 0 for another name. */
+static double timed_work(const char *kernel)
+{
+  static const char *const gemm[] = {"gemm f32", "gemm f16", "gemm f64"};
+  static const char *const conv[] = {"conv direct", "conv im2col"};
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    if (strcmp(kernel, gemm[v]) == 0) {
+      double s = (double)gemm_size(&(bench){.variant = v});
+      return 2 * s * s * s;
+    }
+  for (int v = 0; v < 2; v++)
+    if (strcmp(kernel, conv[v]) == 0) {
+      const conv_shape *l = &conv_timed[v];
+      return 2.0 * 9 * (double)(l->n * l->k * l->hw * l->hw) * (double)(l->c / l->groups);
+    }
+  if (strcmp(kernel, "fft") == 0)
+    return 5.0 * FN * 20; /* 5 n log2 n, n = 2^20 */
+  if (strcmp(kernel, "reduce") == 0)
+    return 2.0 * RN * sizeof(float); /* a sum and a max */
+  return 0;
+}
+
+double kiln__tuned_speed(const kiln_runtime *rt, const char *kernel)
+{
+  const kiln__tuning_state *s = rt->tuning;
+  for (size_t i = 0; s && i < s->nmeasured; i++)
+    if (strcmp(s->measured[i].kernel, kernel) == 0 && s->measured[i].to_s > 0)
+      return timed_work(kernel) / s->measured[i].to_s;
+  return 0;
+}
+
 static void bench_free(bench *b)
 {
   for (size_t i = 0; i < sizeof b->buf / sizeof b->buf[0]; i++)

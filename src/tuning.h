@@ -164,6 +164,13 @@ void kiln__tuning_free(kiln_runtime *rt);
 kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__measured *m,
                               size_t n);
 
+/* The speed kiln_tune() measured on rt's device for one of its kernels
+ * ("gemm f32", "conv im2col", "fft", "reduce", ...: kiln__measured.kernel)
+ * with the parameters it kept: work a second of the kernel's timed case,
+ * flops (bytes read for "reduce"), device time alone; 0 when rt's record
+ * has no such measurement (tune.c). */
+double kiln__tuned_speed(const kiln_runtime *rt, const char *kernel);
+
 /* Adds to rt's choices those of the device's record on disk that rt lacks
  * (another process's, kept since rt read the record), so that saving rt's
  * record keeps them. A record that is absent or does not apply adds none. */

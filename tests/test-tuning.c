@@ -863,6 +863,63 @@ static void test_gpu_shape_extremes(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* Before a device group has timed an operation, a device's tuning record
+ * says how fast it is (group.c's prior): a device whose record measured
+ * GEMM at 2 flops a second takes none of a product beside one that has no
+ * measurement. The measurement is put in as loading a record does
+ * (record.c): a record in the cache folder would apply to both PoCL
+ * devices, one model. */
+static void test_group_tuned_prior(void **state)
+{
+  fixture *fx = *state;
+  kiln_options o;
+  kiln_options_init(&o);
+  o.cache_dir = fx->dir;
+  kiln_group *g;
+  assert_kiln_ok(NULL, kiln_group_create(&o, &g)); /* nothing timed yet */
+  assert_true(kiln_group_size(g) >= 2);
+  kiln_runtime *slow = kiln_group_runtime(g, 1);
+  assert_true(kiln__tuned_speed(slow, "gemm f32") == 0); /* no record */
+  kiln__measured *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  snprintf(m->kernel, sizeof m->kernel, "gemm f32");
+  m->from_s = m->to_s = 1e9; /* 2 * 1024^3 flops in 10^9 s */
+  free(slow->tuning->measured);
+  slow->tuning->measured = m, slow->tuning->nmeasured = 1;
+  assert_true(fabs(kiln__tuned_speed(slow, "gemm f32") - 2 * pow(1024, 3) / 1e9) < 1e-9);
+  assert_true(kiln__tuned_speed(slow, "fft") == 0);
+
+  enum { M = 301, N = 33, K = 47 };
+  float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b),
+        *c = malloc(M * N * sizeof *c);
+  for (size_t i = 0; i < M * K; i++)
+    a[i] = (float)(i % 7) - 3;
+  for (size_t i = 0; i < K * N; i++)
+    b[i] = (float)(i % 5) - 2;
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, KILN_F32, M, N, K);
+  assert_kiln_ok(NULL, kiln_group_gemm_host(g, &d, a, b, c));
+  for (size_t i = 0; i < M; i++) /* small integers: exact */
+    for (size_t j = 0; j < N; j++) {
+      double want = 0;
+      for (size_t p = 0; p < K; p++)
+        want += (double)a[i * K + p] * b[p * N + j];
+      assert_true(c[i * N + j] == want);
+    }
+  size_t units = 0;
+  for (size_t i = 0; i < kiln_group_size(g); i++) {
+    kiln_group_usage u;
+    kiln_group_usage_init(&u);
+    assert_kiln_ok(NULL, kiln_group_stats(g, i, &u));
+    if (i == 1)
+      assert_int_equal(u.units, 0);
+    units += u.units;
+  }
+  assert_int_equal(units, M);
+  free(a), free(b), free(c);
+  assert_kiln_ok(NULL, kiln_group_destroy(g));
+}
+
 int main(int argc, char **argv)
 {
   if (argc == 3 && strcmp(argv[1], "--tune-child") == 0)
@@ -882,6 +939,7 @@ int main(int argc, char **argv)
     T(test_benchmark_fft),       T(test_benchmark_reduce),
     T(test_benchmark_threads),   T(test_benchmark_processes),
     T(test_bad_choice),          T(test_tune_conv),
+    T(test_group_tuned_prior),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
