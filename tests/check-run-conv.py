@@ -4,7 +4,8 @@ files against a reference computed here in double precision (a direct
 cross-correlation loop): stride, asymmetric padding, dilation, groups and
 depthwise, bias and ReLU, 1x1 to 7x7 filters, both layouts, float64 and
 float16 inputs, with the im2col and direct backends and AUTO; CLBlast's
-convgemm where it applies, and its refusals where it does not; and the
+convgemm where it applies, and its refusals where it does not; over a
+device group (--devices all), images of the batch to each device; and the
 command's errors: one line on stderr, a non-zero exit, no output file.
 Files are written and read by npyfile.py (standard library only)."""
 import math
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from kilncheck import run_op
+from kilncheck import group_problem, run_op
 from npyfile import as_stored, count, load, save
 
 KILN = sys.argv[1]
@@ -157,6 +158,16 @@ LIMITED = [
 ]
 
 
+# Over a device group (--devices all): a batch of 3 over two devices
+# (uneven) and a batch of 1 (one device).
+GROUP = [
+    ("batch 3 over the group, bias", dict(n=3, c=2, h=9, w=11, k=3, r=3, s=3,
+                                          stride=(2, 1), pad=(1, 1, 1, 1), bias=True)),
+    ("batch 1 over the group, NHWC", dict(n=1, c=3, h=7, w=6, k=2, r=3, s=2,
+                                          layout="nhwc", act="tanh")),
+]
+
+
 def run(*args, expect=0):
     return run_op(KILN, "conv2d", args, expect)
 
@@ -175,9 +186,10 @@ def tolerance(descr):
     return {"<f8": 1e-12, "<f4": 1e-5, "<f2": 2e-3}[descr]
 
 
-def one(t, name, case, backend, clblast, limit=None):
-    """Runs case on backend (under KILN_MEMORY_LIMIT=limit, when given);
-    returns the failures (0 or 1)."""
+def one(t, name, case, backend, clblast, limit=None, devices=None):
+    """Runs case on backend (under KILN_MEMORY_LIMIT=limit, when given; over
+    the device group `devices` selects, when given); returns the failures
+    (0 or 1)."""
     p = lambda f: os.path.join(t, f)
     descr = case.get("descr", "<f4")
     nhwc = case.get("layout") == "nhwc"
@@ -194,6 +206,8 @@ def one(t, name, case, backend, clblast, limit=None):
     if bias:
         save(p("b.npy"), (k,), bias, descr=descr)
         args += ["--bias", p("b.npy")]
+    if devices:
+        args += ["--devices", devices]
     if os.path.exists(p("y.npy")):
         os.remove(p("y.npy"))
     label = "%s [%s]" % (name, backend)
@@ -222,6 +236,10 @@ def one(t, name, case, backend, clblast, limit=None):
         if word not in r.stdout:
             print("FAIL: %s: no %s in the output:\n%s" % (label, word, r.stdout))
             return 1
+    problem = devices and group_problem(r.stdout, units=n)
+    if problem:
+        print("FAIL: %s: %s" % (label, problem))
+        return 1
     print("ok: %s" % label)
     return 0
 
@@ -257,6 +275,7 @@ def errors(t):
         (base + ["--winograd"], "unknown option", 2),
         ([p("x.npy"), p("nope.npy"), "-o", p("y.npy")], "nope.npy", 1),
         (base + ["--groups"], "--groups needs a value", 2),
+        (base + ["--devices", "nope:9"], "'nope:9' is not a device selector", 1),
         ([p("x.npy"), p("w.npy")], "usage: kiln run conv2d", 2),
     ]:
         r = run(*args, expect=code)
@@ -280,6 +299,9 @@ def main():
             for backend in ("auto", "direct"):
                 failures += one(t, name + " (KILN_MEMORY_LIMIT)", case, backend, True,
                                 limit)
+        for name, case in GROUP:
+            for backend in ("auto", "direct"):
+                failures += one(t, name, case, backend, True, devices="all")
         failures += errors(t)
     print("%d failed" % failures)
     return 1 if failures else 0

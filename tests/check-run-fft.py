@@ -4,8 +4,10 @@ inverse of complex64 and complex128 arrays, R2C (--real) of float32 and
 float64, C2R (--real --inverse) of even and odd lengths, over the last one,
 two and three axes with the leading axes as the batch, against a naive DFT
 computed here with cmath in double precision; each named backend, which may
-refuse a case (one line, non-zero exit); and the command's errors: one line,
-a non-zero exit, no output file. Files are written and read by npyfile.py.
+refuse a case (one line, non-zero exit); over a device group (--devices
+all), transforms of the batch to each device; and the command's errors: one
+line, a non-zero exit, no output file. Files are written and read by
+npyfile.py.
 
 Tolerance, as test-fft.c explains it (Higham, Theorem 24.2, with room for
 Bluestein's algorithm): each element within
@@ -17,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+from kilncheck import group_problem
 from npyfile import as_stored, count, load, save
 
 KILN = sys.argv[1]
@@ -97,9 +100,10 @@ def run(args, limit=None):
 
 
 def check(name, descr, shape, naxes, inverse=False, real=False, n_out=None,
-          backend=None, seed=1, limit=None):
-    """One case (under KILN_MEMORY_LIMIT=limit, when given); returns False
-    when a named backend refused it."""
+          backend=None, seed=1, limit=None, devices=None):
+    """One case (under KILN_MEMORY_LIMIT=limit, when given; over the device
+    group `devices` selects, when given); returns False when a named
+    backend refused it."""
     g = lcg(seed)
     size = count(shape)
     if real and not inverse:  # R2C
@@ -142,6 +146,7 @@ def check(name, descr, shape, naxes, inverse=False, real=False, n_out=None,
         args += ["--inverse"] * inverse + ["--real"] * real
         args += ["--n", str(n_out)] if n_out else []
         args += ["--backend", backend] if backend else []
+        args += ["--devices", devices] if devices else []
         p = run(args, limit)
         if p.returncode != 0:
             # Without VkFFT (whose message names its package), lengths with a
@@ -156,6 +161,10 @@ def check(name, descr, shape, naxes, inverse=False, real=False, n_out=None,
             failures.append("%s: exit %d: %s" % (name, p.returncode, p.stderr.strip()))
             return True
         got_descr, got_shape, got = load(yp)
+    problem = devices and group_problem(p.stdout, units=batch)
+    if problem:
+        failures.append("%s: %s" % (name, problem))
+        return True
     if (got_descr, got_shape) != (want_descr, want_shape):
         failures.append("%s: wrote %s %s, expected %s %s" % (
             name, got_descr, got_shape, want_descr, want_shape))
@@ -195,6 +204,18 @@ CASES = [
 ]
 
 
+# Over a device group (--devices all): batches of 3 over two devices
+# (uneven) and of 1 (one device).
+GROUP = [
+    # name, descr, shape, naxes, inverse, real, n_out
+    ("c8 (3, 33) over the group", "<c8", (3, 33), 1, False, False, None),
+    ("f4 R2C (3, 5, 17) axes -2,-1 over the group", "<f4", (3, 5, 17), 2, False, True,
+     None),
+    ("c16 C2R (3, 9) -> 16 over the group", "<c16", (3, 9), 1, True, True, None),
+    ("c8 inverse (1, 17) over the group", "<c8", (1, 17), 1, True, False, None),
+]
+
+
 def refusals():
     """The command's errors: one line naming the problem, exit non-zero, no file."""
     with tempfile.TemporaryDirectory() as d:
@@ -212,6 +233,9 @@ def refusals():
             ([c2, "-o", yp, "--n", "0"], "--n"),
             ([c2, "-o", yp, "--norm", "none"], "--norm"),
             ([c2, "-o", yp, "--backend", "clblast"], "clfft"),
+            # every device of the group refuses it: the library's one line
+            ([c2, "-o", yp, "--backend", "kiln", "--devices", "all"], "power-of-two"),
+            ([c2, "-o", yp, "--devices", "nope:9"], "is not a device selector"),
             ([c2, "-o", yp, "--bogus", "1"], "unknown"),
             ([c2], "usage"),
             ([os.path.join(d, "missing.npy"), "-o", yp], "missing.npy"),
@@ -247,6 +271,8 @@ def main():
           limit="64K")
     check("f4 R2C (64, 4, 32) axes -2,-1 under KILN_MEMORY_LIMIT=32K", "<f4",
           (64, 4, 32), 2, real=True, seed=6, limit="32K")
+    for k, c in enumerate(GROUP):
+        check(*c[:4], inverse=c[4], real=c[5], n_out=c[6], seed=k, devices="all")
     refusals()
     for f in failures:
         print("FAIL", f)

@@ -3,9 +3,10 @@
 files: every op along every axis of 1-D to 4-D arrays and over all of them,
 in each input type, against a reference computed here in double precision
 as numpy defines the ops (NaN propagates, first index on ties); empty and
-0-d arrays; the CLBlast backend where it applies and its refusals; and the
-command's errors: one line, a non-zero exit, no output file. Files are
-written and read by npyfile.py (standard library only)."""
+0-d arrays; the CLBlast backend where it applies and its refusals; over a
+device group (--devices all); and the command's errors: one line, a
+non-zero exit, no output file. Files are written and read by npyfile.py
+(standard library only)."""
 import math
 import os
 import struct
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+from kilncheck import group_problem
 from npyfile import as_stored, count, load, save
 
 KILN = sys.argv[1]
@@ -104,8 +106,10 @@ class Checker:
         print("FAIL: %s: %s" % (what, detail))
 
     def check(self, op, shape, values, descr="<f4", axis=None, backend=None,
-              fortran=False, quiet=True):
-        """Runs op on an array and compares every result with reference()."""
+              fortran=False, quiet=True, devices=None, units=None):
+        """Runs op on an array and compares every result with reference();
+        over the device group `devices` selects, when given, whose devices
+        must have done `units` units."""
         x, y = self.path("x.npy"), self.path("y.npy")
         save(x, shape, values, descr, fortran)
         if os.path.exists(y):
@@ -115,8 +119,11 @@ class Checker:
             args += ["--axis", str(axis)]
         if backend:
             args += ["--backend", backend]
-        what = "%s of %s %s axis %s%s" % (op, descr, shape, axis,
-                                          " on " + backend if backend else "")
+        if devices:
+            args += ["--devices", devices]
+        what = "%s of %s %s axis %s%s%s" % (op, descr, shape, axis,
+                                            " on " + backend if backend else "",
+                                            " over " + devices if devices else "")
         r = self.kiln(*args)
         if r.returncode != 0:
             return self.fail(what, "exit %d: %s" % (r.returncode, r.stderr.strip()))
@@ -129,6 +136,9 @@ class Checker:
             return self.fail(what, "got %s %s, expected %s %s; first wrong: %s" % (
                 got_descr, got_shape, want_descr, want_shape,
                 [(i, got[i], want[i]) for i in bad[:3]]))
+        problem = devices and group_problem(r.stdout, units)
+        if problem:
+            return self.fail(what, problem)
         if not quiet:
             print("ok: %s" % what)
         return r
@@ -213,6 +223,21 @@ def main():
                                                "clblast", x, "-o", "Y"], "along an axis")
             c.refuse("clblast argmax", ["--op", "argmax", "--backend", "clblast", x,
                                         "-o", "Y"], "first index on ties")
+        # over the group (--devices all), with the units its devices must
+        # have done: positions before the axis (3 over two devices; 1 when
+        # the axis is the first, or of a batch of 1), or of every element
+        # grains of at least 16384 elements (one here); an empty view is
+        # one call
+        for op, shape, descr, axis, units in [
+                ("sum", (3, 33, 17), "<f4", 1, 3),
+                ("mean", (3, 33, 17), "<f2", -1, 99),
+                ("argmax", (33, 17), "<f4", 0, 1),
+                ("min", (1, 17), "<f8", 1, 1),
+                ("norm", (33, 17), "<f8", None, 1),
+                ("sum", (3, 33, 17), "<i4", None, 1),
+                ("sum", (3, 0), "<f4", 1, 1)]:
+            c.check(op, shape, data(count(shape), descr), descr, axis, quiet=False,
+                    devices="all", units=units)
         # errors
         save(x, (3, 4), data(12))
         save(c.path("e.npy"), (3, 0), [])
@@ -233,6 +258,11 @@ def main():
             ("int64 input", ["--op", "sum", c.path("i8.npy"), "-o", "Y"], "X holds int64", 1),
             ("the max of nothing", ["--op", "max", "--axis", "1", c.path("e.npy"), "-o", "Y"],
              "max of an empty view", 1),
+            ("the max of nothing over a group (every device refuses it)",
+             ["--op", "max", "--axis", "1", "--devices", "all", c.path("e.npy"), "-o", "Y"],
+             "max of an empty view", 1),
+            ("a bad --devices", ["--op", "sum", "--devices", "nope:9", x, "-o", "Y"],
+             "'nope:9' is not a device selector", 1),
             ("an axis of a 0-d array", ["--op", "sum", "--axis", "0", c.path("0d.npy"),
                                         "-o", "Y"], "0-d array, which has no axis", 1),
             ("a second array", ["--op", "sum", x, x, "-o", "Y"], "unexpected argument", 2),

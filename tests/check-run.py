@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """check-run.py KILN — `kiln run gemm` on .npy files against a reference
 computed here in double precision, with the files written and read by
-npyfile.py (standard library only: the .npy format is small), and its errors."""
+npyfile.py (standard library only: the .npy format is small), over a device
+group (--devices all) too, and its errors."""
 import os
 import sys
 import tempfile
 
-from kilncheck import run_op
+from kilncheck import group_problem, run_op
 from npyfile import load, save
 
 KILN = sys.argv[1]
@@ -65,6 +66,29 @@ def main():
             print("FAIL: --c with --beta -2")
         else:
             print("ok: --c C0.npy --beta -2")
+        # over the group: rows of C to each device, 33 of them over two
+        # devices (uneven), and one row (one device does it all); A
+        # transposed, then C0 with beta (a chunk reads C)
+        for m1, ta in ((33, 1), (1, 0)):
+            ar, ac = (k, m1) if ta else (m1, k)
+            a1 = [((i * 29) % 17 - 8) / 8 for i in range(m1 * k)]
+            c1 = [float(i % 5) for i in range(m1 * n)]
+            save(p("a.npy"), (ar, ac), a1)
+            save(p("c0.npy"), (m1, n), c1)
+            flags = ["--ta", "--alpha", "0.5"] if ta else ["--c", p("c0.npy"), "--beta", "-2"]
+            r = run(p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--devices", "all", *flags)
+            ref = matmul(a1, b, m1, n, k, ta, 0, ar, ac, k, n)
+            want = [0.5 * x for x in ref] if ta else [x - 2 * y for x, y in zip(ref, c1)]
+            _, shape, got = load(p("c.npy"))
+            bad = [i for i in range(m1 * n) if abs(got[i] - want[i]) > 1e-4 * (1 + abs(want[i]))]
+            problem = group_problem(r.stdout, units=m1)
+            what = "--devices all, %d x %d x %d%s" % (m1, n, k, ", --ta" if ta else ", C0")
+            if shape != (m1, n) or bad or problem:
+                failures += 1
+                print("FAIL: %s: shape %s, first bad %s %s" % (what, shape, bad[:3], problem))
+            else:
+                print("ok: %s" % what)
+        save(p("a.npy"), (m, k), a)
         # errors: one line on stderr, non-zero exit, no output file
         os.remove(p("c.npy"))
         save(p("bad.npy"), (k + 1, n), [0.0] * ((k + 1) * n))
@@ -77,6 +101,8 @@ def main():
             ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--alpha", "x"),
              "--alpha 'x' is not a value it takes; --alpha X:", 2),
             ((p("a.npy"), p("b.npy")), "usage", 2),
+            ((p("a.npy"), p("b.npy"), "-o", p("c.npy"), "--devices", "nope:9"),
+             "'nope:9' is not a device selector", 1),
         ]:
             r = run(*args, expect=code)
             if words not in r.stderr or os.path.exists(p("c.npy")):

@@ -102,6 +102,9 @@ int run_start(kiln_runtime **rt)
 
 int run_group_start(const char *sel, kiln_group **g)
 {
+  *g = NULL;
+  if (!sel)
+    return 0;
   kiln_options o;
   kiln_options_init(&o);
   o.devices = sel;
@@ -112,6 +115,8 @@ int run_group_start(const char *sel, kiln_group **g)
 
 void run_group_report(const kiln_group *g)
 {
+  if (!g)
+    return;
   printf("group    %zu devices: units, share of the work, chunks, seconds in them\n",
          kiln_group_size(g));
   for (size_t i = 0; i < kiln_group_size(g); i++) {
@@ -125,6 +130,11 @@ void run_group_report(const kiln_group *g)
   }
   char why[4096];
   printf("%s", kiln_group_diagnostics(g, why, sizeof why));
+}
+
+const char *run_device_name(const kiln_runtime *rt, const kiln_group *g)
+{
+  return g ? "a group (below)" : kiln_runtime_device(rt)->name;
 }
 
 kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
@@ -169,11 +179,11 @@ int run_to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t)
   return 0;
 }
 
-int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
-              const kiln_array *y)
+int run_write(const kiln_runtime *rt, const kiln_group *g, kiln_status st,
+              const char *path, const kiln_array *y)
 {
-  if (st != KILN_OK)
-    return run_say("%s", kiln_last_error(rt)), -1;
+  if (st != KILN_OK) /* a group's calls say why for the whole process */
+    return run_say("%s", kiln_last_error(g ? NULL : rt)), -1;
   if (kiln_npy_save(path, y) != KILN_OK)
     return run_say("%s", kiln_last_error(NULL)), -1;
   return 0;

@@ -55,7 +55,8 @@ int run_alloc_result(kiln_array *y);
  * why. */
 int run_start(kiln_runtime **rt);
 
-/* --devices SEL: the operation runs over a device group instead. */
+/* --devices SEL (gemm, conv2d, fft, reduce): the operation runs over a
+ * device group instead. */
 #define RUN_DEVICES_ROW(type, field)                                                     \
   {                                                                                      \
     .name = "--devices", CLI_TEXT_AT(type, field), .value = "SEL",                       \
@@ -64,13 +65,18 @@ int run_start(kiln_runtime **rt);
     .def_text = "one device"                                                             \
   }
 
-/* The device group of --devices sel (kiln_group_create()); 0, or -1 after
- * saying why. */
+/* The device group of --devices sel (kiln_group_create()); *g stays NULL
+ * when sel is NULL (no --devices: one device). 0, or -1 after saying why. */
 int run_group_start(const char *sel, kiln_group **g);
 
 /* What each device of the group did: its units, share, chunks and time,
- * then the group's diagnostics (devices left out, failures). */
+ * then the group's diagnostics (devices left out, failures). Nothing for
+ * NULL (no --devices). */
 void run_group_report(const kiln_group *g);
+
+/* The report's device: rt's name, or "a group (below)" when the operation
+ * ran over g (not NULL), whose devices run_group_report() lists. */
+const char *run_device_name(const kiln_runtime *rt, const kiln_group *g);
 
 /* Uploads x and converts it to dtype on the device (one write when x already
  * holds dtype) into a new buffer *out, which the caller destroys. */
@@ -82,10 +88,11 @@ kiln_status run_upload(kiln_runtime *rt, const kiln_array *x, kiln_dtype dtype,
  * why. */
 int run_to_type(kiln_runtime *rt, kiln_array *a, kiln_dtype t);
 
-/* The end of the computation that returned st: its error from rt, or y
- * written to path. 0, or -1 after saying why. */
-int run_write(const kiln_runtime *rt, kiln_status st, const char *path,
-              const kiln_array *y);
+/* The end of the computation that returned st: its error (from g's call,
+ * kiln_last_error(NULL), when g is not NULL, else from rt), or y written to
+ * path. 0, or -1 after saying why. */
+int run_write(const kiln_runtime *rt, const kiln_group *g, kiln_status st,
+              const char *path, const kiln_array *y);
 
 /* ---- the report ----------------------------------------------------------- */
 

@@ -207,19 +207,17 @@ static void report(kiln_runtime *rt, kiln_group *grp, const conv_args *c,
          "pad %zu,%zu,%zu,%zu, dilation %zu,%zu, groups %zu%s%s%s -> %s\n"
          "time     %.2f ms (%.1f GFLOP/s; one call, transfers included)\n"
          "wrote    %s\n",
-         grp ? "a group (below)" : kiln_runtime_device(rt)->name,
-         run_backend_label(d->backend), kiln_dtype_name(d->dtype), xs, ws,
-         d->layout == KILN_NHWC ? "NHWC" : "NCHW", d->stride_h ? d->stride_h : 1,
-         d->stride_w ? d->stride_w : 1, d->pad_top, d->pad_bottom, d->pad_left,
-         d->pad_right, d->dilation_h ? d->dilation_h : 1,
+         run_device_name(rt, grp), run_backend_label(d->backend),
+         kiln_dtype_name(d->dtype), xs, ws, d->layout == KILN_NHWC ? "NHWC" : "NCHW",
+         d->stride_h ? d->stride_h : 1, d->stride_w ? d->stride_w : 1, d->pad_top,
+         d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h ? d->dilation_h : 1,
          d->dilation_w ? d->dilation_w : 1, groups, c->bias ? ", bias" : "",
          d->activation || d->relu ? ", " : "",
          d->activation || d->relu
            ? kiln_activation_name(d->relu ? KILN_ACTIVATION_RELU : d->activation)
            : "",
          ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, c->out);
-  if (grp)
-    run_group_report(grp);
+  run_group_report(grp);
 }
 
 static int run_conv2d(int argc, char **argv)
@@ -244,12 +242,11 @@ static int run_conv2d(int argc, char **argv)
                    .count = c.d.n * c.d.k * p * q,
                    .shape = {c.d.n, nhwc ? p : c.d.k, nhwc ? q : p, nhwc ? c.d.k : q}};
   if (run_alloc_result(&y) != 0 || run_start(&rt) != 0 ||
-      (c.devices && run_group_start(c.devices, &grp) != 0) ||
-      run_to_type(rt, &w, c.d.dtype) != 0 ||
+      run_group_start(c.devices, &grp) != 0 || run_to_type(rt, &w, c.d.dtype) != 0 ||
       (c.bias && run_to_type(rt, &b, c.d.dtype) != 0))
     goto done;
   kiln_status st = compute(rt, grp, &c.d, &x, &w, c.bias ? &b : NULL, &y, &ms);
-  if (run_write(grp ? NULL : rt, st, c.out, &y) != 0)
+  if (run_write(rt, grp, st, c.out, &y) != 0)
     goto done;
   report(rt, grp, &c, &x, &w, &y, ms);
   rc = 0;

@@ -12,7 +12,8 @@
  * complex64; complex128 (float64) from float64, complex128 and integers.
  * The arrays go through kiln_fft_host(), so a batch larger than the device
  * (or KILN_MEMORY_LIMIT) runs in pieces; the time is that one call, plan
- * and transfers included.
+ * and transfers included. With --devices, kiln_group_fft_host() over a
+ * device group, transforms of the batch to each device.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 #include "run.h"
 
 typedef struct fft_args {
-  const char *x, *out;
+  const char *x, *out, *devices;
   int inverse, real;
   cli_ints axes; /* as given */
   long n;        /* --n: the last axis' length (0: not given) */
@@ -80,6 +81,7 @@ static const cli_option fft_rows[] = {
    .help = "kiln's kernels, VkFFT, clFFT, or kiln's rules (auto)",
    .def = "auto",
    .choices = fft_backends},
+  RUN_DEVICES_ROW(fft_args, devices),
 };
 
 static int run_fft(int argc, char **argv);
@@ -94,7 +96,8 @@ const cli_command run_fft_command = {
            "float32 and complex64 input, complex128 (float64) for float64, complex128\n"
            "and integers. The arrays go through kiln_fft_host(), so a batch larger\n"
            "than the device runs in pieces; the time is that one call, plan and\n"
-           "transfers included." RUN_ARRAYS_NOTE,
+           "transfers included. With --devices, kiln_group_fft_host() over a device\n"
+           "group, transforms of the batch to each device." RUN_ARRAYS_NOTE,
   .example = "kiln run fft x.npy --real --axes -2,-1 -o y.npy",
   .run = run_fft,
 };
@@ -283,20 +286,22 @@ static int plan(kiln_runtime *rt, const fft_args *f, kiln_fft_kind kind, kiln_ar
 }
 
 /* The transform through kiln_fft_host(), which cuts a batch larger than the
- * device into pieces; timed into *ms, the plan and transfers included. */
-static kiln_status compute(kiln_runtime *rt, const kiln_fft_desc *d, const kiln_array *x,
-                           kiln_array *y, double *ms)
+ * device into pieces, or over the group grp; timed into *ms, the plan and
+ * transfers included. x has elements (check()). */
+static kiln_status compute(kiln_runtime *rt, kiln_group *grp, const kiln_fft_desc *d,
+                           const kiln_array *x, kiln_array *y, double *ms)
 {
   double t0 = run_now_ms();
-  kiln_status st = kiln_fft_host(rt, d, x->data, y->data); /* x has elements: check() */
+  kiln_status st = grp ? kiln_group_fft_host(grp, d, x->data, y->data)
+                       : kiln_fft_host(rt, d, x->data, y->data);
   *ms = run_now_ms() - t0;
   return st;
 }
 
 /* in: X as given (its type and shape; x: as transformed). */
-static void report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
-                   const kiln_array *in, const kiln_array *x, const kiln_array *y,
-                   double ms)
+static void report(kiln_runtime *rt, kiln_group *grp, const fft_args *f,
+                   const kiln_fft_desc *d, const kiln_array *in, const kiln_array *x,
+                   const kiln_array *y, double ms)
 {
   static const char *const kinds[] = {"C2C", "R2C", "C2R"};
   char xs[160], ys[160], as[64] = "";
@@ -313,10 +318,11 @@ static void report(kiln_runtime *rt, const fft_args *f, const kiln_fft_desc *d,
     "device   %s\nbackend  %s\nfft      %s%s of %s %s%s over the last %u ax%s, batch "
     "%zu, norm %s -> %s %s\ntime     %.2f ms (%.2f GFLOP/s at 5 N log2 N; one call "
     "with its plan, transfers included)\nwrote    %s\n",
-    kiln_runtime_device(rt)->name, run_backend_label(d->backend),
-    d->inverse ? "inverse " : "", kinds[d->kind], kiln_dtype_name(in->dtype), xs, as,
-    d->ndim, d->ndim == 1 ? "is" : "es", d->batch, fft_norms[f->norm],
-    kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, f->out);
+    run_device_name(rt, grp), run_backend_label(d->backend), d->inverse ? "inverse " : "",
+    kinds[d->kind], kiln_dtype_name(in->dtype), xs, as, d->ndim,
+    d->ndim == 1 ? "is" : "es", d->batch, fft_norms[f->norm], kiln_dtype_name(y->dtype),
+    ys, ms, ms > 0 ? flops / ms / 1e6 : 0.0, f->out);
+  run_group_report(grp);
 }
 
 static int run_fft(int argc, char **argv)
@@ -326,6 +332,7 @@ static int run_fft(int argc, char **argv)
   kiln_fft_desc d;
   kiln_fft_kind kind;
   kiln_runtime *rt = NULL;
+  kiln_group *grp = NULL;
   double ms = 0;
   int rc = parse(&f, argc, argv);
   if (rc >= 0)
@@ -335,15 +342,17 @@ static int run_fft(int argc, char **argv)
     goto done;
   kiln_array in = x; /* its type and shape, for the report */
   in.data = NULL;
-  if (run_start(&rt) != 0 || plan(rt, &f, kind, &x, &d, &y) != 0)
+  if (run_start(&rt) != 0 || run_group_start(f.devices, &grp) != 0 ||
+      plan(rt, &f, kind, &x, &d, &y) != 0)
     goto done;
-  kiln_status st = compute(rt, &d, &x, &y, &ms);
-  if (run_write(rt, st, f.out, &y) != 0)
+  kiln_status st = compute(rt, grp, &d, &x, &y, &ms);
+  if (run_write(rt, grp, st, f.out, &y) != 0)
     goto done;
-  report(rt, &f, &d, &in, &x, &y, ms);
+  report(rt, grp, &f, &d, &in, &x, &y, ms);
   rc = 0;
 done:
   kiln_array_free(&x), kiln_array_free(&y);
+  kiln_group_destroy(grp);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }

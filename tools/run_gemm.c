@@ -217,7 +217,7 @@ static int run_gemm(int argc, char **argv)
   /* every matrix in the compute type, converted on the device, then one
    * kiln_gemm_host(), which cuts products larger than the device into
    * panels */
-  if (run_start(&rt) != 0 || (g.devices && run_group_start(g.devices, &grp) != 0) ||
+  if (run_start(&rt) != 0 || run_group_start(g.devices, &grp) != 0 ||
       run_to_type(rt, &a, g.d.dtype) != 0 || run_to_type(rt, &b, g.d.dtype) != 0 ||
       run_to_type(rt, &c, g.d.dtype) != 0 ||
       (g.bias && run_to_type(rt, &bias, g.d.dtype) != 0))
@@ -228,11 +228,11 @@ static int run_gemm(int argc, char **argv)
   kiln_status st = grp ? kiln_group_gemm_host(grp, &g.d, a.data, b.data, c.data)
                        : kiln_gemm_host(rt, &g.d, a.data, b.data, c.data);
   double ms = run_now_ms() - t0;
-  if (run_write(grp ? NULL : rt, st, g.out, &c) != 0)
+  if (run_write(rt, grp, st, g.out, &c) != 0)
     goto done;
   printf("device   %s\nbackend  %s\nproduct  %zu x %zu x %zu %s\n",
-         grp ? "a group (below)" : kiln_runtime_device(rt)->name, kiln_backend_name(be),
-         g.d.m, g.d.n, g.d.k, kiln_dtype_name(g.d.dtype));
+         run_device_name(rt, grp), kiln_backend_name(be), g.d.m, g.d.n, g.d.k,
+         kiln_dtype_name(g.d.dtype));
   if (g.d.bias || g.d.activation)
     printf("epilogue %s%s%s\n",
            g.d.bias == KILN_BIAS_ROW   ? "bias per row, "
@@ -241,8 +241,7 @@ static int run_gemm(int argc, char **argv)
            "activation ", kiln_activation_name(g.d.activation));
   printf("time     %.2f ms (%.1f GFLOP/s, transfers included)\nwrote    %s\n", ms,
          2.0 * g.d.m * g.d.n * g.d.k / ms / 1e6, g.out);
-  if (grp)
-    run_group_report(grp);
+  run_group_report(grp);
   rc = 0;
 done:
   kiln_array_free(&a), kiln_array_free(&b), kiln_array_free(&c);

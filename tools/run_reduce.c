@@ -3,7 +3,8 @@
  * reduction of a .npy file (what the operations share is in run.c).
  *
  * The array goes to kiln_reduce_host() as it is (it reduces arrays larger
- * than the device in chunks); the result has the input's shape without the
+ * than the device in chunks), or with --devices to kiln_group_reduce_host()
+ * over a device group; the result has the input's shape without the
  * reduced axis, a 0-d array when every element is reduced, and numpy's
  * type for the same call.
  */
@@ -15,7 +16,7 @@
 #include "run.h"
 
 typedef struct reduce_args {
-  const char *x, *out;
+  const char *x, *out, *devices;
   int op;      /* reduce_ops' index: kiln_reduce_op KILN_REDUCE_SUM + index */
   long axis;   /* as given; KILN_AXIS_ALL when not */
   int backend; /* reduce_backends' index */
@@ -55,6 +56,7 @@ static const cli_option reduce_rows[] = {
            "kiln's rules (auto)",
    .def = "auto",
    .choices = reduce_backends},
+  RUN_DEVICES_ROW(reduce_args, devices),
 };
 
 static int run_reduce(int argc, char **argv);
@@ -67,7 +69,9 @@ const cli_command run_reduce_command = {
            "float16 (accumulated in float32 or better, then rounded), int32's sum is\n"
            "int64 and its mean and norm float64, argmin and argmax are int64 (the\n"
            "first index of the extreme). Arrays larger than the device are reduced\n"
-           "in chunks (kiln_reduce_host)." RUN_ARRAYS_NOTE,
+           "in chunks (kiln_reduce_host). With --devices, kiln_group_reduce_host()\n"
+           "over a device group: runs of the positions before the axis, or grains\n"
+           "of every element, to each device." RUN_ARRAYS_NOTE,
   .example = "kiln run reduce --op sum --axis 1 x.npy -o y.npy",
   .run = run_reduce,
 };
@@ -115,14 +119,14 @@ static int plan(const reduce_args *r, const kiln_array *x, kiln_reduce_desc *d,
   return 0;
 }
 
-static void report(kiln_runtime *rt, const reduce_args *r, const kiln_array *x,
-                   const kiln_array *y, double ms)
+static void report(kiln_runtime *rt, kiln_group *grp, const reduce_args *r,
+                   const kiln_array *x, const kiln_array *y, double ms)
 {
   char xs[160], ys[160];
   run_shape_text(xs, sizeof xs, x->ndim, x->shape);
   run_shape_text(ys, sizeof ys, y->ndim, y->shape);
   double bytes = (double)x->count * (double)kiln_dtype_size(x->dtype);
-  printf("device   %s\nbackend  %s\nreduce   %s of %s %s ", kiln_runtime_device(rt)->name,
+  printf("device   %s\nbackend  %s\nreduce   %s of %s %s ", run_device_name(rt, grp),
          run_backend_label(run_backend_named(reduce_backends[r->backend])),
          reduce_ops[r->op], kiln_dtype_name(x->dtype), xs);
   if (r->axis == KILN_AXIS_ALL)
@@ -131,6 +135,7 @@ static void report(kiln_runtime *rt, const reduce_args *r, const kiln_array *x,
     printf("along axis %ld", r->axis);
   printf(" -> %s %s\ntime     %.2f ms (%.3g GB/s, transfers included)\nwrote    %s\n",
          kiln_dtype_name(y->dtype), ys, ms, ms > 0 ? bytes / ms / 1e6 : 0.0, r->out);
+  run_group_report(grp);
 }
 
 static int run_reduce(int argc, char **argv)
@@ -139,16 +144,20 @@ static int run_reduce(int argc, char **argv)
   kiln_array x = {0}, y = {0};
   kiln_reduce_desc d;
   kiln_runtime *rt = NULL;
+  kiln_group *grp = NULL;
   int rc = run_parse(&run_reduce_command, &r, argc, argv);
   if (rc >= 0)
     return rc;
   rc = 1;
-  if (run_load(r.x, &x) != 0 || plan(&r, &x, &d, &y) != 0 || run_start(&rt) != 0)
+  if (run_load(r.x, &x) != 0 || plan(&r, &x, &d, &y) != 0 || run_start(&rt) != 0 ||
+      run_group_start(r.devices, &grp) != 0)
     goto done;
   int64_t spare = 0; /* stands for the data of an array of no elements */
+  const void *in = x.data ? x.data : &spare;
+  void *out = y.data ? y.data : &spare;
   double t0 = run_now_ms();
   kiln_status st =
-    kiln_reduce_host(rt, &d, x.data ? x.data : &spare, y.data ? y.data : &spare);
+    grp ? kiln_group_reduce_host(grp, &d, in, out) : kiln_reduce_host(rt, &d, in, out);
   double ms = run_now_ms() - t0;
   /* numpy's type: float16's sum, mean and norm are float16 (kiln_reduce()'s
    * float32, rounded to nearest even on the device) */
@@ -157,12 +166,13 @@ static int run_reduce(int argc, char **argv)
       goto done;
     y.dtype = KILN_F16;
   }
-  if (run_write(rt, st, r.out, &y) != 0)
+  if (run_write(rt, grp, st, r.out, &y) != 0)
     goto done;
-  report(rt, &r, &x, &y, ms);
+  report(rt, grp, &r, &x, &y, ms);
   rc = 0;
 done:
   kiln_array_free(&x), kiln_array_free(&y);
+  kiln_group_destroy(grp);
   kiln_cli_runtime_destroy(rt);
   return rc;
 }
