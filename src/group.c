@@ -19,13 +19,15 @@
  * Oclgrind beside PoCL takes nothing of a large call. The fastest device
  * never waits, so a call never stalls.
  *
- * Each chunk is one call of the device's runtime's host operation
- * (kiln_gemm_host(), ...), which moves its pieces through the device; a
- * convolution's or FFT's transfers overlap compute where two pieces fit
- * (ops/host.c). Consecutive chunks of one device do not overlap: each call
- * returns when its results are in the caller's arrays. A chunk that fails
- * goes back, whole, for the others to take; its device takes no more in
- * this call. The call fails only when every device has.
+ * An operation serves its device's chunks as a pipeline where it can
+ * (ops/group_ops.c: convolutions, FFTs, and GEMMs over rows of one product
+ * with beta 0): what every chunk needs (weights, B) goes to the device
+ * once, and the next chunk is taken, and moved in, while the current one
+ * computes, so a device holds up to two chunks. Otherwise each chunk is
+ * one call of the device's runtime's host operation (kiln_gemm_host(),
+ * ...), one after another. Chunks a device holds when it fails go back,
+ * whole, for the others to take; the device takes no more in this call.
+ * The call fails only when every device has.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,8 @@
 
 #define SIMULATOR_PRIOR_GFLOPS 1e-3 /* a CPU core is ~1e3 times more */
 #define PRIOR_EFFICIENCY 0.2        /* of the peak, before any measure */
+#define FEED_HELD 4                 /* chunks a device holds at once: a pipeline's, 2 */
+#define BACK_ROOM (2 * FEED_HELD)   /* entries of the back list a device */
 
 typedef struct member {
   kiln_runtime *rt;
@@ -243,18 +247,27 @@ KILN_API kiln_status kiln_group_stats_reset(kiln_group *g)
 
 /* ---- the schedule -------------------------------------------------------- */
 
-/* One device's part in one call. */
-typedef struct worker {
+/* One device's part in one call (the feed a pipelined job takes its
+ * chunks from: group.h). */
+typedef struct kiln__group_feed worker;
+struct kiln__group_feed {
   struct call *call;
-  size_t i;             /* its member */
-  double rate;          /* units a second: measured, learnt or the prior */
-  int alive;            /* not failed */
-  int waiting;          /* it declined the last chunk it was offered */
+  size_t i;                  /* its member */
+  double rate;               /* units a second: measured, learnt or the prior */
+  int measured;              /* rate is from chunks (of this call or earlier) */
+  int alive;                 /* not failed */
+  int waiting;               /* it declined the last chunk it was offered */
+  size_t cap;                /* the largest chunk it takes; 0: any */
+  int released;              /* it gave its chunks back once (a pipeline's fallback) */
+  size_t held[FEED_HELD][2]; /* chunks taken, not yet done: at, count */
+  size_t nheld;
+  uint64_t since_ns;    /* when its device's current run of chunks began,
+                                 or its last chunk ended */
   size_t chunks, units; /* done in this call */
   double seconds;
   kiln_status st; /* its failure */
   char *why;
-} worker;
+};
 
 typedef struct call {
   kiln_group *g;
@@ -262,7 +275,7 @@ typedef struct call {
   pthread_mutex_t lock;
   pthread_cond_t changed; /* a chunk finished or came back */
   size_t next;            /* the first unit no device has taken */
-  size_t (*back)[2];      /* chunks failed devices gave back: at, count */
+  size_t (*back)[2];      /* chunks devices gave back: at, count */
   size_t nback, back_units;
   size_t in_flight; /* units taken and not finished */
   worker *w;
@@ -277,20 +290,26 @@ static const char *const tuned_kernel[KILN__GROUP_OPS] = {
   [KILN__GROUP_REDUCE] = "reduce",
 };
 
-/* A device's speed for j in units a second: what it did in earlier calls
- * of the operation; before any, what kiln tune measured on it (device time
- * alone: the first chunks, transfers included, correct it); untuned, a
- * share of the estimated peak. */
-static double prior_rate(const member *m, const kiln__group_job *j)
+/* A device's speed for an operation before the group has measured it, in
+ * work a second: what kiln tune measured on it (device time alone: the
+ * first chunks, transfers included, correct it); untuned, a share of the
+ * estimated peak. */
+static double base_speed(const member *m, enum kiln__group_op op)
 {
-  double speed = m->speed[j->op];
-  if (speed <= 0)
-    speed = kiln__tuned_speed(m->rt, tuned_kernel[j->op]);
+  double speed = kiln__tuned_speed(m->rt, tuned_kernel[op]);
   if (speed <= 0) {
     double peak = kiln_runtime_device(m->rt)->peak_gflops;
     speed = (peak > 0 ? peak * PRIOR_EFFICIENCY : SIMULATOR_PRIOR_GFLOPS) * 1e9;
   }
-  return speed / j->unit_work;
+  return speed;
+}
+
+/* A device's speed for j in units a second: what it did in earlier calls
+ * of the operation, else base_speed(). */
+static double prior_rate(const member *m, const kiln__group_job *j)
+{
+  double speed = m->speed[j->op];
+  return (speed > 0 ? speed : base_speed(m, j->op)) / j->unit_work;
 }
 
 /* Whether worker i is the fastest alive one (the lowest index of ties). */
@@ -332,6 +351,8 @@ static int choose(call *c, size_t i, size_t *at, size_t *count)
   size_t want = least;
   while (want <= left / 2 && (double)(want * 2) <= share)
     want *= 2;
+  if (c->w[i].cap && want > c->w[i].cap)
+    want = c->w[i].cap;
   if (c->nback) { /* what came back first, from its start */
     size_t *b = c->back[c->nback - 1];
     *at = b[0];
@@ -351,40 +372,102 @@ static int choose(call *c, size_t i, size_t *at, size_t *count)
   return 1;
 }
 
-/* Waits, under c->lock, until worker i has a chunk (1) or the call has
- * nothing left (0). A worker that waits is woken by every change: the
- * fastest alive one never waits, so work left is always taken. */
-static int take(call *c, size_t i, size_t *at, size_t *count)
+int kiln__group_take(kiln__group_feed *w, int wait, size_t *at, size_t *count)
 {
-  for (;;) {
-    int got = choose(c, i, at, count);
+  call *c = w->call;
+  int got = 0;
+  pthread_mutex_lock(&c->lock);
+  assert(w->nheld < FEED_HELD);
+  while (w->alive) {
+    got = choose(c, w->i, at, count);
     if (got == 1) {
       c->in_flight += *count;
-      return 1;
+      if (w->nheld == 0) /* the device was idle until now */
+        w->since_ns = kiln__now_ns();
+      w->held[w->nheld][0] = *at, w->held[w->nheld++][1] = *count;
+      break;
     }
-    if (got < 0 && c->in_flight == 0) /* nothing left, nothing can come back */
-      return 0;
+    got = 0;
+    /* Nothing to take now; when waiting, until there is, or until nothing
+     * is left and nothing can come back. A waiting worker is woken by
+     * every change: the fastest alive one never waits, so work left is
+     * always taken. */
+    if (!wait || (c->back_units + (c->j->units - c->next) == 0 && c->in_flight == 0))
+      break;
     pthread_cond_wait(&c->changed, &c->lock);
   }
+  pthread_mutex_unlock(&c->lock);
+  return got;
 }
 
-/* Under c->lock: worker w's chunk is done, or failed with st (and goes
- * back: each worker fails once, so there is room for it). */
-static void finish_chunk(call *c, worker *w, size_t at, size_t count, double secs,
-                         kiln_status st)
+void kiln__group_done(kiln__group_feed *w, size_t at, size_t count)
 {
+  call *c = w->call;
+  pthread_mutex_lock(&c->lock);
+  size_t k = 0;
+  while (k < w->nheld && !(w->held[k][0] == at && w->held[k][1] == count))
+    k++;
+  assert(k < w->nheld);
+  memmove(w->held[k], w->held[k + 1], (w->nheld - k - 1) * sizeof w->held[0]);
+  w->nheld--;
   c->in_flight -= count;
-  if (st == KILN_OK) {
-    w->chunks++, w->units += count, w->seconds += secs;
-    w->rate = (double)count / (secs > 1e-9 ? secs : 1e-9);
-  } else {
-    w->alive = 0;
-    w->st = st;
-    assert(c->nback < c->g->n);
-    c->back[c->nback][0] = at, c->back[c->nback++][1] = count;
-    c->back_units += count;
-  }
+  /* From the end of its last chunk (or the start of this run of chunks):
+   * with a pipeline, what the device spent on this one beside the next. */
+  uint64_t now = kiln__now_ns();
+  double secs = (double)(now - w->since_ns) * 1e-9;
+  w->since_ns = now;
+  w->chunks++, w->units += count, w->seconds += secs;
+  /* Half the last chunk's speed, half what was known: one chunk slowed
+   * by something else on the machine does not make the device sit out. */
+  double rate = (double)count / (secs > 1e-9 ? secs : 1e-9);
+  w->rate = w->measured ? (w->rate + rate) / 2 : rate;
+  w->measured = 1;
   pthread_cond_broadcast(&c->changed);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void kiln__group_cap(kiln__group_feed *w, size_t cap)
+{
+  pthread_mutex_lock(&w->call->lock);
+  w->cap = cap;
+  pthread_mutex_unlock(&w->call->lock);
+}
+
+kiln_status kiln__group_serve(kiln_runtime *rt, const kiln__group_job *j,
+                              kiln__group_feed *w)
+{
+  size_t at, count;
+  while (kiln__group_take(w, 1, &at, &count)) {
+    kiln_status st = j->run(rt, j, at, count);
+    if (st != KILN_OK)
+      return st;
+    kiln__group_done(w, at, count);
+  }
+  return KILN_OK;
+}
+
+/* Under c->lock: the chunks worker w holds go back, for any device to
+ * take. A worker does so at most twice (kiln__group_release(), then a
+ * failure), so the back list has room: BACK_ROOM entries a worker. */
+static void give_back(call *c, worker *w)
+{
+  for (size_t k = 0; k < w->nheld; k++) {
+    assert(c->nback < c->g->n * BACK_ROOM);
+    c->back[c->nback][0] = w->held[k][0], c->back[c->nback++][1] = w->held[k][1];
+    c->back_units += w->held[k][1];
+    c->in_flight -= w->held[k][1];
+  }
+  w->nheld = 0;
+  pthread_cond_broadcast(&c->changed);
+}
+
+void kiln__group_release(kiln__group_feed *w)
+{
+  pthread_mutex_lock(&w->call->lock);
+  assert(!w->released);
+  w->released = 1;
+  give_back(w->call, w);
+  pthread_mutex_unlock(&w->call->lock);
 }
 
 static void *work(void *arg)
@@ -392,20 +475,17 @@ static void *work(void *arg)
   worker *w = arg;
   call *c = w->call;
   kiln_runtime *rt = c->g->m[w->i].rt;
-  size_t at, count;
-  pthread_mutex_lock(&c->lock);
-  while (w->alive && take(c, w->i, &at, &count)) {
-    pthread_mutex_unlock(&c->lock);
-    uint64_t t0 = kiln__now_ns();
-    kiln_status st = c->j->run(rt, c->j, at, count);
-    double secs = (double)(kiln__now_ns() - t0) * 1e-9;
-    char *why = st == KILN_OK ? NULL : strdup(kiln_last_error(rt));
+  kiln_status st = c->j->pipe ? c->j->pipe(rt, c->j, w) : kiln__group_serve(rt, c->j, w);
+  if (st != KILN_OK) {
+    char *why = strdup(kiln_last_error(rt));
     pthread_mutex_lock(&c->lock);
-    if (why)
-      free(w->why), w->why = why;
-    finish_chunk(c, w, at, count, secs, st);
+    free(w->why), w->why = why;
+    w->alive = 0;
+    w->st = st;
+    give_back(c, w);
+    pthread_mutex_unlock(&c->lock);
   }
-  pthread_mutex_unlock(&c->lock);
+  assert(st != KILN_OK || w->nheld == 0);
   return NULL;
 }
 
@@ -423,8 +503,17 @@ static void account(kiln_group *g, const call *c)
     s->units += w->units;
     s->work += (double)w->units * j->unit_work;
     s->seconds += w->seconds;
-    if (w->chunks)
-      g->m[i].speed[j->op] = w->rate * j->unit_work;
+    double *speed = &g->m[i].speed[j->op];
+    if (w->chunks) {
+      *speed = w->rate * j->unit_work;
+    } else if (*speed > 0 && w->alive) {
+      /* It waited the whole call on a speed measured earlier, which may
+       * have been a bad moment: each such call doubles it, up to where it
+       * started, so that the device tries a chunk again. A device that
+       * is that slow (a simulator) starts there and keeps waiting. */
+      double base = base_speed(&g->m[i], j->op);
+      *speed = *speed * 2 < base ? *speed * 2 : (*speed > base ? *speed : base);
+    }
     if (w->st == KILN_OK)
       continue;
     s->failures++;
@@ -474,7 +563,7 @@ kiln_status kiln__group_run(kiln_group *g, const kiln__group_job *j)
   assert(j->units >= 1 && j->min >= 1 && j->unit_work > 0);
   call c = {.g = g, .j = j};
   c.w = calloc(g->n, sizeof *c.w);
-  c.back = calloc(g->n, sizeof *c.back);
+  c.back = calloc(g->n * BACK_ROOM, sizeof *c.back);
   pthread_t *tid = calloc(g->n, sizeof *tid);
   int *started = calloc(g->n, sizeof *started);
   int sync = c.w && c.back && tid && started && pthread_mutex_init(&c.lock, NULL) == 0;
@@ -488,7 +577,11 @@ kiln_status kiln__group_run(kiln_group *g, const kiln__group_job *j)
   }
   pthread_mutex_lock(&g->lock);
   for (size_t i = 0; i < g->n; i++)
-    c.w[i] = (worker){.call = &c, .i = i, .rate = prior_rate(&g->m[i], j), .alive = 1};
+    c.w[i] = (worker){.call = &c,
+                      .i = i,
+                      .rate = prior_rate(&g->m[i], j),
+                      .measured = g->m[i].speed[j->op] > 0,
+                      .alive = 1};
   pthread_mutex_unlock(&g->lock);
   start(&c, tid, started);
   for (size_t i = 0; i < g->n; i++)

@@ -16,6 +16,9 @@ enum kiln__group_op {
   KILN__GROUP_OPS
 };
 
+/* One device's share of a call: where its thread takes chunks from. */
+typedef struct kiln__group_feed kiln__group_feed;
+
 /* One call over the group: `units` of work (rows, images, transforms,
  * grains of elements), handed to the devices in chunks of consecutive
  * units. */
@@ -33,8 +36,38 @@ struct kiln__group_job {
    * go to the other devices, so run() must write only what those units
    * own. Called from several threads at once, each with its own rt. */
   kiln_status (*run)(kiln_runtime *rt, const kiln__group_job *j, size_t at, size_t count);
-  const void *op_data; /* the operation's own, for run() */
+  /* Optional: serves the device's chunks itself, as a pipeline that moves
+   * the next chunk in while the current one computes: takes them from f
+   * (kiln__group_take) until none is left, reports each when its results
+   * are in the caller's arrays (kiln__group_done), and returns KILN_OK, or
+   * a failure with the chunks it holds undone (they go to the others).
+   * NULL: kiln__group_serve(). */
+  kiln_status (*pipe)(kiln_runtime *rt, const kiln__group_job *j, kiln__group_feed *f);
+  const void *op_data; /* the operation's own, for run() and pipe() */
 };
+
+/* The next chunk for f's device, [*at, *at + *count): 1. 0 when there is
+ * none to take now (wait 0), or none will come (wait 1: it waits until
+ * one can be taken, or until every unit is done or held by a device that
+ * is still working). */
+int kiln__group_take(kiln__group_feed *f, int wait, size_t *at, size_t *count);
+
+/* Chunk [at, at + count), taken from f, is done: its results are in the
+ * caller's arrays. Its time counts from the end of f's last chunk. */
+void kiln__group_done(kiln__group_feed *f, size_t at, size_t count);
+
+/* Chunks f takes from now on have at most cap units (what a pipeline's
+ * buffers hold); 0: any. */
+void kiln__group_cap(kiln__group_feed *f, size_t cap);
+
+/* Gives the chunks f holds back to the group, undone, for any device (f's
+ * too) to take: once a call, when a pipeline falls back to
+ * kiln__group_serve(). */
+void kiln__group_release(kiln__group_feed *f);
+
+/* Runs each chunk f's device takes, one at a time, with j->run(). */
+kiln_status kiln__group_serve(kiln_runtime *rt, const kiln__group_job *j,
+                              kiln__group_feed *f);
 
 /* Runs j over the group's devices (group.c): each device's thread takes
  * chunks as it finishes the last, sized by its speed; a device that fails

@@ -614,6 +614,10 @@ kiln_status kiln__buffer_move_async(kiln_buffer *buf, int write, const void *hos
                                     size_t at, size_t ld, size_t rows, size_t cols,
                                     const kiln__lane *lane);
 
+/* Whether a command tracked by rt (kiln__runtime_track) has failed so far:
+ * the failure stays for kiln_finish() to report. */
+int kiln__runtime_failed(kiln_runtime *rt);
+
 /* Takes ownership of an event of a command enqueued without waiting; its
  * status is checked by kiln_finish(). Returns a failure status only when the
  * list cannot grow, after waiting for the event itself. */

@@ -277,6 +277,15 @@ static void reap_finished(kiln_runtime *rt)
   rt->npending = kept;
 }
 
+int kiln__runtime_failed(kiln_runtime *rt)
+{
+  pthread_mutex_lock(&rt->lock);
+  reap_finished(rt);
+  int failed = rt->deferred_err != CL_SUCCESS;
+  pthread_mutex_unlock(&rt->lock);
+  return failed;
+}
+
 kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what)
 {
   return kiln__runtime_track_as(rt, ev, what, what);

@@ -398,6 +398,19 @@ static void test_group_reduce(void **state)
     reduce_all(groups[g], 5);
     reduce_axes(groups[g]);
   }
+  /* A backend asked for refuses over the group what it refuses on one of
+   * its devices (a mean from CLBlast; a backend not built in), though the
+   * group would cut a mean of every element into sums. */
+  float x[100000], m;
+  fill(x, COUNT(x));
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_MEAN, KILN_F32, COUNT(x));
+  d.backend = KILN_BACKEND_CLBLAST;
+  kiln_runtime *one = kiln_group_runtime(groups[0], 0);
+  kiln_status want = kiln_reduce_host(one, &d, x, &m);
+  assert_int_not_equal(want, KILN_OK);
+  assert_kiln_fails(NULL, want, "kiln_reduce",
+                    kiln_group_reduce_host(groups[0], &d, x, &m));
 }
 
 /* ---- failures ------------------------------------------------------------ */
@@ -420,7 +433,10 @@ static uint64_t failures(kiln_group *g)
 static void test_group_one_device_fails(void **state)
 {
   (void)state;
-  static const gemm_case g = {67, 23, 19, 1, 0, 0, 0, 1, KILN_BIAS_NONE};
+  /* beta 1: a chunk at a time, C kept for the chunk's next device; beta 0
+   * with a bias: through a pipeline (group_ops.c) */
+  static const gemm_case g = {67, 23, 19, 1, 0, 0, 0, 1, KILN_BIAS_NONE},
+                         piped = {67, 23, 19, 1, 0, 1, 0, 0, KILN_BIAS_ROW};
   static const conv_case cc = {.n = 6, .c = 2, .h = 9, .w = 8, .k = 3, .r = 3, .s = 3};
   static const int nth[] = {1, 2, 4, 7, 12, 20};
   int hits = 0;
@@ -437,6 +453,9 @@ static void test_group_one_device_fails(void **state)
     if (hit &&
         (!strstr(buf, "kiln_group_gemm_host:") || !strstr(buf, "CL_OUT_OF_RESOURCES")))
       fail_msg("the failure is not in the diagnostics: %s", buf);
+    clfault_arm_class(CLFAULT_ENQUEUE, nth[i], CL_OUT_OF_RESOURCES);
+    run_gemm(groups[0], &piped);
+    clfault_disarm();
     clfault_arm_class(CLFAULT_ENQUEUE, nth[i], CL_OUT_OF_RESOURCES);
     run_conv(groups[0], &cc, KILN_NCHW);
     run_fft(groups[0], 16, 9, 0);

@@ -189,22 +189,22 @@ static kiln_status get(kiln_runtime *rt, const kiln__host_job *j, size_t i,
                          pc.p * c->cv.q);
 }
 
-/* The weights and the bias, on the device for the whole call. */
-static kiln_status upload(kiln_runtime *rt, conv_job *c, const void *weights,
-                          const void *bias)
+kiln_status kiln__conv_upload(kiln_runtime *rt, const char *op, kiln__conv *cv,
+                              const void *weights, const void *bias, kiln_buffer **w,
+                              kiln_buffer **b)
 {
-  const kiln_conv2d_desc *d = &c->cv.d;
+  const kiln_conv2d_desc *d = &cv->d;
   size_t nw = d->k * (d->c / d->groups) * d->r * d->s;
-  kiln_status st = kiln__workspace(rt, fn, "weights on the device", d->dtype, nw, &c->w);
+  kiln_status st = kiln__workspace(rt, op, "weights on the device", d->dtype, nw, w);
   if (st == KILN_OK)
-    st = kiln_buffer_write(c->w, 0, nw, weights);
+    st = kiln_buffer_write(*w, 0, nw, weights);
   if (st == KILN_OK && bias)
-    st = kiln__workspace(rt, fn, "bias on the device", d->dtype, d->k, &c->bias);
+    st = kiln__workspace(rt, op, "bias on the device", d->dtype, d->k, b);
   if (st == KILN_OK && bias)
-    st = kiln_buffer_write(c->bias, 0, d->k, bias);
-  c->cv.w = kiln_buffer_cl_mem(c->w);
-  c->cv.bias = kiln_buffer_cl_mem(c->bias);
-  c->cv.wbuf = c->w;
+    st = kiln_buffer_write(*b, 0, d->k, bias);
+  cv->w = kiln_buffer_cl_mem(*w);
+  cv->bias = kiln_buffer_cl_mem(*b);
+  cv->wbuf = *w;
   return st;
 }
 
@@ -244,13 +244,13 @@ KILN_API kiln_status kiln_conv2d_host(kiln_runtime *rt, const kiln_conv2d_desc *
   const kiln__conv_backend *be = NULL;
   st = kiln__conv_plan(rt, &given, &c.cv);
   if (st == KILN_OK)
-    st = upload(rt, &c, weights, bias);
+    st = kiln__conv_upload(rt, fn, &c.cv, weights, bias, &c.w, &c.bias);
   if (st == KILN_OK)
     st = kiln__conv_choose(rt, &c.cv, &be);
   if (st == KILN_OK) {
     c.backend = be->id;
     kiln__host_room(rt, &c.room, &c.max_alloc);
-    kiln__host_job j = {&c, 0, 1, fits, pieces, create, put, run, get, NULL};
+    kiln__host_job j = {&c, 0, 1, fits, pieces, create, put, run, get, NULL, NULL, NULL};
     if (!kiln__host_choose(&j, c.cv.d.n)) {
       c.rows = 1; /* not even one image: its output rows */
       if (!kiln__host_choose(&j, c.cv.p))

@@ -122,7 +122,7 @@ KILN_API kiln_status kiln_fft_host(kiln_runtime *rt, const kiln_fft_desc *desc,
   t.in_es = kiln_dtype_size(kiln__fft_type(&t.f, 0));
   t.out_es = kiln_dtype_size(kiln__fft_type(&t.f, 1));
   kiln__host_room(rt, &t.room, &t.max_alloc);
-  kiln__host_job j = {&t, 0, 1, fits, pieces, create, put, run, get, NULL};
+  kiln__host_job j = {&t, 0, 1, fits, pieces, create, put, run, get, NULL, NULL, NULL};
   if (!kiln__host_choose(&j, batch)) {
     uint64_t in_b = t.in_one * t.in_es, out_b = t.out_one * t.out_es;
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,

@@ -20,14 +20,18 @@ typedef struct panels {
   size_t es;         /* bytes per element */
 } panels;
 
-/* Bytes one block needs on the device, workspace included (the kiln
- * backend's packs, in float32 or float64, padded by up to a tile). */
+uint64_t kiln__gemm_pack_bytes(kiln_dtype dtype, size_t m, size_t n, size_t k)
+{
+  uint64_t cs = dtype == KILN_F64 ? 8 : 4;
+  return cs * ((uint64_t)(m + 64) + (n + 64)) * (k + 16);
+}
+
+/* Bytes one block needs on the device, workspace included. */
 static uint64_t panel_bytes(const kiln__gemm *g, const panels *p)
 {
-  uint64_t cs = g->dtype == KILN_F64 ? 8 : 4;
   uint64_t blocks =
     (uint64_t)p->mb * p->kb + (uint64_t)p->kb * p->nb + (uint64_t)p->mb * p->nb;
-  return blocks * p->es + cs * ((uint64_t)(p->mb + 64) + (p->nb + 64)) * (p->kb + 16);
+  return blocks * p->es + kiln__gemm_pack_bytes(g->dtype, p->mb, p->nb, p->kb);
 }
 
 static uint64_t largest_block(const panels *p)

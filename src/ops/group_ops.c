@@ -34,6 +34,78 @@ static kiln_status group_in(const kiln_group *g, const char *fn, const void *p1,
   return KILN_OK;
 }
 
+/* ---- pipelines ----------------------------------------------------------- */
+
+/* Pieces a pipeline holds at once (i - 1 .. i + 1), and one to spare. */
+#define RING 4
+
+/* One device's chunks of a call as a stream of pieces through two sets of
+ * device buffers (host.c): chunk i + 1 goes in while chunk i computes, and
+ * chunk i's results come back while chunk i + 1 computes. What stays on
+ * the device for the whole call (a convolution's weights, GEMM's B) is
+ * put there once. The operation's callbacks find piece i's chunk here. */
+typedef struct pipeline {
+  kiln__group_feed *feed;
+  const kiln__group_job *j;
+  kiln_runtime *rt;
+  size_t at[RING], count[RING];
+  size_t claimed;           /* pieces the current kiln__host_run() claimed */
+  uint64_t room, max_alloc; /* after what stays on the device */
+  const void *dev;          /* the operation's state on this device */
+} pipeline;
+
+static int pipe_next(kiln__host_job *hj, size_t i)
+{
+  pipeline *p = hj->op;
+  size_t at, count;
+  /* A run's first piece waits for a chunk; later ones are taken only when
+   * there is one now, else the run ends (its last piece comes back) */
+  if (!kiln__group_take(p->feed, i == 0, &at, &count))
+    return 0;
+  p->at[i % RING] = at, p->count[i % RING] = count;
+  p->claimed++;
+  return 1;
+}
+
+static void pipe_done(kiln__host_job *hj, size_t i)
+{
+  pipeline *p = hj->op;
+  kiln__group_done(p->feed, p->at[i % RING], p->count[i % RING]);
+}
+
+/* Piece i's chunk. */
+static void pipe_chunk(const kiln__host_job *hj, size_t i, size_t *at, size_t *count)
+{
+  const pipeline *p = hj->op;
+  *at = p->at[i % RING], *count = p->count[i % RING];
+}
+
+/* Serves f's chunks through hj (its fits, create, put, run and get; p is
+ * set up here as hj->op) until none is left. One chunk at a time
+ * (kiln__group_serve) when not even a chunk of one unit fits, or when the
+ * device runs out of memory on the way (a workspace fits() did not
+ * foresee): the chunks the pipeline holds then go back first. */
+static kiln_status pipe_serve(kiln_runtime *rt, const kiln__group_job *j,
+                              kiln__group_feed *f, pipeline *p, kiln__host_job *hj)
+{
+  p->feed = f, p->j = j, p->rt = rt;
+  hj->op = p, hj->next = pipe_next, hj->done = pipe_done;
+  kiln__host_room(rt, &p->room, &p->max_alloc);
+  if (!kiln__host_choose(hj, j->units))
+    return kiln__group_serve(rt, j, f);
+  kiln__group_cap(f, hj->per);
+  kiln_status st;
+  do {
+    p->claimed = 0;
+    st = kiln__host_run(rt, hj);
+  } while (st == KILN_OK && p->claimed);
+  if (st != KILN_ERR_OUT_OF_MEMORY)
+    return st;
+  kiln__group_release(f);
+  kiln__group_cap(f, 0);
+  return kiln__group_serve(rt, j, f);
+}
+
 /* ---- GEMM ---------------------------------------------------------------- */
 
 typedef struct gemm_job {
@@ -102,6 +174,128 @@ static kiln_status gemm_chunk(kiln_runtime *rt, const kiln__group_job *j, size_t
   return st;
 }
 
+/* GEMM's state on one device of a pipeline over rows of one product: B
+ * (packed, ldb apart) and the bias, there for the whole call. */
+typedef struct gemm_dev {
+  const gemm_job *t;
+  kiln_buffer *b, *bias;
+  size_t ldb;
+} gemm_dev;
+
+static const gemm_dev *gemm_dev_of(const kiln__host_job *hj)
+{
+  return ((const pipeline *)hj->op)->dev;
+}
+
+static int gemm_fits(const kiln__host_job *hj, size_t per, int sets)
+{
+  const pipeline *p = hj->op;
+  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
+  uint64_t es = kiln_dtype_size(g->dtype), a = per * g->k * es, c = per * g->n * es;
+  uint64_t set =
+    (uint64_t)kiln__pool_block_bytes(p->rt, a) + kiln__pool_block_bytes(p->rt, c);
+  return sets * set + kiln__gemm_pack_bytes(g->dtype, per, g->n, g->k) <= p->room &&
+         a <= p->max_alloc && c <= p->max_alloc;
+}
+
+static kiln_status gemm_create(kiln_runtime *rt, const kiln__host_job *hj,
+                               kiln_buffer *io[2])
+{
+  const pipeline *p = hj->op;
+  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
+  kiln_status st =
+    kiln__workspace(rt, p->j->fn, "device rows of A", g->dtype, hj->per * g->k, &io[0]);
+  if (st == KILN_OK)
+    st =
+      kiln__workspace(rt, p->j->fn, "device rows of C", g->dtype, hj->per * g->n, &io[1]);
+  return st;
+}
+
+/* Rows at .. at + count of op(A): rows of A, or columns of A stored k x m. */
+static kiln_status gemm_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                            kiln_buffer *in)
+{
+  (void)rt;
+  const gemm_job *t = gemm_dev_of(hj)->t;
+  const kiln__gemm *g = &t->g;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  return g->trans_a == KILN_TRANS
+           ? kiln__host_move(hj, in, 1, t->a, g->offset_a + at, g->lda, g->k, count)
+           : kiln__host_move(hj, in, 1, t->a, g->offset_a + at * g->lda, g->lda, count,
+                             g->k);
+}
+
+static kiln_status gemm_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                              kiln_buffer *in, kiln_buffer *out)
+{
+  const gemm_dev *dv = gemm_dev_of(hj);
+  const kiln__gemm *g = &dv->t->g;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, g->dtype, count, g->n, g->k);
+  d.trans_a = g->trans_a, d.trans_b = g->trans_b;
+  d.alpha = g->alpha; /* beta is 0: see gemm_pipe() */
+  d.lda = g->trans_a == KILN_TRANS ? count : g->k;
+  d.ldb = dv->ldb, d.ldc = g->n;
+  d.backend = dv->t->backend;
+  d.bias = g->bias_kind;
+  d.activation = g->activation;
+  d.bias_buffer = dv->bias;
+  d.offset_bias = g->bias_kind == KILN_BIAS_ROW ? at : 0;
+  return kiln_gemm(rt, &d, in, dv->b, out);
+}
+
+static kiln_status gemm_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                            kiln_buffer *out)
+{
+  (void)rt;
+  const gemm_job *t = gemm_dev_of(hj)->t;
+  const kiln__gemm *g = &t->g;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  return kiln__host_move(hj, out, 0, t->c, g->offset_c + at * g->ldc, g->ldc, count,
+                         g->n);
+}
+
+/* Rows of one product with beta 0 through a pipeline (a chunk that fails
+ * after writing some of C is written again whole, never read), B and the
+ * bias put on the device once; other GEMMs a chunk at a time. */
+static kiln_status gemm_pipe(kiln_runtime *rt, const kiln__group_job *j,
+                             kiln__group_feed *f)
+{
+  const gemm_job *t = j->op_data;
+  const kiln__gemm *g = &t->g;
+  if (!t->rows || g->batch != 1 || g->beta != 0.0)
+    return kiln__group_serve(rt, j, f);
+  gemm_dev dv = {.t = t, .ldb = g->trans_b == KILN_TRANS ? g->k : g->n};
+  size_t brows = g->trans_b == KILN_TRANS ? g->n : g->k,
+         nbias = g->bias_kind == KILN_BIAS_ROW ? g->m : g->n;
+  kiln_status st =
+    kiln__workspace(rt, j->fn, "B on the device", g->dtype, brows * dv.ldb, &dv.b);
+  if (st == KILN_OK) /* on the queue the pieces compute on, so before them */
+    st = kiln__buffer_write_rect(dv.b, t->b, g->offset_b, g->ldb, brows, dv.ldb);
+  if (st == KILN_OK && t->bias)
+    st = kiln__workspace(rt, j->fn, "bias on the device", g->dtype, nbias, &dv.bias);
+  if (st == KILN_OK && t->bias)
+    st = kiln__buffer_write_rect(dv.bias, t->bias, g->offset_bias, nbias, 1, nbias);
+  if (st == KILN_OK) {
+    pipeline p = {.dev = &dv};
+    kiln__host_job hj = {.fits = gemm_fits,
+                         .create = gemm_create,
+                         .put = gemm_put,
+                         .run = gemm_piece,
+                         .get = gemm_get};
+    st = pipe_serve(rt, j, f, &p, &hj);
+  } else {
+    kiln_finish(rt); /* the writes read the caller's arrays */
+  }
+  kiln_buffer_destroy(dv.b);
+  kiln_buffer_destroy(dv.bias);
+  return st;
+}
+
 KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_desc *desc,
                                           const void *a, const void *b, void *c)
 {
@@ -138,6 +332,7 @@ KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_des
     .unit_work = 2.0 * (double)t.g.n * (double)t.g.k * (t.rows ? 1.0 : (double)t.g.m),
     .per_part = t.rows ? t.g.m : 0,
     .run = gemm_chunk,
+    .pipe = gemm_pipe,
     .op_data = &t,
   };
   return kiln__group_run(group, &j);
@@ -145,16 +340,18 @@ KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_des
 
 /* ---- convolution and FFT: units of the batch ------------------------------ */
 
-/* A request whose units are its batch's: each reads in_one bytes of `in`
- * and writes out_one of `out`, one after another. */
+/* A request whose units are its batch's: each reads in_el elements of
+ * in_type from `in` and writes out_el of out_type to `out`, one after
+ * another (in_one and out_one bytes). */
 typedef struct batch_job {
   kiln_conv2d_desc conv; /* the caller's, for a convolution */
   kiln_fft_desc fft;     /* the caller's, for an FFT */
   const void *w, *bias;  /* a convolution's weights and bias */
   const unsigned char *in;
   unsigned char *out;
-  size_t in_one, out_one;
-  /* The request on `count` units at in, into out. */
+  kiln_dtype in_type, out_type;
+  size_t in_el, out_el, in_one, out_one;
+  /* The request on `count` units at in, into out, a chunk at a time. */
   kiln_status (*call)(kiln_runtime *rt, const struct batch_job *t, size_t count,
                       const void *in, void *out);
 } batch_job;
@@ -164,6 +361,132 @@ static kiln_status batch_chunk(kiln_runtime *rt, const kiln__group_job *j, size_
 {
   const batch_job *t = j->op_data;
   return t->call(rt, t, count, t->in + at * t->in_one, t->out + at * t->out_one);
+}
+
+/* A batch request's state on one device of a pipeline: for a convolution,
+ * its plan with the weights and bias on the device and the backend for
+ * the whole call. */
+typedef struct batch_dev {
+  const batch_job *t;
+  kiln__conv cv;
+  kiln_buffer *w, *bias;
+} batch_dev;
+
+static const batch_dev *batch_dev_of(const kiln__host_job *hj)
+{
+  return ((const pipeline *)hj->op)->dev;
+}
+
+static int batch_fits(const kiln__host_job *hj, size_t per, int sets)
+{
+  const pipeline *p = hj->op;
+  const batch_dev *dv = batch_dev_of(hj);
+  const batch_job *t = dv->t;
+  uint64_t in = (uint64_t)per * t->in_one, out = (uint64_t)per * t->out_one, ws = 0;
+  if (dv->w) { /* the convolution backend's workspace */
+    kiln__conv cv = dv->cv;
+    cv.d.n = per;
+    ws = kiln__conv_workspace(p->rt, &cv, cv.d.backend);
+  }
+  uint64_t set =
+    (uint64_t)kiln__pool_block_bytes(p->rt, in) + kiln__pool_block_bytes(p->rt, out);
+  return sets * set + ws <= p->room && in <= p->max_alloc && out <= p->max_alloc;
+}
+
+static kiln_status batch_create(kiln_runtime *rt, const kiln__host_job *hj,
+                                kiln_buffer *io[2])
+{
+  const pipeline *p = hj->op;
+  const batch_job *t = batch_dev_of(hj)->t;
+  kiln_status st = kiln__workspace(rt, p->j->fn, "device chunk of the input", t->in_type,
+                                   hj->per * t->in_el, &io[0]);
+  if (st == KILN_OK)
+    st = kiln__workspace(rt, p->j->fn, "device chunk of the output", t->out_type,
+                         hj->per * t->out_el, &io[1]);
+  return st;
+}
+
+static kiln_status batch_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                             kiln_buffer *in)
+{
+  (void)rt;
+  const batch_job *t = batch_dev_of(hj)->t;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  return kiln__host_move(hj, in, 1, t->in, at * t->in_el, 1, 1, count * t->in_el);
+}
+
+static kiln_status batch_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                             kiln_buffer *out)
+{
+  (void)rt;
+  const batch_job *t = batch_dev_of(hj)->t;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  return kiln__host_move(hj, out, 0, t->out, at * t->out_el, 1, 1, count * t->out_el);
+}
+
+static kiln_status conv_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                              kiln_buffer *in, kiln_buffer *out)
+{
+  const batch_dev *dv = batch_dev_of(hj);
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  kiln_conv2d_desc d = dv->cv.d;
+  d.n = count;
+  return kiln_conv2d(rt, &d, in, dv->w, dv->bias, out);
+}
+
+static kiln_status fft_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                             kiln_buffer *in, kiln_buffer *out)
+{
+  const batch_job *t = batch_dev_of(hj)->t;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  kiln_fft_desc d = t->fft;
+  d.batch = count;
+  return kiln_fft(rt, &d, in, out);
+}
+
+/* The weights and bias on the device once, and the backend the device's
+ * rules pick for the whole batch; then the images through a pipeline. */
+static kiln_status conv_pipe(kiln_runtime *rt, const kiln__group_job *j,
+                             kiln__group_feed *f)
+{
+  const batch_job *t = j->op_data;
+  batch_dev dv = {.t = t};
+  const kiln__conv_backend *be = NULL;
+  kiln_status st = kiln__conv_plan(rt, &t->conv, &dv.cv);
+  if (st == KILN_OK)
+    st = kiln__conv_upload(rt, j->fn, &dv.cv, t->w, t->bias, &dv.w, &dv.bias);
+  if (st == KILN_OK)
+    st = kiln__conv_choose(rt, &dv.cv, &be);
+  if (st == KILN_OK) {
+    dv.cv.d.backend = be->id;
+    pipeline p = {.dev = &dv};
+    kiln__host_job hj = {.fits = batch_fits,
+                         .create = batch_create,
+                         .put = batch_put,
+                         .run = conv_piece,
+                         .get = batch_get};
+    st = pipe_serve(rt, j, f, &p, &hj);
+  }
+  kiln_buffer_destroy(dv.w);
+  kiln_buffer_destroy(dv.bias);
+  return st;
+}
+
+static kiln_status fft_pipe(kiln_runtime *rt, const kiln__group_job *j,
+                            kiln__group_feed *f)
+{
+  batch_dev dv = {.t = j->op_data};
+  pipeline p = {.dev = &dv};
+  kiln__host_job hj = {.fits = batch_fits,
+                       .create = batch_create,
+                       .put = batch_put,
+                       .run = fft_piece,
+                       .get = batch_get};
+  return pipe_serve(rt, j, f, &p, &hj);
 }
 
 static kiln_status conv_call(kiln_runtime *rt, const batch_job *t, size_t count,
@@ -195,8 +518,9 @@ KILN_API kiln_status kiln_group_conv2d_host(kiln_group *group,
     return kiln__group_fail_from(rt, st);
   const kiln_conv2d_desc *r = &cv.d; /* defaults resolved */
   size_t es = kiln_dtype_size(r->dtype), outputs = r->k * cv.p * cv.q;
-  t.in_one = r->c * r->h * r->w * es;
-  t.out_one = outputs * es;
+  t.in_type = t.out_type = r->dtype;
+  t.in_el = r->c * r->h * r->w, t.out_el = outputs;
+  t.in_one = t.in_el * es, t.out_one = t.out_el * es;
   kiln__group_job j = {
     .fn = fn,
     .op = KILN__GROUP_CONV,
@@ -204,6 +528,7 @@ KILN_API kiln_status kiln_group_conv2d_host(kiln_group *group,
     .min = 1,
     .unit_work = 2.0 * (double)outputs * (double)(r->c / r->groups * r->r * r->s),
     .run = batch_chunk,
+    .pipe = conv_pipe,
     .op_data = &t,
   };
   return kiln__group_run(group, &j);
@@ -234,8 +559,10 @@ KILN_API kiln_status kiln_group_fft_host(kiln_group *group, const kiln_fft_desc 
     return kiln__group_fail_from(rt, st);
   size_t batch = f.d.batch;
   size_t points = (f.in_count > f.out_count ? f.in_count : f.out_count) / batch;
-  t.in_one = f.in_count / batch * kiln_dtype_size(kiln__fft_type(&f, 0));
-  t.out_one = f.out_count / batch * kiln_dtype_size(kiln__fft_type(&f, 1));
+  t.in_type = kiln__fft_type(&f, 0), t.out_type = kiln__fft_type(&f, 1);
+  t.in_el = f.in_count / batch, t.out_el = f.out_count / batch;
+  t.in_one = t.in_el * kiln_dtype_size(t.in_type);
+  t.out_one = t.out_el * kiln_dtype_size(t.out_type);
   kiln__group_job j = {
     .fn = fn,
     .op = KILN__GROUP_FFT,
@@ -243,6 +570,7 @@ KILN_API kiln_status kiln_group_fft_host(kiln_group *group, const kiln_fft_desc 
     .min = 1,
     .unit_work = 5.0 * (double)points * (points > 1 ? log2((double)points) : 1.0),
     .run = batch_chunk,
+    .pipe = fft_pipe,
     .op_data = &t,
   };
   return kiln__group_run(group, &j);
@@ -315,7 +643,12 @@ KILN_API kiln_status kiln_group_reduce_host(kiln_group *group,
     return st;
   kiln_runtime *rt = kiln_group_runtime(group, 0);
   size_t count, outputs;
+  const kiln__reduce_backend *be;
   st = kiln__reduce_plan(rt, &t.d, &t.r, &count, &outputs);
+  /* A backend asked for refuses here what it refuses on one device, though
+   * the grains below are parts (a mean's are sums) it might run. */
+  if (st == KILN_OK && t.d.backend != KILN_BACKEND_AUTO)
+    st = kiln__reduce_choose(rt, t.d.backend, &t.r, &be);
   if (st != KILN_OK)
     return kiln__group_fail_from(rt, st);
   t.es = kiln_dtype_size(t.d.dtype), t.os = kiln_dtype_size(t.r.out_type);

@@ -23,6 +23,11 @@
  * sets may be blocks of the pool whose last owners' commands are still on
  * the queue (pool.c). Commands waited for on the other queue are flushed
  * first, as OpenCL asks for events of another queue.
+ *
+ * A stream of pieces (j->next) is claimed one piece ahead: piece i + 1 is
+ * claimed, and put, while piece i computes. With j->done, the host waits
+ * for get i - 1 once compute i is enqueued (the device is busy with it
+ * meanwhile), and reports piece i - 1 done.
  */
 #include "internal.h"
 #include "ops.h"
@@ -62,7 +67,7 @@ int kiln__host_choose(kiln__host_job *j, size_t units)
   if (one == 0)
     return 0;
   j->per = one, j->sets = 1;
-  if (one < units) { /* split: two sets, if two pieces fit */
+  if (one < units || j->next) { /* split: two sets, if two pieces fit */
     size_t two = largest(j, one, 2);
     if (two)
       j->per = two, j->sets = 2;
@@ -77,21 +82,6 @@ kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, int write
   return kiln__buffer_move_async(buf, write, host, at, ld, rows, cols, j->lane);
 }
 
-/* Every piece through one set, on the runtime's queue. */
-static kiln_status pass_one(kiln_runtime *rt, const kiln__host_job *j, kiln_buffer *io[2])
-{
-  size_t n = j->pieces(j);
-  kiln_status st = KILN_OK;
-  for (size_t i = 0; i < n && st == KILN_OK; i++) {
-    st = j->put(rt, j, i, io[0]);
-    if (st == KILN_OK)
-      st = j->run(rt, j, i, io[0], io[1]);
-    if (st == KILN_OK)
-      st = j->get(rt, j, i, io[1]);
-  }
-  return st;
-}
-
 /* A marker on q into *ev, q flushed for the other queue's waits. */
 static kiln_status mark(kiln_runtime *rt, cl_command_queue q, cl_event *ev)
 {
@@ -103,20 +93,72 @@ static kiln_status mark(kiln_runtime *rt, cl_command_queue q, cl_event *ev)
                                            "a host loop: ordering its transfers");
 }
 
+/* Whether piece i is there: of pieces() pieces, or claimed from a stream. */
+static int has(kiln__host_job *j, size_t i)
+{
+  return j->next ? j->next(j, i) : i < j->pieces(j);
+}
+
+/* For a stream with done(): waits for *out (a marker after piece i's get,
+ * released here) and reports piece i unless a command failed. */
+static kiln_status settle(kiln_runtime *rt, kiln__host_job *j, size_t i, cl_event *out)
+{
+  cl_int err = clWaitForEvents(1, out), status = CL_COMPLETE;
+  if (err == CL_SUCCESS)
+    err = clGetEventInfo(*out, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                         NULL);
+  clReleaseEvent(*out);
+  *out = NULL;
+  if (err == CL_SUCCESS && status < 0)
+    err = status;
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(rt, err, "clWaitForEvents", "a host loop: piece %zu's output",
+                         i);
+  if (kiln__runtime_failed(rt)) { /* as kiln_finish() reports it */
+    kiln_status st = kiln_finish(rt);
+    return st != KILN_OK ? st
+                         : kiln__fail(rt, KILN_ERR_OPENCL,
+                                      "a host loop: a command failed before piece %zu "
+                                      "was back (reported to another caller)",
+                                      i);
+  }
+  j->done(j, i);
+  return KILN_OK;
+}
+
+/* Every piece through one set, on the runtime's queue. */
+static kiln_status pass_one(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io[2])
+{
+  kiln_status st = KILN_OK;
+  for (size_t i = 0; st == KILN_OK && has(j, i); i++) {
+    st = j->put(rt, j, i, io[0]);
+    if (st == KILN_OK)
+      st = j->run(rt, j, i, io[0], io[1]);
+    if (st == KILN_OK)
+      st = j->get(rt, j, i, io[1]);
+    cl_event out = NULL;
+    if (st == KILN_OK && j->done)
+      st = mark(rt, kiln__queue(rt), &out);
+    if (st == KILN_OK && j->done)
+      st = settle(rt, j, i, &out);
+  }
+  return st;
+}
+
 /* Every piece through two sets, the transfers on the copy queue (above). */
 static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io[2][2])
 {
-  size_t n = j->pieces(j);
-  cl_event before = NULL, in = NULL, computed = NULL;
+  cl_event before = NULL, in = NULL, computed = NULL, out = NULL;
   kiln__lane lane = {.queue = rt->copy_queue, .nwait = 1, .wait = &before};
   j->lane = &lane;
+  int more = has(j, 0);
   kiln_status st = mark(rt, kiln__queue(rt), &before);
-  if (st == KILN_OK)
+  if (st == KILN_OK && more)
     st = j->put(rt, j, 0, io[0][0]);
   lane.nwait = 0;
-  if (st == KILN_OK)
+  if (st == KILN_OK && more)
     st = mark(rt, rt->copy_queue, &in);
-  for (size_t i = 0; i < n && st == KILN_OK; i++) {
+  for (size_t i = 0; more && st == KILN_OK; i++) {
     kiln_buffer **cur = io[i % 2], **next = io[(i + 1) % 2];
     cl_int err = clEnqueueBarrierWithWaitList(kiln__queue(rt), 1, &in, NULL);
     clReleaseEvent(in);
@@ -128,18 +170,27 @@ static kiln_status pass_two(kiln_runtime *rt, kiln__host_job *j, kiln_buffer *io
       st = j->run(rt, j, i, cur[0], cur[1]);
     if (st == KILN_OK)
       st = mark(rt, kiln__queue(rt), &computed);
-    if (st == KILN_OK && i + 1 < n)
+    if (st == KILN_OK && out) /* piece i - 1 is back while piece i computes */
+      st = settle(rt, j, i - 1, &out);
+    more = st == KILN_OK && has(j, i + 1);
+    if (more)
       st = j->put(rt, j, i + 1, next[0]); /* goes in while piece i computes */
-    if (st == KILN_OK && i + 1 < n)
+    if (st == KILN_OK && more)
       st = mark(rt, rt->copy_queue, &in); /* before get i: piece i + 1 needs not wait */
     lane.nwait = 1, lane.wait = &computed;
     if (st == KILN_OK)
       st = j->get(rt, j, i, cur[1]);
     lane.nwait = 0;
+    if (st == KILN_OK && j->done)
+      st = mark(rt, rt->copy_queue, &out);
+    if (st == KILN_OK && out && !more) /* the last piece */
+      st = settle(rt, j, i, &out);
     if (computed)
       clReleaseEvent(computed);
     computed = NULL;
   }
+  if (out)
+    clReleaseEvent(out);
   if (in)
     clReleaseEvent(in);
   if (before)
@@ -167,7 +218,7 @@ kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j)
     /* A workspace the model did not foresee (a library's, the complex
      * detour of a real FFT): one set, then smaller pieces, until the
      * smallest fails with the workspace's own message. */
-    if (st != KILN_ERR_OUT_OF_MEMORY || (j->per == 1 && j->sets == 1))
+    if (st != KILN_ERR_OUT_OF_MEMORY || (j->per == 1 && j->sets == 1) || j->next)
       return st;
     if (j->sets == 2)
       j->sets = 1;

@@ -63,18 +63,27 @@ typedef struct kiln__host_job {
   kiln_status (*get)(kiln_runtime *rt, const struct kiln__host_job *j, size_t i,
                      kiln_buffer *out);
   const kiln__lane *lane; /* where kiln__host_move() enqueues: kiln__host_run()'s */
+  /* A stream of pieces whose number is not known up front (a device
+   * group's chunks, group_ops.c), or NULL for pieces() of them. next()
+   * claims piece i and says whether there is one: it is asked for piece
+   * i + 1 while piece i computes. done() hears of each piece, in order,
+   * once its output is in host memory and no command of the runtime has
+   * failed so far; the host waits for that piece by piece. */
+  int (*next)(struct kiln__host_job *j, size_t i);
+  void (*done)(struct kiln__host_job *j, size_t i);
 } kiln__host_job;
 
 /* Sets j->per to the largest piece of at most `units` that fits, and
- * j->sets to 2 when the job takes more than one piece and two sets of
- * pieces fit (j->per is then the largest for two). 0 when not even a
- * piece of one unit fits with one set. */
+ * j->sets to 2 when the job takes more than one piece (or is a stream) and
+ * two sets of pieces fit (j->per is then the largest for two). 0 when not
+ * even a piece of one unit fits with one set. */
 int kiln__host_choose(kiln__host_job *j, size_t units);
 
 /* Runs every piece, then waits for the device (also after a failure: the
  * transfers use the caller's arrays). A KILN_ERR_OUT_OF_MEMORY from a
  * workspace the fits() model did not foresee runs it again with one set,
- * then with pieces halved, down to one unit. */
+ * then with pieces halved, down to one unit (not a stream of pieces, whose
+ * claimed pieces the caller gives back). */
 kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j);
 
 /* Enqueues, without waiting, the copy of a rows x cols block between host
@@ -112,6 +121,11 @@ static inline int kiln__gemm_has_epilogue(const kiln__gemm *g)
 {
   return g->bias_kind != KILN_BIAS_NONE || g->activation != KILN_ACTIVATION_NONE;
 }
+
+/* The most the kiln backend's packs of an m x n x k product take on the
+ * device (in float32, or float64, padded by up to a tile): the workspace a
+ * GEMM on host arrays leaves room for (gemm_host.c). */
+uint64_t kiln__gemm_pack_bytes(kiln_dtype dtype, size_t m, size_t n, size_t k);
 
 /* Enqueues g's epilogue alone, on C as a backend that cannot fuse it has
  * left it (src/ops/gemm_kiln.c). */
@@ -255,6 +269,14 @@ kiln_status kiln__conv_check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
  * and q; the buffer fields stay NULL. Used by kiln_conv2d_host() (conv.c). */
 kiln_status kiln__conv_plan(kiln_runtime *rt, const kiln_conv2d_desc *desc,
                             kiln__conv *cv);
+
+/* The weights and the bias (NULL: none) of cv's request into new device
+ * buffers *w and *b, for an operation on host arrays (`op`, for
+ * messages), and cv's weight and bias fields pointed at them; written
+ * before it returns (conv_host.c). */
+kiln_status kiln__conv_upload(kiln_runtime *rt, const char *op, kiln__conv *cv,
+                              const void *weights, const void *bias, kiln_buffer **w,
+                              kiln_buffer **b);
 
 /* The backend for cv: the one asked for, else the choice recorded for its
  * shape, else AUTO's rules; or why it cannot run cv (conv.c). */
