@@ -176,6 +176,15 @@ static int run_devices(kiln_runtime *rt, const bench_args *a, bench_records *out
       r.one = kiln_group_runtime(r.g, i);
   fprintf(stderr, "kiln bench devices over a group of %zu (one: %s)\n",
           kiln_group_size(r.g), kiln_runtime_device(r.one)->name);
+  size_t pooled = 0; /* PoCL's pthread devices: see the README's figures */
+  for (size_t i = 0; i < kiln_group_size(r.g); i++)
+    pooled +=
+      strncmp(kiln_runtime_device(kiln_group_runtime(r.g, i))->name, "pthread-", 8) == 0;
+  if (pooled > 1)
+    fprintf(stderr, "  note: PoCL runs every pthread device of a process on one pool of "
+                    "POCL_MAX_PTHREAD_COUNT threads, so they do not compute side by "
+                    "side; POCL_DEVICES=\"basic basic\" gives devices that compute each "
+                    "on the thread that drives it\n");
   int rc = 0;
   for (size_t s = 0; s < a->nsizes && rc == 0; s++)
     rc = devices_case(a, &r, a->sizes[s], out);
