@@ -406,24 +406,29 @@ static kiln_status batch_create(kiln_runtime *rt, const kiln__host_job *hj,
   return st;
 }
 
+/* Piece i's chunk between the caller's array and buf: in when write. */
+static kiln_status batch_move(const kiln__host_job *hj, size_t i, kiln_buffer *buf,
+                              int write)
+{
+  const batch_job *t = batch_dev_of(hj)->t;
+  size_t at, count, el = write ? t->in_el : t->out_el;
+  pipe_chunk(hj, i, &at, &count);
+  return kiln__host_move(hj, buf, write, write ? (const void *)t->in : t->out, at * el, 1,
+                         1, count * el);
+}
+
 static kiln_status batch_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
                              kiln_buffer *in)
 {
   (void)rt;
-  const batch_job *t = batch_dev_of(hj)->t;
-  size_t at, count;
-  pipe_chunk(hj, i, &at, &count);
-  return kiln__host_move(hj, in, 1, t->in, at * t->in_el, 1, 1, count * t->in_el);
+  return batch_move(hj, i, in, 1);
 }
 
 static kiln_status batch_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
                              kiln_buffer *out)
 {
   (void)rt;
-  const batch_job *t = batch_dev_of(hj)->t;
-  size_t at, count;
-  pipe_chunk(hj, i, &at, &count);
-  return kiln__host_move(hj, out, 0, t->out, at * t->out_el, 1, 1, count * t->out_el);
+  return batch_move(hj, i, out, 0);
 }
 
 static kiln_status conv_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
