@@ -1603,18 +1603,18 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  *
  * The work is cut into chunks (rows of C or whole products, images,
  * transforms, parts of a reduction) that each device's thread takes as it
- * finishes the last, sized by that device's speed (measured in this call,
- * learnt from earlier ones, first estimated from its peak): a slow device
- * takes fewer and smaller ones, and one so slow that even the smallest
- * would end after the others are done (a simulator beside real devices)
- * takes none. Each chunk is the device runtime's own host operation
- * (kiln_gemm_host(), ...), so pieces larger than the device are cut as
- * there (and a convolution's or FFT's next piece goes in while the current
- * one computes, where two fit); one chunk's transfers do not overlap the
- * device's previous chunk. A device that fails a chunk (out of memory, a lost
- * device, any OpenCL error) takes no more in that call; the others take
- * its chunk, the call succeeds, and kiln_group_diagnostics() says what
- * failed. Only when every device fails does the call fail, with each one's
+ * has room, sized by that device's speed (measured in this call, learnt
+ * from earlier ones, first estimated from its tuning record or its peak):
+ * a slow device takes fewer and smaller ones, and one so slow that even
+ * the smallest would end after the others are done (a simulator beside
+ * real devices) takes none. A convolution, an FFT and a GEMM over rows of
+ * one product with beta 0 run each device's chunks as a pipeline: the
+ * weights (or B) go to the device once, and its next chunk moves in while
+ * the current one computes. Other requests run each chunk as the device
+ * runtime's own host operation (kiln_gemm_host(), ...). A device that
+ * fails a chunk (out of memory, a lost device, any OpenCL error) takes no
+ * more in that call; the others take the chunks it held, the call
+ * succeeds, and kiln_group_diagnostics() says what failed. Only when every device fails does the call fail, with each one's
  * reason in kiln_last_error(NULL). The result is the one a single device
  * gives, within its tolerance; a reduction of every element is combined
  * in a fixed order, so it does not depend on which device was faster.
