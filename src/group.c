@@ -8,22 +8,26 @@
  * speed, guided: half its share by speed of what is left (all of it for a
  * device working alone), so the chunks shrink towards the end and the
  * devices finish together; rounded down to the job's smallest chunk times
- * a power of two. Speeds are units a second of the device's last chunk in
- * this call; before its first, what it did in earlier calls of the same
- * operation; before any, what `kiln tune` measured on it (its tuning
- * record); untuned, a prior from its estimated peak
- * (kiln_device_info.peak_gflops; a simulator, which has none, counts as 1
- * MFLOP/s). A device that would finish even the smallest chunk after the
- * working devices are done with everything left waits instead, and takes a
- * chunk only when that changes (the others fail, or give a chunk back): so
- * Oclgrind beside PoCL takes nothing of a large call. The fastest device
- * never waits, so a call never stalls.
+ * a power of two. Speeds are units a second of the device's chunks so far
+ * in this call; before its first, what it did in earlier calls of the same
+ * operation (doubled, up to the next estimate, for each call it sat out);
+ * before any, what `kiln tune` measured on it (its tuning record);
+ * untuned, a prior from its estimated peak (kiln_device_info.peak_gflops;
+ * a simulator, which has none, counts as 1 MFLOP/s). A device that would
+ * finish even the smallest chunk after the working devices are done with
+ * everything left waits instead, and takes a chunk only when that changes
+ * (the others fail, or give a chunk back): so Oclgrind beside PoCL takes
+ * nothing of a large call. The fastest device never waits, so a call never
+ * stalls.
  *
  * An operation serves its device's chunks as a pipeline where it can
  * (ops/group_ops.c: convolutions, FFTs, and GEMMs over rows of one product
  * with beta 0): what every chunk needs (weights, B) goes to the device
  * once, and the next chunk is taken, and moved in, while the current one
- * computes, so a device holds up to two chunks. Otherwise each chunk is
+ * computes, so a device holds up to two chunks. That early take is put
+ * off when, with the chunk the device holds, it would end after the group
+ * ends everything: near the end another device may take the chunk sooner
+ * (the same test as for waiting). Otherwise each chunk is
  * one call of the device's runtime's host operation (kiln_gemm_host(),
  * ...), one after another. Chunks a device holds when it fails go back,
  * whole, for the others to take; the device takes no more in this call.
@@ -254,7 +258,6 @@ struct kiln__group_feed {
   struct call *call;
   size_t i;                  /* its member */
   double rate;               /* units a second: measured, learnt or the prior */
-  int measured;              /* rate is from chunks (of this call or earlier) */
   int alive;                 /* not failed */
   int waiting;               /* it declined the last chunk it was offered */
   size_t cap;                /* the largest chunk it takes; 0: any */
@@ -337,9 +340,14 @@ static int choose(call *c, size_t i, size_t *at, size_t *count)
       sum += c->w[k].rate, working++;
   double rate = c->w[i].rate;
   size_t least = j->min < left ? j->min : left;
+  size_t mine = 0; /* what it holds: a pipeline takes its next chunk early */
+  for (size_t k = 0; k < c->w[i].nheld; k++)
+    mine += c->w[i].held[k][1];
   /* Would even the smallest chunk end after the group ends everything? */
-  c->w[i].waiting =
-    !fastest(c, i) && (double)least / rate > (double)(left + c->in_flight) / sum;
+  int late = (double)(least + mine) / rate > (double)(left + c->in_flight) / sum;
+  if (mine && late) /* not yet: another device may end the call sooner */
+    return 0;
+  c->w[i].waiting = !mine && !fastest(c, i) && late;
   if (c->w[i].waiting)
     return 0;
   /* Half its share by speed, so that the others can even out the end;
@@ -417,11 +425,11 @@ void kiln__group_done(kiln__group_feed *w, size_t at, size_t count)
   double secs = (double)(now - w->since_ns) * 1e-9;
   w->since_ns = now;
   w->chunks++, w->units += count, w->seconds += secs;
-  /* Half the last chunk's speed, half what was known: one chunk slowed
-   * by something else on the machine does not make the device sit out. */
-  double rate = (double)count / (secs > 1e-9 ? secs : 1e-9);
-  w->rate = w->measured ? (w->rate + rate) / 2 : rate;
-  w->measured = 1;
+  /* Its speed over the whole call so far: a pipeline's chunks overlap, so
+   * one may seem to take all the time and the next none (a driver that
+   * runs both when the host waits), and one chunk slowed by something
+   * else on the machine counts for its share only. */
+  w->rate = (double)w->units / (w->seconds > 1e-9 ? w->seconds : 1e-9);
   pthread_cond_broadcast(&c->changed);
   pthread_mutex_unlock(&c->lock);
 }
@@ -577,11 +585,7 @@ kiln_status kiln__group_run(kiln_group *g, const kiln__group_job *j)
   }
   pthread_mutex_lock(&g->lock);
   for (size_t i = 0; i < g->n; i++)
-    c.w[i] = (worker){.call = &c,
-                      .i = i,
-                      .rate = prior_rate(&g->m[i], j),
-                      .measured = g->m[i].speed[j->op] > 0,
-                      .alive = 1};
+    c.w[i] = (worker){.call = &c, .i = i, .rate = prior_rate(&g->m[i], j), .alive = 1};
   pthread_mutex_unlock(&g->lock);
   start(&c, tid, started);
   for (size_t i = 0; i < g->n; i++)
