@@ -184,6 +184,10 @@ static const gemm_case gemm_cases[] = {
   {1, 31, 7, 1, 0, 1, 0, 1, KILN_BIAS_COL},
   {101, 3, 5, 2, 1, 1, 0, 0, KILN_BIAS_ROW},
   {13, 11, 9, 13, 0, 1, 1, 1, KILN_BIAS_COL}, /* products to each device */
+  /* beta 0, one product: through pipelines, B on each device (group_ops.c) */
+  {59, 21, 33, 1, 1, 1, 1, 0, KILN_BIAS_ROW},
+  {45, 17, 70, 1, 1, 0, 0, 0, KILN_BIAS_COL},
+  {77, 1, 13, 1, 0, 1, 0, 0, KILN_BIAS_ROW},
 };
 
 static void test_group_gemm(void **state)
