@@ -814,13 +814,13 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
  * the block starting at element `at`) and the packed start of buf; blocking
  * or not. For the ops that feed the device in pieces (gemm_host.c,
  * reduce_host.c, host.c). */
-static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *host,
-                        size_t at, size_t ld, size_t rows, size_t cols,
+static kiln_status rect(kiln_buffer *buf, size_t to, int write, int blocking,
+                        const void *host, size_t at, size_t ld, size_t rows, size_t cols,
                         const kiln__lane *lane)
 {
   kiln_runtime *rt = buf->rt;
   size_t es = kiln_dtype_size(buf->dtype);
-  size_t zero[3] = {0, 0, 0}, region[3] = {cols * es, rows, 1};
+  size_t origin[3] = {to * es, 0, 0}, region[3] = {cols * es, rows, 1};
   size_t host_origin[3] = {at % ld * es, at / ld, 0};
   const char *fn = write ? "kiln__buffer_write_rect" : "kiln__buffer_read_rect";
   kiln__profile_scope ps;
@@ -834,9 +834,9 @@ static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *h
   cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
   cl_int err =
     write
-      ? clEnqueueWriteBufferRect(q, buf->mem, wait, zero, host_origin, region, cols * es,
-                                 0, ld * es, 0, host, nwait, waits, evp)
-      : clEnqueueReadBufferRect(q, buf->mem, wait, zero, host_origin, region, cols * es,
+      ? clEnqueueWriteBufferRect(q, buf->mem, wait, origin, host_origin, region,
+                                 cols * es, 0, ld * es, 0, host, nwait, waits, evp)
+      : clEnqueueReadBufferRect(q, buf->mem, wait, origin, host_origin, region, cols * es,
                                 0, ld * es, 0, (void *)host, nwait, waits, evp);
   kiln_status st = KILN_OK;
   if (err != CL_SUCCESS)
@@ -853,23 +853,23 @@ static kiln_status rect(kiln_buffer *buf, int write, int blocking, const void *h
 kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
                                     size_t ld, size_t rows, size_t cols)
 {
-  return rect(buf, 1, 1, host, at, ld, rows, cols, NULL);
+  return rect(buf, 0, 1, 1, host, at, ld, rows, cols, NULL);
 }
 
 kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
                                    size_t rows, size_t cols)
 {
-  return rect(buf, 0, 1, host, at, ld, rows, cols, NULL);
+  return rect(buf, 0, 0, 1, host, at, ld, rows, cols, NULL);
 }
 
-kiln_status kiln__buffer_move_async(kiln_buffer *buf, int write, const void *host,
-                                    size_t at, size_t ld, size_t rows, size_t cols,
-                                    const kiln__lane *lane)
+kiln_status kiln__buffer_move_async(kiln_buffer *buf, size_t to, int write,
+                                    const void *host, size_t at, size_t ld, size_t rows,
+                                    size_t cols, const kiln__lane *lane)
 {
   size_t es = kiln_dtype_size(buf->dtype);
   void *h = (void *)(uintptr_t)host; /* read back only when !write */
   if (rows == 1 || cols == ld)       /* one contiguous run */
-    return transfer(buf, write ? "kiln_buffer_write_async" : "kiln_buffer_read_async", 0,
+    return transfer(buf, write ? "kiln_buffer_write_async" : "kiln_buffer_read_async", to,
                     rows * cols, (char *)h + at * es, write, 0, lane);
-  return rect(buf, write, 0, host, at, ld, rows, cols, lane);
+  return rect(buf, to, write, 0, host, at, ld, rows, cols, lane);
 }

@@ -608,11 +608,12 @@ typedef struct kiln__lane {
   const cl_event *wait;
 } kiln__lane;
 
-/* The same without waiting (write: host to buf, else buf to host), on
- * lane: host must stay as it is, or be left unread, until kiln_finish(). */
-kiln_status kiln__buffer_move_async(kiln_buffer *buf, int write, const void *host,
-                                    size_t at, size_t ld, size_t rows, size_t cols,
-                                    const kiln__lane *lane);
+/* The same without waiting (write: host to buf, else buf to host), the
+ * block packed in buf from its element `to`, on lane: host must stay as it
+ * is, or be left unread, until kiln_finish(). */
+kiln_status kiln__buffer_move_async(kiln_buffer *buf, size_t to, int write,
+                                    const void *host, size_t at, size_t ld, size_t rows,
+                                    size_t cols, const kiln__lane *lane);
 
 /* Whether a command tracked by rt (kiln__runtime_track) has failed so far:
  * the failure stays for kiln_finish() to report. */

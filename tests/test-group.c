@@ -188,6 +188,9 @@ static const gemm_case gemm_cases[] = {
   {59, 21, 33, 1, 1, 1, 1, 0, KILN_BIAS_ROW},
   {45, 17, 70, 1, 1, 0, 0, 0, KILN_BIAS_COL},
   {77, 1, 13, 1, 0, 1, 0, 0, KILN_BIAS_ROW},
+  /* beta 0, products: pipelines of whole products, every bias on the device */
+  {7, 5, 9, 14, 1, 0, 1, 0, KILN_BIAS_ROW},
+  {9, 6, 4, 13, 0, 1, 0, 0, KILN_BIAS_COL},
 };
 
 static void test_group_gemm(void **state)

@@ -159,11 +159,11 @@ static kiln_status put(kiln_runtime *rt, const kiln__host_job *j, size_t i,
     return kiln_buffer_fill(in, 0, d->c * d->w, zero);
   }
   if (d->layout == KILN_NHWC || !c->rows) /* contiguous */
-    return kiln__host_move(j, in, 1, c->x, pc.n0 * image + pc.lo * row, 1, 1,
+    return kiln__host_move(j, in, 0, 1, c->x, pc.n0 * image + pc.lo * row, 1, 1,
                            pc.d.n * d->c * pc.d.h * d->w);
   /* NCHW: the rows of each channel */
-  return kiln__host_move(j, in, 1, c->x, pc.n0 * image + pc.lo * d->w, d->h * d->w, d->c,
-                         pc.d.h * d->w);
+  return kiln__host_move(j, in, 0, 1, c->x, pc.n0 * image + pc.lo * d->w, d->h * d->w,
+                         d->c, pc.d.h * d->w);
 }
 
 static kiln_status run(kiln_runtime *rt, const kiln__host_job *j, size_t i,
@@ -183,9 +183,9 @@ static kiln_status get(kiln_runtime *rt, const kiln__host_job *j, size_t i,
   piece pc = piece_of(c, j->per, i);
   size_t pq = c->cv.p * c->cv.q, image = d->k * pq;
   if (d->layout == KILN_NHWC || !c->rows)
-    return kiln__host_move(j, out, 0, c->y, pc.n0 * image + pc.p0 * c->cv.q * d->k, 1, 1,
-                           pc.d.n * d->k * pc.p * c->cv.q);
-  return kiln__host_move(j, out, 0, c->y, pc.n0 * image + pc.p0 * c->cv.q, pq, d->k,
+    return kiln__host_move(j, out, 0, 0, c->y, pc.n0 * image + pc.p0 * c->cv.q * d->k, 1,
+                           1, pc.d.n * d->k * pc.p * c->cv.q);
+  return kiln__host_move(j, out, 0, 0, c->y, pc.n0 * image + pc.p0 * c->cv.q, pq, d->k,
                          pc.p * c->cv.q);
 }
 

@@ -69,7 +69,7 @@ static kiln_status move(const kiln__host_job *j, size_t i, kiln_buffer *buf, int
 {
   const fft_job *t = j->op;
   size_t one = write ? t->in_one : t->out_one;
-  return kiln__host_move(j, buf, write, write ? (const void *)t->in : t->out,
+  return kiln__host_move(j, buf, 0, write, write ? (const void *)t->in : t->out,
                          i * j->per * one, 1, 1, count(j, i) * one);
 }
 

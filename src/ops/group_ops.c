@@ -221,8 +221,8 @@ static kiln_status gemm_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i
   size_t at, count;
   pipe_chunk(hj, i, &at, &count);
   return g->trans_a == KILN_TRANS
-           ? kiln__host_move(hj, in, 1, t->a, g->offset_a + at, g->lda, g->k, count)
-           : kiln__host_move(hj, in, 1, t->a, g->offset_a + at * g->lda, g->lda, count,
+           ? kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at, g->lda, g->k, count)
+           : kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at * g->lda, g->lda, count,
                              g->k);
 }
 
@@ -255,26 +255,131 @@ static kiln_status gemm_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i
   const kiln__gemm *g = &t->g;
   size_t at, count;
   pipe_chunk(hj, i, &at, &count);
-  return kiln__host_move(hj, out, 0, t->c, g->offset_c + at * g->ldc, g->ldc, count,
+  return kiln__host_move(hj, out, 0, 0, t->c, g->offset_c + at * g->ldc, g->ldc, count,
                          g->n);
 }
 
-/* Rows of one product with beta 0 through a pipeline (a chunk that fails
- * after writing some of C is written again whole, never read), B and the
- * bias put on the device once; other GEMMs a chunk at a time. */
+/* Whole products of a batch with beta 0: a piece's A's, then its B's, one
+ * after another in the input set, its C's in the output set. */
+static void product_sizes(const kiln__gemm *g, size_t *a, size_t *b, size_t *c)
+{
+  *a = g->m * g->k, *b = g->k * g->n, *c = g->m * g->n;
+}
+
+static int products_fits(const kiln__host_job *hj, size_t per, int sets)
+{
+  const pipeline *p = hj->op;
+  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
+  size_t a, b, c;
+  product_sizes(g, &a, &b, &c);
+  uint64_t es = kiln_dtype_size(g->dtype), in = per * (a + b) * es, out = per * c * es;
+  uint64_t set =
+    (uint64_t)kiln__pool_block_bytes(p->rt, in) + kiln__pool_block_bytes(p->rt, out);
+  return sets * set + per * kiln__gemm_pack_bytes(g->dtype, g->m, g->n, g->k) <=
+           p->room &&
+         in <= p->max_alloc && out <= p->max_alloc;
+}
+
+static kiln_status products_create(kiln_runtime *rt, const kiln__host_job *hj,
+                                   kiln_buffer *io[2])
+{
+  const pipeline *p = hj->op;
+  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
+  size_t a, b, c;
+  product_sizes(g, &a, &b, &c);
+  kiln_status st = kiln__workspace(rt, p->j->fn, "device products of A and B", g->dtype,
+                                   hj->per * (a + b), &io[0]);
+  if (st == KILN_OK)
+    st = kiln__workspace(rt, p->j->fn, "device products of C", g->dtype, hj->per * c,
+                         &io[1]);
+  return st;
+}
+
+static kiln_status products_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                                kiln_buffer *in)
+{
+  (void)rt;
+  const gemm_job *t = gemm_dev_of(hj)->t;
+  const kiln__gemm *g = &t->g;
+  int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
+  size_t at, count, a, b, c;
+  pipe_chunk(hj, i, &at, &count);
+  product_sizes(g, &a, &b, &c);
+  kiln_status st = KILN_OK;
+  for (size_t q = 0; q < count && st == KILN_OK; q++) {
+    st = kiln__host_move(hj, in, q * a, 1, t->a, g->offset_a + (at + q) * g->stride_a,
+                         g->lda, ta ? g->k : g->m, ta ? g->m : g->k);
+    if (st == KILN_OK)
+      st = kiln__host_move(hj, in, count * a + q * b, 1, t->b,
+                           g->offset_b + (at + q) * g->stride_b, g->ldb, tb ? g->n : g->k,
+                           tb ? g->k : g->n);
+  }
+  return st;
+}
+
+static kiln_status products_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                                  kiln_buffer *in, kiln_buffer *out)
+{
+  const gemm_dev *dv = gemm_dev_of(hj);
+  const kiln__gemm *g = &dv->t->g;
+  size_t at, count, a, b, c;
+  pipe_chunk(hj, i, &at, &count);
+  product_sizes(g, &a, &b, &c);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, g->dtype, g->m, g->n, g->k);
+  d.trans_a = g->trans_a, d.trans_b = g->trans_b;
+  d.alpha = g->alpha; /* beta is 0: see gemm_pipe() */
+  d.lda = g->trans_a == KILN_TRANS ? g->m : g->k;
+  d.ldb = g->trans_b == KILN_TRANS ? g->k : g->n;
+  d.ldc = g->n;
+  d.batch = count;
+  d.offset_b = count * a;
+  d.stride_a = a, d.stride_b = b, d.stride_c = c;
+  d.backend = dv->t->backend;
+  d.bias = g->bias_kind;
+  d.activation = g->activation;
+  d.bias_buffer = dv->bias;
+  d.offset_bias = at * g->stride_bias;
+  d.stride_bias = g->stride_bias;
+  return kiln_gemm(rt, &d, in, in, out);
+}
+
+static kiln_status products_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                                kiln_buffer *out)
+{
+  (void)rt;
+  const gemm_job *t = gemm_dev_of(hj)->t;
+  const kiln__gemm *g = &t->g;
+  size_t at, count, a, b, c;
+  pipe_chunk(hj, i, &at, &count);
+  product_sizes(g, &a, &b, &c);
+  kiln_status st = KILN_OK;
+  for (size_t q = 0; q < count && st == KILN_OK; q++)
+    st = kiln__host_move(hj, out, q * c, 0, t->c, g->offset_c + (at + q) * g->stride_c,
+                         g->ldc, g->m, g->n);
+  return st;
+}
+
+/* GEMMs with beta 0 through a pipeline (a chunk that fails after writing
+ * some of C is written again whole, never read): rows of one product, B
+ * put on the device once, or whole products; the bias (every product's)
+ * put on the device once. Other GEMMs a chunk at a time. */
 static kiln_status gemm_pipe(kiln_runtime *rt, const kiln__group_job *j,
                              kiln__group_feed *f)
 {
   const gemm_job *t = j->op_data;
   const kiln__gemm *g = &t->g;
-  if (!t->rows || g->batch != 1 || g->beta != 0.0)
+  int rows = t->rows && g->batch == 1;
+  if (g->beta != 0.0 || (t->rows && !rows))
     return kiln__group_serve(rt, j, f);
   gemm_dev dv = {.t = t, .ldb = g->trans_b == KILN_TRANS ? g->k : g->n};
   size_t brows = g->trans_b == KILN_TRANS ? g->n : g->k,
-         nbias = g->bias_kind == KILN_BIAS_ROW ? g->m : g->n;
-  kiln_status st =
-    kiln__workspace(rt, j->fn, "B on the device", g->dtype, brows * dv.ldb, &dv.b);
-  if (st == KILN_OK) /* on the queue the pieces compute on, so before them */
+         nbias = (g->batch - 1) * g->stride_bias +
+                 (g->bias_kind == KILN_BIAS_ROW ? g->m : g->n);
+  kiln_status st = KILN_OK;
+  if (rows)
+    st = kiln__workspace(rt, j->fn, "B on the device", g->dtype, brows * dv.ldb, &dv.b);
+  if (st == KILN_OK && rows) /* on the queue the pieces compute on: before them */
     st = kiln__buffer_write_rect(dv.b, t->b, g->offset_b, g->ldb, brows, dv.ldb);
   if (st == KILN_OK && t->bias)
     st = kiln__workspace(rt, j->fn, "bias on the device", g->dtype, nbias, &dv.bias);
@@ -282,11 +387,11 @@ static kiln_status gemm_pipe(kiln_runtime *rt, const kiln__group_job *j,
     st = kiln__buffer_write_rect(dv.bias, t->bias, g->offset_bias, nbias, 1, nbias);
   if (st == KILN_OK) {
     pipeline p = {.dev = &dv};
-    kiln__host_job hj = {.fits = gemm_fits,
-                         .create = gemm_create,
-                         .put = gemm_put,
-                         .run = gemm_piece,
-                         .get = gemm_get};
+    kiln__host_job hj = {.fits = rows ? gemm_fits : products_fits,
+                         .create = rows ? gemm_create : products_create,
+                         .put = rows ? gemm_put : products_put,
+                         .run = rows ? gemm_piece : products_piece,
+                         .get = rows ? gemm_get : products_get};
     st = pipe_serve(rt, j, f, &p, &hj);
   } else {
     kiln_finish(rt); /* the writes read the caller's arrays */
@@ -413,8 +518,8 @@ static kiln_status batch_move(const kiln__host_job *hj, size_t i, kiln_buffer *b
   const batch_job *t = batch_dev_of(hj)->t;
   size_t at, count, el = write ? t->in_el : t->out_el;
   pipe_chunk(hj, i, &at, &count);
-  return kiln__host_move(hj, buf, write, write ? (const void *)t->in : t->out, at * el, 1,
-                         1, count * el);
+  return kiln__host_move(hj, buf, 0, write, write ? (const void *)t->in : t->out, at * el,
+                         1, 1, count * el);
 }
 
 static kiln_status batch_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,

@@ -75,11 +75,11 @@ int kiln__host_choose(kiln__host_job *j, size_t units)
   return 1;
 }
 
-kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, int write,
-                            const void *host, size_t at, size_t ld, size_t rows,
-                            size_t cols)
+kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, size_t to,
+                            int write, const void *host, size_t at, size_t ld,
+                            size_t rows, size_t cols)
 {
-  return kiln__buffer_move_async(buf, write, host, at, ld, rows, cols, j->lane);
+  return kiln__buffer_move_async(buf, to, write, host, at, ld, rows, cols, j->lane);
 }
 
 /* A marker on q into *ev, q flushed for the other queue's waits. */

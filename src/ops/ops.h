@@ -87,12 +87,13 @@ int kiln__host_choose(kiln__host_job *j, size_t units);
 kiln_status kiln__host_run(kiln_runtime *rt, kiln__host_job *j);
 
 /* Enqueues, without waiting, the copy of a rows x cols block between host
- * memory (row pitch ld elements, the block at element `at`) and the packed
- * start of buf: host to buf when `write`, else back. For put() and get():
- * it goes where j's loop moves pieces (the copy queue with two sets). */
-kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, int write,
-                            const void *host, size_t at, size_t ld, size_t rows,
-                            size_t cols);
+ * memory (row pitch ld elements, the block at element `at`) and buf,
+ * packed from its element `to`: host to buf when `write`, else back. For
+ * put() and get(): it goes where j's loop moves pieces (the copy queue
+ * with two sets). */
+kiln_status kiln__host_move(const kiln__host_job *j, kiln_buffer *buf, size_t to,
+                            int write, const void *host, size_t at, size_t ld,
+                            size_t rows, size_t cols);
 
 /* ---- GEMM backends (src/ops/gemm.c, src/backends/) ---------------------- */
 
