@@ -456,6 +456,8 @@ typedef struct batch_job {
   unsigned char *out;
   kiln_dtype in_type, out_type;
   size_t in_el, out_el, in_one, out_one;
+  size_t in_total; /* elements of `in` in all, when its last unit is short
+                      (a reduction's last grain); else 0 */
   /* The request on `count` units at in, into out, a chunk at a time. */
   kiln_status (*call)(kiln_runtime *rt, const struct batch_job *t, size_t count,
                       const void *in, void *out);
@@ -475,6 +477,7 @@ typedef struct batch_dev {
   const batch_job *t;
   kiln__conv cv;
   kiln_buffer *w, *bias;
+  kiln_buffer *scratch; /* a reduction's grain result, before its slot */
 } batch_dev;
 
 static const batch_dev *batch_dev_of(const kiln__host_job *hj)
@@ -518,8 +521,11 @@ static kiln_status batch_move(const kiln__host_job *hj, size_t i, kiln_buffer *b
   const batch_job *t = batch_dev_of(hj)->t;
   size_t at, count, el = write ? t->in_el : t->out_el;
   pipe_chunk(hj, i, &at, &count);
+  size_t n = count * el;
+  if (write && t->in_total && n > t->in_total - at * el)
+    n = t->in_total - at * el;
   return kiln__host_move(hj, buf, 0, write, write ? (const void *)t->in : t->out, at * el,
-                         1, 1, count * el);
+                         1, 1, n);
 }
 
 static kiln_status batch_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
@@ -694,6 +700,7 @@ KILN_API kiln_status kiln_group_fft_host(kiln_group *group, const kiln_fft_desc 
 #define REDUCE_GRAINS_PER_DEVICE 32
 
 typedef struct reduce_job {
+  batch_job b;        /* its units as a pipeline sees them (below) */
   kiln_reduce_desc d; /* the caller's */
   kiln__reduce r;
   const unsigned char *in; /* the view's first element */
@@ -740,6 +747,63 @@ static kiln_status reduce_chunk(kiln_runtime *rt, const kiln__group_job *j, size
                           t->out + at * t->r.inner * t->os);
 }
 
+/* A pipeline's piece of a reduction: outer rows along the axis at once,
+ * or each grain of every element alone (as reduce_grains() does, from its
+ * own offset: the kernels cut a length the same way wherever it starts)
+ * into scratch, then into its slot of the piece's results. */
+static kiln_status reduce_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                                kiln_buffer *in, kiln_buffer *out)
+{
+  const reduce_job *t = ((const pipeline *)hj->op)->j->op_data;
+  kiln_buffer *scratch = batch_dev_of(hj)->scratch;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  kiln_reduce_desc d = t->d;
+  d.offset = 0;
+  if (!t->grain) {
+    d.ndim = 3, d.axis = 1;
+    d.shape[0] = count, d.shape[1] = t->r.len, d.shape[2] = t->r.inner;
+    return kiln_reduce(rt, &d, in, out);
+  }
+  d.op = kiln__reduce_part_op(t->d.op);
+  d.ndim = 1, d.axis = KILN_AXIS_ALL;
+  kiln_status st = KILN_OK;
+  for (size_t q = 0; q < count && st == KILN_OK; q++) {
+    size_t left = t->r.len - (at + q) * t->grain;
+    d.shape[0] = left < t->grain ? left : t->grain;
+    d.offset = q * t->grain;
+    st = kiln_reduce(rt, &d, in, scratch);
+    if (st == KILN_OK)
+      st = kiln_buffer_copy(out, q, scratch, 0, 1);
+  }
+  return st;
+}
+
+/* Outer rows, or grains, through a pipeline; the identity (nothing to
+ * reduce) in one call. */
+static kiln_status reduce_pipe(kiln_runtime *rt, const kiln__group_job *j,
+                               kiln__group_feed *f)
+{
+  const reduce_job *t = j->op_data;
+  if (t->r.len == 0 || t->r.outer == 0)
+    return kiln__group_serve(rt, j, f);
+  batch_dev dv = {.t = &t->b};
+  kiln_status st = KILN_OK;
+  if (t->grain)
+    st = kiln__workspace(rt, j->fn, "a grain's result", t->pt, 1, &dv.scratch);
+  if (st == KILN_OK) {
+    pipeline p = {.dev = &dv};
+    kiln__host_job hj = {.fits = batch_fits,
+                         .create = batch_create,
+                         .put = batch_put,
+                         .run = reduce_piece,
+                         .get = batch_get};
+    st = pipe_serve(rt, j, f, &p, &hj);
+  }
+  kiln_buffer_destroy(dv.scratch);
+  return st;
+}
+
 KILN_API kiln_status kiln_group_reduce_host(kiln_group *group,
                                             const kiln_reduce_desc *desc, const void *in,
                                             void *out)
@@ -775,6 +839,16 @@ KILN_API kiln_status kiln_group_reduce_host(kiln_group *group,
       return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                         "%s: out of host memory for the grains' results", fn);
   }
+  t.b = (batch_job){
+    .in = t.in,
+    .out = t.grain ? t.parts : out,
+    .in_type = t.d.dtype,
+    .out_type = t.grain ? t.pt : t.r.out_type,
+    .in_el = t.grain ? t.grain : t.r.len * t.r.inner,
+    .out_el = t.grain ? 1 : t.r.inner,
+    .in_total = t.grain ? t.r.len : 0,
+  };
+  t.b.in_one = t.b.in_el * t.es, t.b.out_one = t.b.out_el * kiln_dtype_size(t.b.out_type);
   kiln__group_job j = {
     .fn = fn,
     .op = KILN__GROUP_REDUCE,
@@ -782,6 +856,7 @@ KILN_API kiln_status kiln_group_reduce_host(kiln_group *group,
     .min = 1,
     .unit_work = (double)(t.grain ? t.grain : t.r.len * t.r.inner + 1) * (double)t.es,
     .run = reduce_chunk,
+    .pipe = reduce_pipe,
     .op_data = &t,
   };
   st = kiln__group_run(group, &j);
