@@ -49,9 +49,16 @@ typedef struct pipeline {
   const kiln__group_job *j;
   kiln_runtime *rt;
   size_t at[RING], count[RING];
-  size_t claimed;           /* pieces the current kiln__host_run() claimed */
+  size_t claimed, done;     /* pieces the current kiln__host_run() claimed,
+                               and of them those done */
   uint64_t room, max_alloc; /* after what stays on the device */
   const void *dev;          /* the operation's state on this device */
+  /* Optional, for chunks that read what they write (C with beta != 0):
+   * prepare() makes room for RING pieces of per units, keep() saves piece
+   * i's part of the caller's array when it is claimed (back 0) and puts it
+   * back when the piece goes back undone (back 1), for the next device. */
+  kiln_status (*prepare)(struct pipeline *p, size_t per);
+  void (*keep)(struct pipeline *p, size_t i, int back);
 } pipeline;
 
 static int pipe_next(kiln__host_job *hj, size_t i)
@@ -64,12 +71,15 @@ static int pipe_next(kiln__host_job *hj, size_t i)
     return 0;
   p->at[i % RING] = at, p->count[i % RING] = count;
   p->claimed++;
+  if (p->keep)
+    p->keep(p, i, 0);
   return 1;
 }
 
 static void pipe_done(kiln__host_job *hj, size_t i)
 {
   pipeline *p = hj->op;
+  p->done++;
   kiln__group_done(p->feed, p->at[i % RING], p->count[i % RING]);
 }
 
@@ -91,14 +101,16 @@ static kiln_status pipe_serve(kiln_runtime *rt, const kiln__group_job *j,
   p->feed = f, p->j = j, p->rt = rt;
   hj->op = p, hj->next = pipe_next, hj->done = pipe_done;
   kiln__host_room(rt, &p->room, &p->max_alloc);
-  if (!kiln__host_choose(hj, j->units))
+  if (!kiln__host_choose(hj, j->units) || (p->prepare && p->prepare(p, hj->per)))
     return kiln__group_serve(rt, j, f);
   kiln__group_cap(f, hj->per);
   kiln_status st;
   do {
-    p->claimed = 0;
-    st = kiln__host_run(rt, hj);
+    p->claimed = p->done = 0;
+    st = kiln__host_run(rt, hj); /* which waits for every transfer */
   } while (st == KILN_OK && p->claimed);
+  for (size_t i = p->done; p->keep && i < p->claimed && st != KILN_OK; i++)
+    p->keep(p, i, 1);
   if (st != KILN_ERR_OUT_OF_MEMORY)
     return st;
   kiln__group_release(f);
@@ -174,12 +186,19 @@ static kiln_status gemm_chunk(kiln_runtime *rt, const kiln__group_job *j, size_t
   return st;
 }
 
-/* GEMM's state on one device of a pipeline over rows of one product: B
- * (packed, ldb apart) and the bias, there for the whole call. */
+/* GEMM's state on one device of a pipeline: over rows of one product, B
+ * (packed, ldb apart) there for the whole call; over whole products, each
+ * piece's A's, then its B's, one after another in the input set. Every
+ * product's bias is there for the whole call. With beta != 0 a piece's C
+ * goes in too, after per units of A (and B), and the rows of C the pieces
+ * held are kept on the host (kept: RING pieces of per units). */
 typedef struct gemm_dev {
   const gemm_job *t;
+  int rows;
   kiln_buffer *b, *bias;
   size_t ldb;
+  unsigned char *kept;
+  size_t per;
 } gemm_dev;
 
 static const gemm_dev *gemm_dev_of(const kiln__host_job *hj)
@@ -187,126 +206,86 @@ static const gemm_dev *gemm_dev_of(const kiln__host_job *hj)
   return ((const pipeline *)hj->op)->dev;
 }
 
+/* Elements of a unit (a row, or a product) in the input set before its C,
+ * and of its C. */
+static void gemm_unit(const gemm_dev *dv, size_t *ab, size_t *c)
+{
+  const kiln__gemm *g = &dv->t->g;
+  *ab = dv->rows ? g->k : g->m * g->k + g->k * g->n;
+  *c = dv->rows ? g->n : g->m * g->n;
+}
+
 static int gemm_fits(const kiln__host_job *hj, size_t per, int sets)
 {
   const pipeline *p = hj->op;
-  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
-  uint64_t es = kiln_dtype_size(g->dtype), a = per * g->k * es, c = per * g->n * es;
+  const gemm_dev *dv = gemm_dev_of(hj);
+  const kiln__gemm *g = &dv->t->g;
+  size_t ab, c;
+  gemm_unit(dv, &ab, &c);
+  uint64_t es = kiln_dtype_size(g->dtype), out = per * c * es,
+           in = per * (ab + (g->beta != 0.0 ? c : 0)) * es;
   uint64_t set =
-    (uint64_t)kiln__pool_block_bytes(p->rt, a) + kiln__pool_block_bytes(p->rt, c);
-  return sets * set + kiln__gemm_pack_bytes(g->dtype, per, g->n, g->k) <= p->room &&
-         a <= p->max_alloc && c <= p->max_alloc;
+    (uint64_t)kiln__pool_block_bytes(p->rt, in) + kiln__pool_block_bytes(p->rt, out);
+  uint64_t packs = dv->rows ? kiln__gemm_pack_bytes(g->dtype, per, g->n, g->k)
+                            : per * kiln__gemm_pack_bytes(g->dtype, g->m, g->n, g->k);
+  return sets * set + packs <= p->room && in <= p->max_alloc && out <= p->max_alloc;
 }
 
 static kiln_status gemm_create(kiln_runtime *rt, const kiln__host_job *hj,
                                kiln_buffer *io[2])
 {
   const pipeline *p = hj->op;
-  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
+  const gemm_dev *dv = gemm_dev_of(hj);
+  const kiln__gemm *g = &dv->t->g;
+  size_t ab, c;
+  gemm_unit(dv, &ab, &c);
   kiln_status st =
-    kiln__workspace(rt, p->j->fn, "device rows of A", g->dtype, hj->per * g->k, &io[0]);
+    kiln__workspace(rt, p->j->fn, "device chunk of A and B (and C)", g->dtype,
+                    hj->per * (ab + (g->beta != 0.0 ? c : 0)), &io[0]);
   if (st == KILN_OK)
     st =
-      kiln__workspace(rt, p->j->fn, "device rows of C", g->dtype, hj->per * g->n, &io[1]);
+      kiln__workspace(rt, p->j->fn, "device chunk of C", g->dtype, hj->per * c, &io[1]);
   return st;
 }
 
-/* Rows at .. at + count of op(A): rows of A, or columns of A stored k x m. */
+/* Piece i's C between the caller's array and buf from element `to`. */
+static kiln_status gemm_move_c(const kiln__host_job *hj, size_t i, kiln_buffer *buf,
+                               size_t to, int write)
+{
+  const gemm_dev *dv = gemm_dev_of(hj);
+  const gemm_job *t = dv->t;
+  const kiln__gemm *g = &t->g;
+  size_t at, count;
+  pipe_chunk(hj, i, &at, &count);
+  if (dv->rows)
+    return kiln__host_move(hj, buf, to, write, t->c, g->offset_c + at * g->ldc, g->ldc,
+                           count, g->n);
+  kiln_status st = KILN_OK;
+  for (size_t q = 0; q < count && st == KILN_OK; q++)
+    st = kiln__host_move(hj, buf, to + q * g->m * g->n, write, t->c,
+                         g->offset_c + (at + q) * g->stride_c, g->ldc, g->m, g->n);
+  return st;
+}
+
+/* Rows at .. at + count of op(A) (rows of A, or columns of A stored k x m),
+ * or the A's and B's of products at .. at + count; then C's with beta. */
 static kiln_status gemm_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
                             kiln_buffer *in)
 {
   (void)rt;
-  const gemm_job *t = gemm_dev_of(hj)->t;
-  const kiln__gemm *g = &t->g;
-  size_t at, count;
-  pipe_chunk(hj, i, &at, &count);
-  return g->trans_a == KILN_TRANS
-           ? kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at, g->lda, g->k, count)
-           : kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at * g->lda, g->lda, count,
-                             g->k);
-}
-
-static kiln_status gemm_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
-                              kiln_buffer *in, kiln_buffer *out)
-{
   const gemm_dev *dv = gemm_dev_of(hj);
-  const kiln__gemm *g = &dv->t->g;
-  size_t at, count;
-  pipe_chunk(hj, i, &at, &count);
-  kiln_gemm_desc d;
-  kiln_gemm_desc_init(&d, g->dtype, count, g->n, g->k);
-  d.trans_a = g->trans_a, d.trans_b = g->trans_b;
-  d.alpha = g->alpha; /* beta is 0: see gemm_pipe() */
-  d.lda = g->trans_a == KILN_TRANS ? count : g->k;
-  d.ldb = dv->ldb, d.ldc = g->n;
-  d.backend = dv->t->backend;
-  d.bias = g->bias_kind;
-  d.activation = g->activation;
-  d.bias_buffer = dv->bias;
-  d.offset_bias = g->bias_kind == KILN_BIAS_ROW ? at : 0;
-  return kiln_gemm(rt, &d, in, dv->b, out);
-}
-
-static kiln_status gemm_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
-                            kiln_buffer *out)
-{
-  (void)rt;
-  const gemm_job *t = gemm_dev_of(hj)->t;
-  const kiln__gemm *g = &t->g;
-  size_t at, count;
-  pipe_chunk(hj, i, &at, &count);
-  return kiln__host_move(hj, out, 0, 0, t->c, g->offset_c + at * g->ldc, g->ldc, count,
-                         g->n);
-}
-
-/* Whole products of a batch with beta 0: a piece's A's, then its B's, one
- * after another in the input set, its C's in the output set. */
-static void product_sizes(const kiln__gemm *g, size_t *a, size_t *b, size_t *c)
-{
-  *a = g->m * g->k, *b = g->k * g->n, *c = g->m * g->n;
-}
-
-static int products_fits(const kiln__host_job *hj, size_t per, int sets)
-{
-  const pipeline *p = hj->op;
-  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
-  size_t a, b, c;
-  product_sizes(g, &a, &b, &c);
-  uint64_t es = kiln_dtype_size(g->dtype), in = per * (a + b) * es, out = per * c * es;
-  uint64_t set =
-    (uint64_t)kiln__pool_block_bytes(p->rt, in) + kiln__pool_block_bytes(p->rt, out);
-  return sets * set + per * kiln__gemm_pack_bytes(g->dtype, g->m, g->n, g->k) <=
-           p->room &&
-         in <= p->max_alloc && out <= p->max_alloc;
-}
-
-static kiln_status products_create(kiln_runtime *rt, const kiln__host_job *hj,
-                                   kiln_buffer *io[2])
-{
-  const pipeline *p = hj->op;
-  const kiln__gemm *g = &gemm_dev_of(hj)->t->g;
-  size_t a, b, c;
-  product_sizes(g, &a, &b, &c);
-  kiln_status st = kiln__workspace(rt, p->j->fn, "device products of A and B", g->dtype,
-                                   hj->per * (a + b), &io[0]);
-  if (st == KILN_OK)
-    st = kiln__workspace(rt, p->j->fn, "device products of C", g->dtype, hj->per * c,
-                         &io[1]);
-  return st;
-}
-
-static kiln_status products_put(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
-                                kiln_buffer *in)
-{
-  (void)rt;
-  const gemm_job *t = gemm_dev_of(hj)->t;
+  const gemm_job *t = dv->t;
   const kiln__gemm *g = &t->g;
   int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
-  size_t at, count, a, b, c;
+  size_t at, count, ab, c, a = g->m * g->k, b = g->k * g->n;
   pipe_chunk(hj, i, &at, &count);
-  product_sizes(g, &a, &b, &c);
+  gemm_unit(dv, &ab, &c);
   kiln_status st = KILN_OK;
-  for (size_t q = 0; q < count && st == KILN_OK; q++) {
+  if (dv->rows)
+    st = ta ? kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at, g->lda, g->k, count)
+            : kiln__host_move(hj, in, 0, 1, t->a, g->offset_a + at * g->lda, g->lda,
+                              count, g->k);
+  for (size_t q = 0; !dv->rows && q < count && st == KILN_OK; q++) {
     st = kiln__host_move(hj, in, q * a, 1, t->a, g->offset_a + (at + q) * g->stride_a,
                          g->lda, ta ? g->k : g->m, ta ? g->m : g->k);
     if (st == KILN_OK)
@@ -314,72 +293,93 @@ static kiln_status products_put(kiln_runtime *rt, const kiln__host_job *hj, size
                            g->offset_b + (at + q) * g->stride_b, g->ldb, tb ? g->n : g->k,
                            tb ? g->k : g->n);
   }
+  if (st == KILN_OK && g->beta != 0.0)
+    st = gemm_move_c(hj, i, in, hj->per * ab, 1);
   return st;
 }
 
-static kiln_status products_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
-                                  kiln_buffer *in, kiln_buffer *out)
+static kiln_status gemm_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                              kiln_buffer *in, kiln_buffer *out)
 {
   const gemm_dev *dv = gemm_dev_of(hj);
   const kiln__gemm *g = &dv->t->g;
-  size_t at, count, a, b, c;
+  size_t at, count, ab, c;
   pipe_chunk(hj, i, &at, &count);
-  product_sizes(g, &a, &b, &c);
+  gemm_unit(dv, &ab, &c);
+  kiln_status st = KILN_OK;
+  if (g->beta != 0.0) /* C where the product accumulates */
+    st = kiln_buffer_copy(out, 0, in, hj->per * ab, count * c);
   kiln_gemm_desc d;
-  kiln_gemm_desc_init(&d, g->dtype, g->m, g->n, g->k);
+  kiln_gemm_desc_init(&d, g->dtype, dv->rows ? count : g->m, g->n, g->k);
   d.trans_a = g->trans_a, d.trans_b = g->trans_b;
-  d.alpha = g->alpha; /* beta is 0: see gemm_pipe() */
-  d.lda = g->trans_a == KILN_TRANS ? g->m : g->k;
+  d.alpha = g->alpha, d.beta = g->beta;
+  d.lda = g->trans_a == KILN_TRANS ? d.m : g->k;
   d.ldb = g->trans_b == KILN_TRANS ? g->k : g->n;
   d.ldc = g->n;
-  d.batch = count;
-  d.offset_b = count * a;
-  d.stride_a = a, d.stride_b = b, d.stride_c = c;
   d.backend = dv->t->backend;
   d.bias = g->bias_kind;
   d.activation = g->activation;
   d.bias_buffer = dv->bias;
-  d.offset_bias = at * g->stride_bias;
-  d.stride_bias = g->stride_bias;
-  return kiln_gemm(rt, &d, in, in, out);
+  if (dv->rows) {
+    d.offset_bias = g->bias_kind == KILN_BIAS_ROW ? at : 0;
+    return st == KILN_OK ? kiln_gemm(rt, &d, in, dv->b, out) : st;
+  }
+  d.batch = count;
+  d.offset_b = count * g->m * g->k;
+  d.stride_a = g->m * g->k, d.stride_b = g->k * g->n, d.stride_c = c;
+  d.offset_bias = at * g->stride_bias, d.stride_bias = g->stride_bias;
+  return st == KILN_OK ? kiln_gemm(rt, &d, in, in, out) : st;
 }
 
-static kiln_status products_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
-                                kiln_buffer *out)
+static kiln_status gemm_get(kiln_runtime *rt, const kiln__host_job *hj, size_t i,
+                            kiln_buffer *out)
 {
   (void)rt;
-  const gemm_job *t = gemm_dev_of(hj)->t;
-  const kiln__gemm *g = &t->g;
-  size_t at, count, a, b, c;
-  pipe_chunk(hj, i, &at, &count);
-  product_sizes(g, &a, &b, &c);
-  kiln_status st = KILN_OK;
-  for (size_t q = 0; q < count && st == KILN_OK; q++)
-    st = kiln__host_move(hj, out, q * c, 0, t->c, g->offset_c + (at + q) * g->stride_c,
-                         g->ldc, g->m, g->n);
-  return st;
+  return gemm_move_c(hj, i, out, 0, 0);
 }
 
-/* GEMMs with beta 0 through a pipeline (a chunk that fails after writing
- * some of C is written again whole, never read): rows of one product, B
- * put on the device once, or whole products; the bias (every product's)
- * put on the device once. Other GEMMs a chunk at a time. */
+static kiln_status gemm_prepare(pipeline *p, size_t per)
+{
+  gemm_dev *dv = (gemm_dev *)p->dev;
+  const kiln__gemm *g = &dv->t->g;
+  size_t ab, c;
+  gemm_unit(dv, &ab, &c);
+  dv->per = per;
+  dv->kept = malloc(RING * per * c * kiln_dtype_size(g->dtype));
+  return dv->kept ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+}
+
+static void gemm_keep(pipeline *p, size_t i, int back)
+{
+  const gemm_dev *dv = p->dev;
+  const kiln__gemm *g = &dv->t->g;
+  size_t at = p->at[i % RING], count = p->count[i % RING], ab, c;
+  gemm_unit(dv, &ab, &c);
+  unsigned char *kept = dv->kept + i % RING * dv->per * c * kiln_dtype_size(g->dtype);
+  if (dv->rows)
+    keep_c(dv->t, 0, 1, at, count, kept, back);
+  else
+    keep_c(dv->t, at, count, 0, g->m, kept, back);
+}
+
+/* GEMMs through a pipeline: rows of one product, B put on the device once,
+ * or whole products; the bias (every product's) put on the device once.
+ * Rows of a small batch of products a chunk at a time. */
 static kiln_status gemm_pipe(kiln_runtime *rt, const kiln__group_job *j,
                              kiln__group_feed *f)
 {
   const gemm_job *t = j->op_data;
   const kiln__gemm *g = &t->g;
-  int rows = t->rows && g->batch == 1;
-  if (g->beta != 0.0 || (t->rows && !rows))
+  if (t->rows && g->batch != 1)
     return kiln__group_serve(rt, j, f);
-  gemm_dev dv = {.t = t, .ldb = g->trans_b == KILN_TRANS ? g->k : g->n};
+  gemm_dev dv = {.t = t, .rows = t->rows, .ldb = g->trans_b == KILN_TRANS ? g->k : g->n};
   size_t brows = g->trans_b == KILN_TRANS ? g->n : g->k,
          nbias = (g->batch - 1) * g->stride_bias +
                  (g->bias_kind == KILN_BIAS_ROW ? g->m : g->n);
   kiln_status st = KILN_OK;
-  if (rows)
+  if (dv.rows)
     st = kiln__workspace(rt, j->fn, "B on the device", g->dtype, brows * dv.ldb, &dv.b);
-  if (st == KILN_OK && rows) /* on the queue the pieces compute on: before them */
+  if (st == KILN_OK && dv.rows) /* on the queue the pieces compute on: before them */
     st = kiln__buffer_write_rect(dv.b, t->b, g->offset_b, g->ldb, brows, dv.ldb);
   if (st == KILN_OK && t->bias)
     st = kiln__workspace(rt, j->fn, "bias on the device", g->dtype, nbias, &dv.bias);
@@ -387,17 +387,20 @@ static kiln_status gemm_pipe(kiln_runtime *rt, const kiln__group_job *j,
     st = kiln__buffer_write_rect(dv.bias, t->bias, g->offset_bias, nbias, 1, nbias);
   if (st == KILN_OK) {
     pipeline p = {.dev = &dv};
-    kiln__host_job hj = {.fits = rows ? gemm_fits : products_fits,
-                         .create = rows ? gemm_create : products_create,
-                         .put = rows ? gemm_put : products_put,
-                         .run = rows ? gemm_piece : products_piece,
-                         .get = rows ? gemm_get : products_get};
+    if (g->beta != 0.0)
+      p.prepare = gemm_prepare, p.keep = gemm_keep;
+    kiln__host_job hj = {.fits = gemm_fits,
+                         .create = gemm_create,
+                         .put = gemm_put,
+                         .run = gemm_piece,
+                         .get = gemm_get};
     st = pipe_serve(rt, j, f, &p, &hj);
   } else {
     kiln_finish(rt); /* the writes read the caller's arrays */
   }
   kiln_buffer_destroy(dv.b);
   kiln_buffer_destroy(dv.bias);
+  free(dv.kept);
   return st;
 }
 
