@@ -21,11 +21,10 @@
  * stalls.
  *
  * An operation serves its device's chunks as a pipeline where it can
- * (ops/group_ops.c: convolutions, FFTs, reductions, and GEMMs with beta
- * 0, over rows of one product or whole products): what every chunk needs
- * (weights, B) goes to the device once, and the next chunk is taken, and
- * moved in, while the current one computes, so a device holds up to two
- * chunks. That early take is put
+ * (ops/group_ops.c: convolutions, FFTs, reductions, and GEMMs over rows
+ * of one product or whole products): what every chunk needs (weights, B)
+ * goes to the device once, and the next chunk is taken, and moved in,
+ * while the current one computes, so a device holds up to two chunks. That early take is put
  * off when, with the chunk the device holds, it would end after the group
  * ends everything: near the end another device may take the chunk sooner
  * (the same test as for waiting). Otherwise each chunk is

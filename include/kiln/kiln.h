@@ -1607,14 +1607,14 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  * from earlier ones, first estimated from its tuning record or its peak):
  * a slow device takes fewer and smaller ones, and one so slow that even
  * the smallest would end after the others are done (a simulator beside
- * real devices) takes none. Convolutions, FFTs, reductions and GEMMs with
- * beta 0 run each device's chunks as a pipeline: the weights (or B) go to
- * the device once, and its next chunk moves in while the current one
- * computes. Other GEMMs run each chunk as the device runtime's own
- * kiln_gemm_host(). A device that fails a chunk (out of memory, a lost
- * device, any OpenCL error) takes no more in that call; the others take
- * the chunks it held, the call succeeds, and kiln_group_diagnostics() says
- * what failed. Only when every device fails does the call fail, with each
+ * real devices) takes none. Each device runs its chunks as a pipeline: the
+ * weights (or B) go to it once, and its next chunk moves in while the
+ * current one computes (rows of a small batch of GEMMs run each chunk as
+ * the device runtime's own kiln_gemm_host()). A device that fails a chunk
+ * (a lost device, any OpenCL error) takes no more in that call; the others
+ * take the chunks it held, the call succeeds, and kiln_group_diagnostics()
+ * says what failed (a pipeline that runs out of device memory goes on a
+ * chunk at a time instead). Only when every device fails does the call fail, with each
  * one's reason in kiln_last_error(NULL). The result is the one a single device gives,
  * within its tolerance; a reduction of every element is combined in a
  * fixed order, so it does not depend on which device was faster.
