@@ -567,6 +567,23 @@ static kiln_status fft_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t 
   return kiln_fft(rt, &d, in, out);
 }
 
+/* Serves a batch request's chunks through a pipeline that runs each piece
+ * with run(). */
+static kiln_status batch_serve(kiln_runtime *rt, const kiln__group_job *j,
+                               kiln__group_feed *f, const batch_dev *dv,
+                               kiln_status (*run)(kiln_runtime *rt,
+                                                  const kiln__host_job *hj, size_t i,
+                                                  kiln_buffer *in, kiln_buffer *out))
+{
+  pipeline p = {.dev = dv};
+  kiln__host_job hj = {.fits = batch_fits,
+                       .create = batch_create,
+                       .put = batch_put,
+                       .run = run,
+                       .get = batch_get};
+  return pipe_serve(rt, j, f, &p, &hj);
+}
+
 /* The weights and bias on the device once, and the backend the device's
  * rules pick for the whole batch; then the images through a pipeline. */
 static kiln_status conv_pipe(kiln_runtime *rt, const kiln__group_job *j,
@@ -582,13 +599,7 @@ static kiln_status conv_pipe(kiln_runtime *rt, const kiln__group_job *j,
     st = kiln__conv_choose(rt, &dv.cv, &be);
   if (st == KILN_OK) {
     dv.cv.d.backend = be->id;
-    pipeline p = {.dev = &dv};
-    kiln__host_job hj = {.fits = batch_fits,
-                         .create = batch_create,
-                         .put = batch_put,
-                         .run = conv_piece,
-                         .get = batch_get};
-    st = pipe_serve(rt, j, f, &p, &hj);
+    st = batch_serve(rt, j, f, &dv, conv_piece);
   }
   kiln_buffer_destroy(dv.w);
   kiln_buffer_destroy(dv.bias);
@@ -599,13 +610,7 @@ static kiln_status fft_pipe(kiln_runtime *rt, const kiln__group_job *j,
                             kiln__group_feed *f)
 {
   batch_dev dv = {.t = j->op_data};
-  pipeline p = {.dev = &dv};
-  kiln__host_job hj = {.fits = batch_fits,
-                       .create = batch_create,
-                       .put = batch_put,
-                       .run = fft_piece,
-                       .get = batch_get};
-  return pipe_serve(rt, j, f, &p, &hj);
+  return batch_serve(rt, j, f, &dv, fft_piece);
 }
 
 static kiln_status conv_call(kiln_runtime *rt, const batch_job *t, size_t count,
@@ -795,13 +800,7 @@ static kiln_status reduce_pipe(kiln_runtime *rt, const kiln__group_job *j,
   if (t->grain)
     st = kiln__workspace(rt, j->fn, "a grain's result", t->pt, 1, &dv.scratch);
   if (st == KILN_OK) {
-    pipeline p = {.dev = &dv};
-    kiln__host_job hj = {.fits = batch_fits,
-                         .create = batch_create,
-                         .put = batch_put,
-                         .run = reduce_piece,
-                         .get = batch_get};
-    st = pipe_serve(rt, j, f, &p, &hj);
+    st = batch_serve(rt, j, f, &dv, reduce_piece);
   }
   kiln_buffer_destroy(dv.scratch);
   return st;
