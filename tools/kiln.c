@@ -24,10 +24,11 @@ void kiln_cli_say(const char *who, const char *msg)
       fputc(*p, stderr);
       continue;
     }
+    int after_colon = p > msg && p[-1] == ':'; /* a list follows: no ";" */
     while (p[1] == ' ' || p[1] == '\t' || p[1] == '\n')
       p++;
     if (p[1]) /* nothing for a break at the end */
-      fputs(p > msg && p[-1] == ':' ? " " : "; ", stderr);
+      fputs(after_colon ? " " : "; ", stderr);
   }
   fputc('\n', stderr);
 }
