@@ -4,13 +4,14 @@
  *
  *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
  *                                    uint p, uint n, T sign, global const T *tw)
- *   kernel void kiln_fft_r32w_<type>(...the same)
+ *   kernel void kiln_fft_r<R>w_<type>(...the same)
  *   kernel void kiln_fft_r32v_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
  *
- * R is 2, 4, 8 or 32; T is float (f32) or double (f64); complex numbers are
+ * R is 2, 4, 8 or 32 (the wide r<R>w: 32, and for f32 2, 4 and 8 too); T
+ * is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
  * in[i + r n/R] of row b, multiplies point r by w^r, w = exp(-2 pi i k /
  * (p R)), k = i mod p (conjugated by the kernel for sign +1), runs a
@@ -30,7 +31,7 @@
  *
  * Why it is written like this: reads of consecutive work-items are
  * consecutive for every r, and so are writes once p is at least the SIMD
- * width (kiln_fft_r32w is indexed so that the compiler can see it), which
+ * width (the wide kernels are indexed so that the compiler can see it), which
  * lets PoCL vectorise across work-items; the code is scalar
  * (no float2) for the same reason (LLVM's loop vectoriser skips vector-typed
  * instructions); and the twiddle comes from a table, not sincos(), whose
@@ -43,9 +44,11 @@
  * every pass is its own launch; radix 128 (three passes for 2^20 instead of
  * four) spilled its registers and ran at half the speed.
  *
- * The table tw holds, for each pass, p entries at [p, 2p) of 4 T each, w
- * and h = w^(R/2): the distinct p of the passes are powers of two, so these
- * ranges never overlap. Points r >= R/2 are multiplied by h, then points r
+ * The table tw holds, for each pass of stride p, four arrays of p T at 4p:
+ * the real and imaginary parts of w, then of h = w^(R/2), entry k of each
+ * at 4p + k, p + 4p + k, ... (arrays, not (w, h) records, so that a vector
+ * of work-items loads whole vectors of twiddles): the distinct p of the
+ * passes are powers of two, so the ranges [4p, 8p) never overlap. Points r >= R/2 are multiplied by h, then points r
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
  *
@@ -55,16 +58,18 @@
  * scatters 32 apart; this one takes 16 work-items' points in float16s and
  * transposes them in registers before whole-vector stores.
  *
- * Read 19 times after cl/prelude.cl (which says how): for f32, then f64
- * where the device has fp64, one pass per kernel, r2, r4, r8, r32, r32w
- * and the column kernels col_r2, col_r4, col_r8 and col_r32, each with its
- * R a literal, then r32v for f32; the first pass of a type also holds its
- * butterflies' constant twiddles (kiln_fft_cos8) and the real-transform kernels.
+ * Read 22 times after cl/prelude.cl (which says how), one kernel a pass,
+ * each with its R a literal: for f32 r2, r4, r8, r32, r2w, r4w, r8w, r32w
+ * and the column kernels col_r2, col_r4, col_r8 and col_r32; for f64, where
+ * the device has it, the same without r2w, r4w and r8w (only the passes
+ * after kiln_fft_r32v, which is f32's, need them); then r32v for f32. The
+ * first pass of a type also holds its butterflies' constant twiddles
+ * (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 19
+#define KILN_PASSES 22
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -77,20 +82,24 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 }
 #endif
 
-/* The pass's variant: KILN_FFT_AT is its place among its type's nine, 1 to
- * 9 (pass 19, kiln_fft_r32v_f32, counts as a radix-32 one, 4); V names the
- * real type S, LIT makes a literal of type S (float constants need the f
- * suffix where the device has no fp64), T is the type of the points' parts
- * (S, or float16 in kiln_fft_r32v); R is the radix, WIDE says whether this
- * is kiln_fft_r32w, COL whether it is a column kernel, and FIRST whether
- * the pass is its type's first. */
-#define VPASS (KILN_PASS == 19)
+/* The pass's variant: KILN_FFT_AT is its place among f32's twelve, 1 to 12
+ * (f64 skips 5 to 7; pass 22, kiln_fft_r32v_f32, counts as a radix-32 one,
+ * 4); V names the real type S, LIT makes a literal of type S (float
+ * constants need the f suffix where the device has no fp64), T is the type
+ * of the points' parts (S, or float16 in kiln_fft_r32v); R is the radix,
+ * WIDE says whether this is a wide kernel (r<R>w), COL whether it is a
+ * column kernel, and FIRST whether the pass is its type's first. */
+#define VPASS (KILN_PASS == 22)
 #if VPASS
 #define KILN_FFT_AT 4
+#elif KILN_PASS <= 12
+#define KILN_FFT_AT KILN_PASS
+#elif KILN_PASS <= 16 /* f64: no wide radix 2, 4 or 8 */
+#define KILN_FFT_AT (KILN_PASS - 12)
 #else
-#define KILN_FFT_AT ((KILN_PASS - 1) % 9 + 1)
+#define KILN_FFT_AT (KILN_PASS - 9)
 #endif
-#if KILN_PASS <= 9 || VPASS
+#if KILN_PASS <= 12 || VPASS
 #define V f32
 #define S float
 #define LIT(x) x##f
@@ -105,17 +114,17 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 #define T S
 #endif
 
-#if KILN_FFT_AT == 1 || KILN_FFT_AT == 6
+#if (KILN_FFT_AT - 1) % 4 == 0
 #define R 2
-#elif KILN_FFT_AT == 2 || KILN_FFT_AT == 7
+#elif (KILN_FFT_AT - 1) % 4 == 1
 #define R 4
-#elif KILN_FFT_AT == 3 || KILN_FFT_AT == 8
+#elif (KILN_FFT_AT - 1) % 4 == 2
 #define R 8
 #else
 #define R 32
 #endif
-#define WIDE (KILN_FFT_AT == 5)
-#define COL (KILN_FFT_AT >= 6)
+#define WIDE (KILN_FFT_AT >= 5 && KILN_FFT_AT <= 8)
+#define COL (KILN_FFT_AT >= 9)
 #define FIRST (KILN_FFT_AT == 1)
 
 #ifdef V
@@ -149,13 +158,16 @@ inline S NAME(kiln_fft_cos8)(uint j)
  * work-items (R as a parameter of an inline function, even a constant one,
  * left them rolled: 4x slower).
  *
- * kiln_fft_r32w is the radix-32 kernel again over (p, n/(32 p), batch), for
- * the passes of stride p >= 16 (src/tuning.c): work-item (k, block) is i =
- * block p + k, the same points, but indexed so that the compiler sees that
- * neighbouring work-items touch neighbouring points and twiddles. The
- * smaller radices run first, at p = 1 or 4 (src/ops/fft_kiln.c), and need
- * no such kernel, except after kiln_fft_r32v, where the one small pass runs
- * last, its writes in runs of p >= 32 that the compiler cannot see. */
+ * kiln_fft_r<R>w is the kernel of radix R again over (p, n/(R p), batch),
+ * for the passes of stride p >= 16 (src/tuning.c): work-item (k, block) is
+ * i = block p + k, the same points, but indexed so that the compiler sees
+ * that neighbouring work-items touch neighbouring points and twiddles.
+ * Radix 32 needs it wherever it runs; the smaller radices only after
+ * kiln_fft_r32v, where the one small pass runs last (src/ops/fft_kiln.c):
+ * elsewhere they run first, at p = 1 or 4. The last radix-2 pass of 2^16
+ * points took 200-280 us with the scalar kernel, which scattered its
+ * writes, and the whole transform 0.45 ms against 0.3 with r2w (PoCL,
+ * one pthread device, 2 cores). */
 #if COL
 #if R == 2
 kernel void NAME(kiln_fft_col_r2)
@@ -171,6 +183,12 @@ kernel void NAME(kiln_fft_col_r32)
 #else /* the kernels of rows */
 #if VPASS
 kernel void NAME(kiln_fft_r32v)
+#elif WIDE && R == 2
+kernel void NAME(kiln_fft_r2w)
+#elif WIDE && R == 4
+kernel void NAME(kiln_fft_r4w)
+#elif WIDE && R == 8
+kernel void NAME(kiln_fft_r8w)
 #elif WIDE
 kernel void NAME(kiln_fft_r32w)
 #elif R == 2
@@ -224,8 +242,8 @@ kernel void NAME(kiln_fft_r32)
    * table above), in place. */
 #if !VPASS /* kiln_fft_r32v runs the first pass only */
   if (p > 1) { /* the first pass's twiddles are all 1 */
-    global const T *e = tw + 4 * (p + k);
-    T cr = e[0], ci = -sign * e[1], hr = e[2], hi = -sign * e[3];
+    global const T *e = tw + 4 * p + k;
+    T cr = e[0], ci = -sign * e[p], hr = e[2 * p], hi = -sign * e[3 * p];
 #pragma unroll
     for (uint r = R / 2; r < R; r++) {
       T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;

@@ -1082,9 +1082,12 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
   /* the CPU's vector first pass, kiln_fft_r32v: alone before a wide pass
-   * (1024), and with a radix-2 pass after them (2048) */
+   * (1024), and with a wide pass of radix 2, 4 or 8 after them (2048, 4096,
+   * 8192: kiln_fft_r2w, r4w, r8w) */
   fft_c2c(cpu_rt, KILN_F32, 1024, 2, 0, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 2048, 1, 1, KILN_FFT_NORM_ORTHO);
+  fft_c2c(cpu_rt, KILN_F32, 4096, 1, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 8192, 1, 1, KILN_FFT_NORM_BACKWARD);
 }
 
 /* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in

@@ -11,12 +11,12 @@
  * leftover 16) the small passes come first, where the smaller R, the less
  * scattered; where the tuning says so (CPUs) rows of float32 start with
  * kiln_fft_r32v, which transposes 16 work-items' points in registers and
- * writes whole vectors, and the small pass comes last. The last axis (rows) runs the
- * row kernels; the others run the column kernels in place of a transpose:
- * an axis of n points whose neighbours along it are `cols` elements apart
- * (the product of the later lengths) is `batch` arrays of (n, cols), and a
- * column pass reads and writes whole rows of them (cl/fft.cl). Axes run
- * last first.
+ * writes whole vectors, and the small pass comes last, on the wide kernel of
+ * its radix (contiguous writes). The last axis (rows) runs the row kernels;
+ * the others run the column kernels in place of a transpose: an axis of n
+ * points whose neighbours along it are `cols` elements apart (the product of
+ * the later lengths) is `batch` arrays of (n, cols), and a column pass reads
+ * and writes whole rows of them (cl/fft.cl). Axes run last first.
  *
  * The plan owns one twiddle table per distinct length (computed in double
  * on the host, so each entry is correctly rounded to the transform's type;
@@ -132,9 +132,10 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
     unsigned r = ax->radix[s];
     double step = -2 * CL_M_PI / ((double)p * r);
     for (size_t k = 0; k < p; k++) {
-      double *e = tw + 4 * (p + k);
-      e[0] = cos(step * (double)k), e[1] = sin(step * (double)k);
-      e[2] = cos(step * (double)(k * r / 2)), e[3] = sin(step * (double)(k * r / 2));
+      double *e = tw + 4 * p + k;
+      e[0] = cos(step * (double)k), e[p] = sin(step * (double)k);
+      e[2 * p] = cos(step * (double)(k * r / 2)),
+            e[3 * p] = sin(step * (double)(k * r / 2));
     }
     p *= r;
   }
@@ -211,9 +212,9 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
 }
 
 /* Pass s of axis ax, at stride p, from src to dst. Rows: a vector first
- * pass over (i / 16, row), wide radix-32 passes over (k, block, row) in
- * groups of t.group along k, the others over (i, row), these two in groups
- * as the driver likes; columns: (column, i, array), in groups of t.group
+ * pass over (i / 16, row), wide passes (p >= t.wide_from) over (k, block,
+ * row) in groups of t.group along k, the others over (i, row), these two in
+ * groups as the driver likes; columns: (column, i, array), in groups of t.group
  * along the columns. */
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
                             double sign, int f64, cl_mem src, cl_mem dst)
@@ -236,7 +237,9 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     return kiln__launch_fft(rt, what, "r32v_f32", 2, global, NULL, src, dst, p, n, sign,
                             ax->twiddles);
   }
-  int wide = r == 32 && p >= t.wide_from;
+  int wide = p >= t.wide_from;
+  /* f64 has a wide kernel of radix 32 only: its small pass runs first (split()). */
+  assert(!wide || r == 32 || !f64);
   size_t blocks = ax->n / r / p;
   size_t global[3] = {wide ? p : ax->n / r, wide ? blocks : ax->batch, ax->batch};
   size_t local[3] = {p < t.group ? p : t.group, 1, 1};
