@@ -33,6 +33,7 @@
  * whole, for the others to take; the device takes no more in this call.
  * The call fails only when every device has.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,7 @@
 #define PRIOR_EFFICIENCY 0.2        /* of the peak, before any measure */
 #define FEED_HELD 4                 /* chunks a device holds at once: a pipeline's, 2 */
 #define BACK_ROOM (2 * FEED_HELD)   /* entries of the back list a device */
+#define PEER_PART 4 /* kiln__group_peers(): at least a quarter of the fastest */
 
 typedef struct member {
   kiln_runtime *rt;
@@ -307,12 +309,22 @@ static double base_speed(const member *m, enum kiln__group_op op)
   return speed;
 }
 
-/* A device's speed for j in units a second: what it did in earlier calls
+/* A device's speed for op in work a second: what it did in earlier calls
  * of the operation, else base_speed(). */
-static double prior_rate(const member *m, const kiln__group_job *j)
+static double known_speed(const member *m, enum kiln__group_op op)
 {
-  double speed = m->speed[j->op];
-  return (speed > 0 ? speed : base_speed(m, j->op)) / j->unit_work;
+  return m->speed[op] > 0 ? m->speed[op] : base_speed(m, op);
+}
+
+size_t kiln__group_peers(const kiln_group *g, enum kiln__group_op op)
+{
+  double top = 0;
+  size_t peers = 0;
+  for (size_t i = 0; i < g->n; i++)
+    top = fmax(top, base_speed(&g->m[i], op));
+  for (size_t i = 0; i < g->n; i++)
+    peers += base_speed(&g->m[i], op) * PEER_PART >= top;
+  return peers;
 }
 
 /* Whether worker i is the fastest alive one (the lowest index of ties). */
@@ -585,7 +597,10 @@ kiln_status kiln__group_run(kiln_group *g, const kiln__group_job *j)
   }
   pthread_mutex_lock(&g->lock);
   for (size_t i = 0; i < g->n; i++)
-    c.w[i] = (worker){.call = &c, .i = i, .rate = prior_rate(&g->m[i], j), .alive = 1};
+    c.w[i] = (worker){.call = &c,
+                      .i = i,
+                      .rate = known_speed(&g->m[i], j->op) / j->unit_work,
+                      .alive = 1};
   pthread_mutex_unlock(&g->lock);
   start(&c, tid, started);
   for (size_t i = 0; i < g->n; i++)

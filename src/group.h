@@ -65,6 +65,13 @@ void kiln__group_cap(kiln__group_feed *f, size_t cap);
  * kiln__group_serve(). */
 void kiln__group_release(kiln__group_feed *f);
 
+/* How many of g's devices are at least a quarter as fast at op as the
+ * fastest by what they are (their tuning records, else their peaks; not
+ * what earlier calls measured, which the machine's moments sway): those an
+ * even split of a call would keep busy, where a simulator or a far slower
+ * device takes little or nothing. */
+size_t kiln__group_peers(const kiln_group *g, enum kiln__group_op op);
+
 /* Runs each chunk f's device takes, one at a time, with j->run(). */
 kiln_status kiln__group_serve(kiln_runtime *rt, const kiln__group_job *j,
                               kiln__group_feed *f);

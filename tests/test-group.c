@@ -201,6 +201,20 @@ static void test_group_gemm(void **state)
       run_gemm(groups[g], &gemm_cases[i]);
 }
 
+/* The units (units 1) or failures (0) of g's devices since its stats were
+ * reset. */
+static uint64_t summed(kiln_group *g, int units)
+{
+  uint64_t n = 0;
+  for (size_t i = 0; i < kiln_group_size(g); i++) {
+    kiln_group_usage u;
+    kiln_group_usage_init(&u);
+    assert_kiln_ok(NULL, kiln_group_stats(g, i, &u));
+    n += units ? u.units : u.failures;
+  }
+  return n;
+}
+
 /* ---- convolution --------------------------------------------------------- */
 
 static void run_conv(kiln_group *grp, const conv_case *cc, kiln_tensor_layout l)
@@ -260,6 +274,40 @@ static void test_group_conv(void **state)
   for (size_t g = 0; g < COUNT(groups); g++)
     for (size_t i = 0; i < COUNT(conv_cases); i++)
       run_conv(groups[g], &conv_cases[i], i == 1 ? KILN_NHWC : KILN_NCHW);
+}
+
+/* Batches too small for the group, cut into bands of output rows
+ * (group_ops.c): bands of 10, 10, 10 and 7 rows with the padding at both
+ * ends; an odd stride with uneven padding (2 bands, NHWC); dilation and
+ * groups (4 bands of 8); a 7x7 filter of stride 2 whose last band reads
+ * below x; and a 1x1 filter with padding, which is not cut (a band could
+ * read only zeros). */
+/* clang-format off */
+static const conv_case band_cases[] = {
+  {.n = 1, .c = 3, .h = 37, .w = 9, .k = 4, .r = 3, .s = 3, .pt = 1, .pb = 1, .pl = 1,
+   .pr = 1, .bias = 1, .act = KILN_ACTIVATION_RELU},
+  {.n = 2, .c = 2, .h = 40, .w = 7, .k = 3, .r = 5, .s = 3, .sh = 2, .pt = 2, .pb = 1},
+  {.n = 3, .c = 4, .h = 34, .w = 6, .k = 6, .r = 3, .s = 2, .dh = 2, .pt = 2, .groups = 2,
+   .bias = 1},
+  {.n = 1, .c = 2, .h = 45, .w = 13, .k = 5, .r = 7, .s = 7, .sh = 2, .sw = 2, .pt = 3,
+   .pb = 3, .pl = 3, .pr = 3},
+  {.n = 1, .c = 3, .h = 20, .w = 5, .k = 2, .r = 1, .s = 1, .pt = 1, .pb = 1},
+};
+/* clang-format on */
+
+static void test_group_conv_bands(void **state)
+{
+  (void)state;
+  for (size_t g = 0; g < COUNT(groups); g++)
+    for (size_t i = 0; i < COUNT(band_cases); i++) {
+      assert_kiln_ok(NULL, kiln_group_stats_reset(groups[g]));
+      run_conv(groups[g], &band_cases[i], i == 1 ? KILN_NHWC : KILN_NCHW);
+      uint64_t units = summed(groups[g], 1), n = band_cases[i].n;
+      if (i + 1 < COUNT(band_cases) ? units <= n : units != n)
+        fail_msg("band case %zu over %zu devices: %llu units for %llu images", i,
+                 kiln_group_size(groups[g]), (unsigned long long)units,
+                 (unsigned long long)n);
+    }
 }
 
 /* ---- FFT ----------------------------------------------------------------- */
@@ -422,18 +470,6 @@ static void test_group_reduce(void **state)
 
 /* ---- failures ------------------------------------------------------------ */
 
-static uint64_t failures(kiln_group *g)
-{
-  uint64_t n = 0;
-  for (size_t i = 0; i < kiln_group_size(g); i++) {
-    kiln_group_usage u;
-    kiln_group_usage_init(&u);
-    assert_kiln_ok(NULL, kiln_group_stats(g, i, &u));
-    n += u.failures;
-  }
-  return n;
-}
-
 /* One enqueue of the call fails, at several points: the device whose it
  * was gives the chunks it holds back, the others finish; C with beta != 0
  * shows that the chunks' rows were put back before another device took
@@ -459,7 +495,7 @@ static void test_group_one_device_fails(void **state)
     int hit = clfault_hits();
     hits += hit;
     clfault_disarm();
-    assert_int_equal(failures(groups[0]), hit);
+    assert_int_equal(summed(groups[0], 0), hit);
     char buf[8192];
     kiln_group_diagnostics(groups[0], buf, sizeof buf);
     if (hit && (!strstr(buf, "kiln_group_gemm_host:") ||
@@ -471,6 +507,9 @@ static void test_group_one_device_fails(void **state)
     clfault_arm_class(CLFAULT_ENQUEUE, nth[i % COUNT(nth)], CL_OUT_OF_RESOURCES);
     run_conv(groups[0], &cc, KILN_NCHW);
     run_fft(groups[0], 16, 9, 0);
+    clfault_disarm();
+    clfault_arm_class(CLFAULT_ENQUEUE, nth[i % COUNT(nth)], CL_OUT_OF_RESOURCES);
+    run_conv(groups[0], &band_cases[0], KILN_NCHW); /* bands of one image */
     clfault_disarm();
   }
   assert_int_equal(hits, COUNT(nth) * COUNT(cases)); /* each point was reached */
@@ -499,7 +538,7 @@ static void test_group_every_device_fails(void **state)
     assert_non_null(strstr(msg, pd));
   }
   assert_non_null(strstr(msg, "CL_OUT_OF_RESOURCES"));
-  assert_int_equal(failures(groups[1]), kiln_group_size(groups[1]));
+  assert_int_equal(summed(groups[1], 0), kiln_group_size(groups[1]));
   assert_kiln_ok(NULL, kiln_group_stats_reset(groups[1]));
   gemm_case g = {6, 5, 4, 1, 0, 0, 0, 0, KILN_BIAS_NONE}; /* usable again */
   run_gemm(groups[1], &g);
@@ -570,6 +609,7 @@ int main(void)
     cmocka_unit_test(test_group_devices),
     cmocka_unit_test(test_group_gemm),
     cmocka_unit_test(test_group_conv),
+    cmocka_unit_test(test_group_conv_bands),
     cmocka_unit_test(test_group_fft),
     cmocka_unit_test(test_group_reduce),
     cmocka_unit_test(test_group_stats),

@@ -1601,8 +1601,8 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst);
  *   kiln_group_gemm_host(g, &desc, a, b, c);  // rows of C over the devices
  *   kiln_group_destroy(g);
  *
- * The work is cut into chunks (rows of C or whole products, images,
- * transforms, parts of a reduction) that each device's thread takes as it
+ * The work is cut into chunks (rows of C or whole products, images or
+ * bands of their output rows, transforms, parts of a reduction) that each device's thread takes as it
  * has room, sized by that device's speed (measured in this call, learnt
  * from earlier ones, first estimated from its tuning record or its peak):
  * a slow device takes fewer and smaller ones, and one so slow that even
@@ -1673,8 +1673,11 @@ KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_des
                                           const void *a, const void *b, void *c);
 
 /*! kiln_group_conv2d_host() :
- * kiln_conv2d_host() over the group, images of the batch to each device
- * (a batch of 1 runs on one device). Arguments and statuses as there. */
+ * kiln_conv2d_host() over the group, images of the batch to each device;
+ * a batch of fewer than 8 images a device is cut into bands of output
+ * rows (8 rows or more each, about 8 bands a device; not where the padding
+ * reaches past the filter), so a batch of 1 runs on every device too.
+ * Arguments and statuses as there. */
 KILN_API kiln_status kiln_group_conv2d_host(kiln_group *group,
                                             const kiln_conv2d_desc *desc, const void *x,
                                             const void *weights, const void *bias,
@@ -1705,8 +1708,9 @@ typedef struct kiln_group_usage {
   size_t struct_size;
   uint64_t calls;    /* calls it took a chunk in */
   uint64_t chunks;   /* chunks it finished */
-  uint64_t units;    /* rows, products, images, transforms, positions or
-                        grains it finished */
+  uint64_t units;    /* rows, products, images or bands of an image's
+                        output rows, transforms, positions or grains it
+                        finished */
   double work;       /* their work: floating-point operations (reductions:
                         bytes read), as kiln estimates them */
   double share;      /* work over the work of all the group's devices */
