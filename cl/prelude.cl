@@ -57,6 +57,12 @@
 
 /* The same with the suffix a macro, such as a pass's V. */
 #define LOAD(S, p, i) CAT(LOAD_, S)(p, i)
+/* Four values from element i on, as a vector of the compute type (float
+ * for half storage). */
+#define LOAD4_f16(p, i) vload_half4(0, (p) + (i))
+#define LOAD4_f32(p, i) vload4(0, (p) + (i))
+#define LOAD4_f64(p, i) vload4(0, (p) + (i))
+#define LOAD4(S, p, i) CAT(LOAD4_, S)(p, i)
 #define STORE(S, v, p, i) CAT(STORE_, S)(v, p, i)
 
 /* W consecutive elements at p, as a vector of the compute type (half: of

@@ -57,16 +57,30 @@ static const char *cannot(kiln_runtime *rt, const kiln__gemm *g)
   return NULL;
 }
 
+/* The depths and panels one work-item of kiln_gemm_pack_runs copies
+ * (cl/gemm.cl says what they gave). */
+#define PACK_DEPTHS 16
+#define PACK_PANELS 16
+
 /* Packs X (R x K, element (r, p) at off + r*sr + p*sp, batch stride sb) into
  * the workspace dst in panels of ph rows. */
 static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
                         size_t sr, size_t sp, size_t sb, size_t rows, size_t k,
                         size_t rows_padded, size_t ph, size_t batch, kiln_buffer *dst)
 {
-  /* Runs of a whole panel's width along k on a CPU, of one row along the
-   * rows on a GPU (gemm.cl). */
+  /* On a CPU, a panel's width along k a work-item, or where X's rows are
+   * contiguous, blocks of their runs; on a GPU, one row along the rows
+   * (gemm.cl). */
   int cpu = !p->t.gpu_shape;
   unsigned w = cpu ? (unsigned)ph : 1;
+  if (cpu && sr == 1) {
+    size_t panels = rows_padded / ph;
+    size_t runs[3] = {(p->kp + PACK_DEPTHS - 1) / PACK_DEPTHS,
+                      (panels + PACK_PANELS - 1) / PACK_PANELS, batch};
+    return kiln__launch_gemm_pack_runs(rt, what, p->tag, 3, runs, NULL, src, off, sp, sb,
+                                       rows, k, p->kp, ph, PACK_DEPTHS, PACK_PANELS,
+                                       kiln_buffer_cl_mem(dst), rows_padded * p->kp);
+  }
   size_t global[3] = {cpu ? p->kp : rows_padded, cpu ? rows_padded / w : p->kp, batch};
   return kiln__launch_gemm_pack(rt, what, p->tag, 3, global, NULL, src, off, sr, sp, sb,
                                 rows, k, p->kp, ph, w, cpu, kiln_buffer_cl_mem(dst),
