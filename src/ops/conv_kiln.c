@@ -147,12 +147,14 @@ static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, const 
   size_t rows, ph;
   packed_size(rt, cv, sp, &pk, &rows, &ph);
   int nchw = d->layout == KILN_NCHW;
-  size_t global[2] = {pk.kp, sp->count};
+  /* A panel's lanes a work-item on a CPU, one on a GPU (cl/conv.cl) */
+  size_t lanes = rt->tuning->t.gemm[kiln__gemm_variant_of(d->dtype)].gpu_shape ? 1 : ph;
+  size_t global[3] = {ph / lanes, rows / ph, sp->count};
   kiln_status st = kiln__launch_conv_im2col_packed(
-    rt, "kiln_conv2d(im2col)", tag(d->dtype), 2, global, NULL, cv->x, !nchw, sp->n0, gi,
+    rt, "kiln_conv2d(im2col)", tag(d->dtype), 3, global, NULL, cv->x, !nchw, sp->n0, gi,
     d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
-    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, sp->pq0, pk.kp, ph, rows,
-    kiln_buffer_cl_mem(col), rows * pk.kp);
+    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, sp->pq0, pk.kp, ph, lanes,
+    rows, kiln_buffer_cl_mem(col), rows * pk.kp);
   if (st == KILN_OK)
     st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : col, nchw ? col : NULL);
   return st;
