@@ -58,46 +58,51 @@
 #define QW KILN_CONV_QW
 #define KB KILN_CONV_KB
 
-/* Adds to acc[b][j] (b < kn, j < QW) the terms of output channels ki0 ..
- * ki0 + kn - 1, all of one group whose input channels start at c0, at
- * output row pi, columns q0 + j. kn is a constant where this is inlined,
- * so its tests fold away. Input columns outside the image read a clamped
- * address and count zero: no branch in the channel loop. */
-static void NAME(conv_direct_sum)(global const ST *x, global const ST *wt, int nhwc,
-                                  uint ni, uint c0, uint ki0, uint kn, uint c, uint h,
-                                  uint w, uint r, uint s, uint cg, uint sh, uint sw,
-                                  uint pt, uint pl, uint dh, uint dw, uint pi, uint q0,
-                                  ACC acc[KB][QW])
-{
-  ulong xstep = nhwc ? 1 : (ulong)h * w, wstep = nhwc ? 1 : r * s,
-        kstep = (ulong)cg * r * s;
-  for (uint ri = 0; ri < r; ri++) {
-    int hi = (int)(pi * sh + ri * dh) - (int)pt;
-    if (hi < 0 || hi >= (int)h)
-      continue;
-    for (uint si = 0; si < s; si++) {
-      ulong xo[QW];
-      ACC in[QW];
-      for (uint j = 0; j < QW; j++) {
-        int wi = (int)((q0 + j) * sw + si * dw) - (int)pl;
-        in[j] = wi >= 0 && wi < (int)w ? 1 : 0;
-        xo[j] = XAT(ni, c0, hi, in[j] != 0 ? wi : 0);
-      }
-      ulong wo = WAT(ki0, 0, ri, si);
-      for (uint cj = 0; cj < cg; cj++) {
-        ACC xv[QW];
-        for (uint j = 0; j < QW; j++)
-          xv[j] = in[j] * (ACC)LOAD(V, x, xo[j] + cj * xstep);
-        for (uint b = 0; b < KB; b++)
-          if (b < kn) {
-            ACC wv = (ACC)LOAD(V, wt, wo + b * kstep + cj * wstep);
-            for (uint j = 0; j < QW; j++)
-              acc[b][j] += xv[j] * wv;
-          }
-      }
-    }
+/* FN(...) adds to acc[b][j] (b < kn, j < QC) the terms of output channels
+ * ki0 .. ki0 + kn - 1, all of one group whose input channels start at c0,
+ * at output row pi, columns q0 + j. kn is a constant where this is
+ * inlined, so its tests fold away. Input columns outside the image read a
+ * clamped address and count zero: no branch in the channel loop. Made for
+ * QC = QW, a whole block, and QC = 1, a column of the short block at a
+ * row's end. */
+#define KILN_CONV_DIRECT_SUM(FN, QC)                                                     \
+  static void FN(global const ST *x, global const ST *wt, int nhwc, uint ni, uint c0,     \
+                 uint ki0, uint kn, uint c, uint h, uint w, uint r, uint s, uint cg,      \
+                 uint sh, uint sw, uint pt, uint pl, uint dh, uint dw, uint pi, uint q0,  \
+                 ACC acc[KB][QC])                                                         \
+  {                                                                                       \
+    ulong xstep = nhwc ? 1 : (ulong)h * w, wstep = nhwc ? 1 : r * s,                      \
+          kstep = (ulong)cg * r * s;                                                      \
+    for (uint ri = 0; ri < r; ri++) {                                                     \
+      int hi = (int)(pi * sh + ri * dh) - (int)pt;                                        \
+      if (hi < 0 || hi >= (int)h)                                                         \
+        continue;                                                                         \
+      for (uint si = 0; si < s; si++) {                                                   \
+        ulong xo[QC];                                                                     \
+        ACC in[QC];                                                                       \
+        for (uint j = 0; j < QC; j++) {                                                   \
+          int wi = (int)((q0 + j) * sw + si * dw) - (int)pl;                              \
+          in[j] = wi >= 0 && wi < (int)w ? 1 : 0;                                         \
+          xo[j] = XAT(ni, c0, hi, in[j] != 0 ? wi : 0);                                   \
+        }                                                                                 \
+        ulong wo = WAT(ki0, 0, ri, si);                                                   \
+        for (uint cj = 0; cj < cg; cj++) {                                                \
+          ACC xv[QC];                                                                     \
+          for (uint j = 0; j < QC; j++)                                                   \
+            xv[j] = in[j] * (ACC)LOAD(V, x, xo[j] + cj * xstep);                          \
+          for (uint b = 0; b < KB; b++)                                                   \
+            if (b < kn) {                                                                 \
+              ACC wv = (ACC)LOAD(V, wt, wo + b * kstep + cj * wstep);                     \
+              for (uint j = 0; j < QC; j++)                                               \
+                acc[b][j] += xv[j] * wv;                                                  \
+            }                                                                             \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
   }
-}
+KILN_CONV_DIRECT_SUM(NAME(conv_direct_sum), QW)
+KILN_CONV_DIRECT_SUM(NAME(conv_direct_sum1), 1)
+#undef KILN_CONV_DIRECT_SUM
 
 /* Global (ceil(q / QW), p, n * ceil(k / KB)), padded to whole groups. For
  * few channels a group and depthwise layers, where im2col's matrix would
@@ -120,14 +125,34 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
   for (uint b = 0; b < KB; b++)
     for (uint j = 0; j < QW; j++)
       acc[b][j] = 0;
-  if (kg % KB == 0) {
+  /* A block at least half inside the row computes all its columns */
+  int block = 2 * (q - q0) >= QW;
+  if (block && kg % KB == 0) {
     NAME(conv_direct_sum)(x, wt, nhwc, ni, ki0 / kg * cg, ki0, KB, c, h, w, r, s, cg,
                           sh, sw, pt, pl, dh, dw, pi, q0, acc);
-  } else {
+  } else if (block) {
     for (uint b = 0; b < KB && ki0 + b < k; b++)
       NAME(conv_direct_sum)(x, wt, nhwc, ni, (ki0 + b) / kg * cg, ki0 + b, 1, c, h, w,
                             r, s, cg, sh, sw, pt, pl, dh, dw, pi, q0,
                             &acc[b]);
+  } else {
+    /* A row's last block, less than half inside the row (all of a row
+     * narrower than QW / 2): a column at a time, so that the missing
+     * columns cost nothing. The 1x1 layer of 1 x 1 images took 12 times as
+     * long at QW = 16 as at QW = 1 when they were computed and dropped. */
+#pragma unroll
+    for (uint j = 0; j < QW; j++)
+      if (q0 + j < q) {
+        ACC one[KB][1];
+        for (uint b = 0; b < KB; b++)
+          one[b][0] = 0;
+        for (uint b = 0; b < KB && ki0 + b < k; b += kg % KB == 0 ? KB : 1)
+          NAME(conv_direct_sum1)(x, wt, nhwc, ni, (ki0 + b) / kg * cg, ki0 + b,
+                                 kg % KB == 0 ? KB : 1, c, h, w, r, s, cg, sh, sw, pt,
+                                 pl, dh, dw, pi, q0 + j, kg % KB == 0 ? one : &one[b]);
+        for (uint b = 0; b < KB; b++)
+          acc[b][j] = one[b][0];
+      }
   }
   for (uint b = 0; b < KB && ki0 + b < k; b++)
     for (uint j = 0; j < QW && q0 + j < q; j++) {
