@@ -223,7 +223,7 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
   kiln__fft_tuning t = rt->tuning->t.fft;
   unsigned r = ax->radix[s];
   cl_uint n = (cl_uint)ax->n;
-  char variant[16];
+  char variant[24]; /* "r%u%s_%s": the compiler counts 10 digits for %u */
   if (ax->cols > 1) {
     size_t global[3] = {ax->cols, ax->n / r, ax->batch};
     size_t local[3] = {ax->cols < t.group ? ax->cols : t.group, 1, 1};
