@@ -639,8 +639,11 @@ static kiln_status conv_piece(kiln_runtime *rt, const kiln__host_job *hj, size_t
   const batch_dev *dv = batch_dev_of(hj);
   size_t at, count;
   pipe_chunk(hj, i, &at, &count);
-  kiln_conv2d_desc d = dv->t->bands > 1 ? band_of(dv->t, at, count).d : dv->cv.d;
-  d.n = dv->t->bands > 1 ? 1 : count;
+  kiln_conv2d_desc d = dv->cv.d;
+  if (dv->t->bands > 1)
+    d = band_of(dv->t, at, count).d; /* one image's rows */
+  else
+    d.n = count;
   d.backend = dv->cv.d.backend; /* the one picked for the whole call */
   return kiln_conv2d(rt, &d, in, dv->w, dv->bias, out);
 }
