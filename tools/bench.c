@@ -154,8 +154,9 @@ static const cli_option suite_rows[] = {
    .max = 1000},
   {.name = "--untuned",
    CLI_FLAG_AT(bench_cli, untuned),
-   .help = "every case again on a runtime without the device's tuning record "
-           "(KILN_TUNING=0), and a table of tuned against untuned"},
+   .help = "every case on a second runtime without the device's tuning record "
+           "(KILN_TUNING=0) as well, 3 rounds of each in turn, and a table of "
+           "tuned against untuned"},
   {.name = "--json",
    CLI_TEXT_AT(bench_cli, json),
    .value = "FILE",
@@ -662,53 +663,137 @@ static kiln_runtime *open_runtime(int untuned)
   return rt;
 }
 
-/* --untuned: every figure of the tuned run beside the same case's without
- * the record, faster first when tuning helped. */
-static void print_untuned(const bench_records *tuned, const bench_records *untuned)
+/* --untuned's rounds: each group runs this many times on each runtime,
+ * tuned and untuned in turn and in alternating order, so that a slow spell
+ * of the machine (a shared VM's last seconds) falls on both sides. */
+#define UNTUNED_ROUNDS 3
+
+/* Into out, every record of rounds[0] as its median round (by speed)
+ * measured it: a figure that one slow round cannot move. */
+static void median_round(const bench_records *rounds, int n, bench_records *out)
 {
-  printf("\ntuned against untuned (KILN_TUNING=0), same run:\n");
-  printf("%-9s %-12s %-13s %10s %10s %14s\n", "group", "case", "backend", "tuned",
-         "untuned", "tuned/untuned");
+  *out = rounds[0];
+  for (size_t i = 0; i < out->n; i++) {
+    const bench_record *r = &out->r[i], *at[UNTUNED_ROUNDS];
+    int m = 0;
+    for (int k = 0; k < n; k++)
+      if ((at[m] = find(&rounds[k], r->spec, r->size, r->backend)))
+        m++;
+    for (int j = 1; j < m; j++) /* insertion sort by speed */
+      for (int q = j; q > 0 && speed(at[q]) < speed(at[q - 1]); q--) {
+        const bench_record *t = at[q];
+        at[q] = at[q - 1], at[q - 1] = t;
+      }
+    out->r[i] = *at[m / 2];
+  }
+}
+
+static int host_peer(const bench_record *r)
+{
+  return peer_index(r->spec, r->backend) >= r->spec->npeers - r->spec->host_peers;
+}
+
+/* --untuned: every figure tuned beside untuned (each its median round),
+ * their ratio, and its lowest and highest round by round. No record reaches
+ * the host peers, so their ratios are the run's noise: a kiln figure is
+ * named slower when it was slower in every round and its ratio is below
+ * the lowest host peer's of the same case (measured in the same rounds), or
+ * for a group without host peers, below the run's noise. */
+static void print_untuned(const bench_records *tuned, const bench_records *untuned,
+                          const bench_records *t_rounds, const bench_records *u_rounds,
+                          int rounds)
+{
+  printf("\ntuned against untuned (KILN_TUNING=0), same run, %d rounds each in "
+         "alternating order:\n",
+         rounds);
+  printf("%-9s %-12s %-13s %10s %10s %14s %15s\n", "group", "case", "backend", "tuned",
+         "untuned", "tuned/untuned", "rounds");
+  double lo = INFINITY, hi = 0, ratio[BENCH_MAX_RECORDS], top[BENCH_MAX_RECORDS];
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
     const bench_record *u = find(untuned, t->spec, t->size, t->backend);
-    char label[32];
-    if (!u)
+    double each[UNTUNED_ROUNDS];
+    int m = 0;
+    ratio[i] = NAN;
+    for (int k = 0; u && k < rounds; k++) {
+      const bench_record *tk = find(&t_rounds[k], t->spec, t->size, t->backend);
+      const bench_record *uk = find(&u_rounds[k], t->spec, t->size, t->backend);
+      if (tk && uk)
+        each[m++] = speed(tk) / speed(uk);
+    }
+    if (!m)
       continue;
+    qsort(each, (size_t)m, sizeof *each, cmp_double);
+    ratio[i] = speed(t) / speed(u);
+    top[i] = each[m - 1];
+    char label[32];
     bench_size_label(t->spec, t->size, label, sizeof label);
-    printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx\n", t->spec->op, label, t->backend,
-           bench_digits(t->spec), bench_value(t), bench_digits(t->spec), bench_value(u),
-           speed(t) / speed(u));
+    printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx %7.2f-%.2fx\n", t->spec->op, label,
+           t->backend, bench_digits(t->spec), bench_value(t), bench_digits(t->spec),
+           bench_value(u), ratio[i], each[0], each[m - 1]);
+    if (host_peer(t))
+      lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
+  if (!hi)
+    return;
+  double noise = fmax(hi, 1 / lo); /* the farthest from 1, either way */
+  printf("the host peers (no record reaches them): tuned/untuned %.2fx to %.2fx, "
+         "this run's noise\n",
+         lo, hi);
+  int slower = 0;
+  for (size_t i = 0; i < tuned->n; i++) {
+    const bench_record *t = &tuned->r[i];
+    if (host_peer(t) || !(top[i] < 1))
+      continue;
+    double bound = INFINITY; /* the case's lowest host peer */
+    for (size_t j = 0; j < tuned->n; j++)
+      if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
+          host_peer(&tuned->r[j]) && ratio[j] == ratio[j])
+        bound = fmin(bound, ratio[j]);
+    if (!(ratio[i] < (isinf(bound) ? 1 / noise : bound)))
+      continue;
+    char label[32];
+    bench_size_label(t->spec, t->size, label, sizeof label);
+    printf("%s %s %s %s %.2fx",
+           slower++ ? "," : "slower tuned beyond the noise:", t->spec->op, label,
+           t->backend, ratio[i]);
+  }
+  printf(slower ? "\n"
+                : "no kiln figure is slower tuned in every round and beyond the host "
+                  "peers' ratio of its case (or, without one, the run's noise)\n");
 }
 
 /* Measures `count` groups with the options o into one set of records and
  * prints it (s: the one group's table, NULL: the suite's). With --untuned,
- * each group runs again on a second runtime without the tuning record. */
+ * each group runs UNTUNED_ROUNDS times on this runtime and as many on a
+ * second one without the tuning record, in turn, and the table is of the
+ * median rounds. */
 static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
                const bench_args *o)
 {
   bench_old *old = NULL;
   if (o->compare && bench_old_load(o->compare, &old) != 0)
     return 1;
+  int rounds = o->untuned ? UNTUNED_ROUNDS : 1;
   kiln_runtime *rt = open_runtime(0), *plain = o->untuned && rt ? open_runtime(1) : NULL;
-  bench_records *rs = calloc(1, sizeof *rs);
-  bench_records *us = o->untuned ? calloc(1, sizeof *us) : NULL;
-  if (!rt || !rs || (o->untuned && (!plain || !us))) {
+  /* ts[0..rounds-1], then the median round's at ts[rounds]; us alike */
+  bench_records *ts = calloc((size_t)rounds + 1, sizeof *ts);
+  bench_records *us = o->untuned ? calloc((size_t)rounds + 1, sizeof *us) : NULL;
+  if (!rt || !ts || (o->untuned && (!plain || !us))) {
     if (rt && (!o->untuned || plain))
       fprintf(stderr, "kiln bench: out of host memory\n");
-    free(rs);
+    free(ts);
     free(us);
     kiln_cli_runtime_destroy(plain);
     kiln_cli_runtime_destroy(rt);
     bench_old_free(old);
     return 1;
   }
-  describe_run(rt, &rs->run);
+  describe_run(rt, &ts[0].run);
   double t0 = bench_now_ms();
   int failed = 0, cases = 0;
   if (!s)
-    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", rs->run.device,
+    fprintf(stderr, "kiln bench: the whole suite on %s%s\n", ts[0].run.device,
             o->quick ? " (--quick: small sizes, figures not to quote)" : "");
   for (size_t g = 0; g < count; g++) {
     bench_args a = *o;
@@ -719,13 +804,23 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
       fill_defaults(gs[g]->spec, &a, 0, o->repeats > 0, 0);
     else if (old)
       fill_defaults(gs[g]->spec, &a, 1, o->repeats > 0, 1); /* the repeats */
-    for (bench_records *r = rs; r; r = r == rs ? us : NULL) {
-      if (r == us)
-        fprintf(stderr, "kiln bench %s: again, untuned\n", gs[g]->spec->op);
-      r->spec = gs[g]->spec;
-      r->repeats = a.repeats;
-      failed |= gs[g]->run(r == us ? plain : rt, &a, r) != 0;
-    }
+    for (int k = 0; k < rounds; k++)
+      for (int side = 0; side < (o->untuned ? 2 : 1); side++) {
+        int untuned = o->untuned && side != (k & 1); /* T U, U T, T U */
+        bench_records *r = untuned ? &us[k] : &ts[k];
+        if (o->untuned)
+          fprintf(stderr, "kiln bench %s: round %d of %d, %s\n", gs[g]->spec->op, k + 1,
+                  rounds, untuned ? "untuned" : "tuned");
+        r->spec = gs[g]->spec;
+        r->repeats = a.repeats;
+        failed |= gs[g]->run(untuned ? plain : rt, &a, r) != 0;
+      }
+  }
+  bench_records *rs = &ts[0];
+  if (o->untuned) {
+    median_round(ts, rounds, &ts[rounds]);
+    median_round(us, rounds, &us[rounds]);
+    rs = &ts[rounds];
   }
   if (!s)
     fprintf(stderr, "kiln bench: %zu results in %.1f s%s\n", rs->n,
@@ -740,8 +835,8 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
   else if (rs->n)
     rc = bench_print(s, o, rs);
   if (us && !o->json)
-    print_untuned(rs, us);
-  free(rs);
+    print_untuned(rs, &us[rounds], ts, us, rounds);
+  free(ts);
   free(us);
   kiln_cli_runtime_destroy(plain);
   kiln_cli_runtime_destroy(rt);

@@ -102,6 +102,10 @@ struct bench_spec {
   size_t nratios;
   const char *const *labels; /* set: sizes are rows 1, 2, ... named
                                     labels[size - 1] */
+  int host_peers;            /* the last host_peers peers run on the host
+                                    CPU without kiln (OpenBLAS, FFTW, memcpy,
+                                    a C loop): no tuning record reaches them,
+                                    so --untuned's ratio of theirs is noise */
   int best_of;               /* a ratio's "best": the best figure of the
                                     first best_of peers */
   const size_t *xs;          /* with labels: row i's size as a number for

@@ -80,6 +80,7 @@ static const bench_spec conv_spec = {
   .sizes_value = "LAYER,...",
   BENCH_TABLES(conv),
   .selectable = 4,
+  .host_peers = 1,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,
   .sizes_help = "layer numbers such as 1,3 (1: 3x3, 2: 1x1, 3: 7x7 stride 2, "
                 "4: depthwise 3x3, 5: a small 3x3, 6: 1x1 NHWC, 784 -> 512 channels)",

@@ -31,6 +31,7 @@ static const bench_spec gemm_spec = {
   .sizes_value = "N,...",
   BENCH_TABLES(gemm),
   .selectable = 3,
+  .host_peers = 1,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,
   .sizes_help = "sizes such as 512,1024 (at most 16, each 1 to 65536)",
   .repeats = 5,

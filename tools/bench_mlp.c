@@ -38,6 +38,7 @@ static const bench_spec mlp_spec = {
   .sizes_value = "BATCH,...",
   BENCH_TABLES(mlp),
   .selectable = 2,
+  .host_peers = 1,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,
   .sizes_help = "batch sizes such as 64,256 (at most 16, each 1 to 65536)",
   .repeats = 9,

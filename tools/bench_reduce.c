@@ -39,6 +39,7 @@ static const bench_spec reduce_spec = {
   .sizes_value = "BYTES,...",
   BENCH_TABLES(reduce),
   .selectable = 2,
+  .host_peers = 1,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,16M,256M (K, M, G: powers of 1024; at most 16, "
                 "each a multiple of 4 from 1K to 4G)",
