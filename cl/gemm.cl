@@ -204,19 +204,26 @@ kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp,
   } while (0)
 
 /*
- * The CPU shape. Work-item (jb, ib, b) computes rows ib*TM .. +TM and columns
- * jb*TN .. +TN of product b, TN = 2 * VW, from A's panel ib (TM rows, Kp
- * deep) and B's panel jb (TN columns). Global size (Mp / TM, Np / TN, batch):
- * neighbouring work-items share B's panel, which stays in cache while the
- * smaller A panels stream past it.
+ * The CPU shape. A work-item computes rows ib*TM .. +TM and columns jb*TN ..
+ * +TN of product b, TN = 2 * VW, from A's panel ib (TM rows, Kp deep) and
+ * B's panel jb (TN columns). A's panels go in blocks of mb: work-item (i,
+ * jb, q) has ib = (q mod blocks) mb + i and b = q / blocks, global size
+ * (mb, Np / TN, blocks * batch). Neighbouring work-items share B's panel,
+ * which stays in cache while a block's smaller A panels stream past it, and
+ * the block stays in the last-level cache until every B panel has met it.
+ * Work-items past A's last panel (in a short last block) return at once.
  */
 kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong da,
-                                ulong dbb, uint Kp, global ST *c, ulong offc,
-                                ulong ldc, ulong sc, uint M, uint N, RT alpha,
-                                RT beta, int beta_zero, global const ST *bias,
-                                ulong offbias, ulong sbias, int epi)
+                                ulong dbb, uint Kp, uint mb, uint blocks,
+                                global ST *c, ulong offc, ulong ldc, ulong sc, uint M,
+                                uint N, RT alpha, RT beta, int beta_zero,
+                                global const ST *bias, ulong offbias, ulong sbias,
+                                int epi)
 {
-  size_t ib = get_global_id(0), jb = get_global_id(1), b = get_global_id(2);
+  size_t jb = get_global_id(1), b = get_global_id(2) / blocks;
+  size_t ib = get_global_id(2) % blocks * mb + get_global_id(0);
+  if (ib * TM >= M)
+    return; /* past A's last panel, in the last block */
   global const ST *bb = bias + offbias + b * sbias;
   global const RT *pa = ap + b * da + ib * (size_t)Kp * TM;
   global const RT *pb = bp + b * dbb + jb * (size_t)Kp * (2 * VW);

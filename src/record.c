@@ -11,12 +11,13 @@
  * a binary, since its values decide what code the device runs:
  *
  *   {
- *     "format": "kiln tuning record 1",
+ *     "format": "kiln tuning record 2",
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
- *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 768, "tsm": 64,
- *                      "tsk": 16, "wpt": 4}, "f16": {...}, "f64": {...}},
+ *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 768,
+ *                      "akib": 4096, "tsm": 64, "tsk": 16, "wpt": 4},
+ *              "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
  *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1},
  *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
@@ -135,7 +136,7 @@ static void keep_record(kiln_runtime *rt, char *text)
 
 #if HAVE_JSON_C
 
-static const char format_tag[] = "kiln tuning record 1";
+static const char format_tag[] = "kiln tuning record 2";
 
 static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
@@ -196,6 +197,7 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
     put_uint(x, "vw", g->vw);
     put_uint(x, "cg", g->cg);
     put_uint(x, "small", g->small);
+    put_uint(x, "akib", g->akib);
     put_uint(x, "tsm", g->tsm);
     put_uint(x, "tsk", g->tsk);
     put_uint(x, "wpt", g->wpt);
@@ -370,6 +372,7 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
         get_uint(x, path, "tm", &g->tm, why) || get_uint(x, path, "vw", &g->vw, why) ||
         get_uint(x, path, "cg", &g->cg, why) ||
         get_uint(x, path, "small", &g->small, why) ||
+        get_uint(x, path, "akib", &g->akib, why) ||
         get_uint(x, path, "tsm", &g->tsm, why) ||
         get_uint(x, path, "tsk", &g->tsk, why) || get_uint(x, path, "wpt", &g->wpt, why))
       return -1;

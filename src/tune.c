@@ -2,8 +2,9 @@
  * tune.c — kiln_tune(): the search for the parameters of kiln's own kernels
  * on one device, whose result becomes the device's tuning record.
  *
- * Each kernel (GEMM's three variants, the reductions, the FFT passes, the
- * convolution's direct kernel and im2col step) is a list of candidates: the
+ * Each kernel (GEMM's three variants and the CPU shape's blocks of A, the
+ * reductions, the FFT passes, the convolution's direct kernel and im2col
+ * step) is a list of candidates: the
  * parameters in use first (the baseline), then the other kernel shape's
  * rules where there are two (CPU or GPU: which shape is a parameter too),
  * then the grid of the better shape in order of distance from the
@@ -47,6 +48,7 @@ struct bench {
   int variant;                             /* GEMM's */
   kiln_status (*run)(bench *b);            /* the timing case, enqueued */
   kiln_status (*check)(bench *b, int *ok); /* the checked case, waited for */
+  int blocks;                              /* GEMM: the case of A's blocks */
 };
 
 typedef struct search {
@@ -109,12 +111,13 @@ static kiln_status fill_small(kiln_buffer *b, kiln_dtype t, size_t rows, size_t 
 }
 
 /* GEMM: checked at 67 x 45 x 71 (odd, so every tile is padded), timed at
- * 1024 (f32) or 512 (f16 storage, f64). */
+ * 1024 (f32) or 512 (f16 storage, f64); A's blocks (akib, f32) at 2048,
+ * where A (16 MiB) outgrows a CPU's last-level cache. */
 enum { CM = 67, CN = 45, CK = 71 };
 
 static size_t gemm_size(const bench *b)
 {
-  return b->variant == KILN__GEMM_F32 ? 1024 : 512;
+  return b->blocks ? 2048 : b->variant == KILN__GEMM_F32 ? 1024 : 512;
 }
 
 static kiln_status gemm_run(bench *b)
@@ -310,7 +313,7 @@ static kiln_status conv_check(bench *b, int *ok)
 static kiln_status conv_make(kiln_runtime *rt, int variant, bench *b)
 {
   static const char *const names[] = {"conv direct", "conv im2col"};
-  *b = (bench){names[variant], rt, {0}, variant, conv_run, conv_check};
+  *b = (bench){names[variant], rt, {0}, variant, conv_run, conv_check, 0};
   const conv_shape *l = &conv_timed[variant];
   size_t n[6] = {XN * XC * XH * XW,           XK * XC * 9,
                  XN * XK * XH * XW,           l->n * l->c * l->hw * l->hw,
@@ -333,11 +336,12 @@ static kiln_status conv_make(kiln_runtime *rt, int variant, bench *b)
  * reductions), to turn a measured time into a speed; 0 for another name. */
 static double timed_work(const char *kernel)
 {
-  static const char *const gemm[] = {"gemm f32", "gemm f16", "gemm f64"};
+  static const char *const gemm[] = {"gemm f32", "gemm f16", "gemm f64", "gemm blocks"};
   static const char *const conv[] = {"conv direct", "conv im2col"};
-  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+  for (int v = 0; v <= KILN__GEMM_VARIANTS; v++)
     if (strcmp(kernel, gemm[v]) == 0) {
-      double s = (double)gemm_size(&(bench){.variant = v});
+      bench b = {.variant = v % KILN__GEMM_VARIANTS, .blocks = v == KILN__GEMM_VARIANTS};
+      double s = (double)gemm_size(&b);
       return 2 * s * s * s;
     }
   for (int v = 0; v < 2; v++)
@@ -368,14 +372,21 @@ static void bench_free(bench *b)
 }
 
 /* Sets up the case of kernel `what` (0: gemm variant `variant`, 1:
- * reduce, 2: fft, 3: conv's direct (variant 0) or im2col (1) backend). */
+ * reduce, 2: fft, 3: conv's direct (variant 0) or im2col (1) backend, 4:
+ * the gemm variant's blocks of A). */
 static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
 {
   static const char *const gemm_names[] = {"gemm f32", "gemm f16", "gemm f64"};
   kiln_status st = KILN_OK;
-  if (what == 0) {
+  if (what == 0 || what == 4) {
     kiln_dtype t = gemm_dtype(variant);
-    *b = (bench){gemm_names[variant], rt, {0}, variant, gemm_run, gemm_check};
+    *b = (bench){what == 4 ? "gemm blocks" : gemm_names[variant],
+                 rt,
+                 {0},
+                 variant,
+                 gemm_run,
+                 gemm_check,
+                 what == 4};
     size_t s = gemm_size(b);
     size_t n[6] = {CM * CK, CK * CN, CM * CN, s * s, s * s, s * s};
     for (int i = 0; st == KILN_OK && i < 6; i++)
@@ -389,7 +400,7 @@ static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
     if (st == KILN_OK)
       st = fill_small(b->buf[4], t, s, s);
   } else if (what == 1) {
-    *b = (bench){"reduce", rt, {0}, 0, reduce_run, reduce_check};
+    *b = (bench){"reduce", rt, {0}, 0, reduce_run, reduce_check, 0};
     st = kiln_buffer_create(rt, KILN_F32, RN, 0, &b->buf[0]);
     for (int i = 1; st == KILN_OK && i < 3; i++)
       st = kiln_buffer_create(rt, KILN_F32, 1, 0, &b->buf[i]);
@@ -398,7 +409,7 @@ static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
   } else if (what == 3) {
     st = conv_make(rt, variant, b);
   } else {
-    *b = (bench){"fft", rt, {0}, 0, fft_run, fft_check};
+    *b = (bench){"fft", rt, {0}, 0, fft_run, fft_check, 0};
     size_t n[4] = {FC, FC, FN, FN};
     for (int i = 0; st == KILN_OK && i < 4; i++)
       st = kiln_buffer_create(rt, KILN_C32, n[i], 0, &b->buf[i]);
@@ -448,6 +459,10 @@ static void conv_text(int variant, const kiln__conv_tuning *t, char *out, size_t
 
 static void cand_text(int what, int variant, cand *c)
 {
+  if (what == 4) {
+    snprintf(c->text, sizeof c->text, "akib=%u", c->t.gemm[variant].akib);
+    return;
+  }
   if (what == 3)
     conv_text(variant, &c->t.conv, c->text, sizeof c->text);
   else if (what == 0)
@@ -510,6 +525,16 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
   unsigned cu = dev->compute_units ? dev->compute_units : 1;
   if (what == 3) {
     conv_grid(variant, base, list, n);
+  } else if (what == 4) {
+    /* A's blocks from 512 KiB (a core's L2) to 16 MiB, and none (0),
+     * counted as far as the largest; for every variant alike, as the block
+     * that fits is the cache's (bytes of packed panels, whatever the type) */
+    for (unsigned kib = 512; kib <= 32768; kib *= 2) {
+      for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+        t.gemm[v].akib = kib > 16384 ? 0 : kib;
+      unsigned b = base->gemm[variant].akib;
+      add(list, n, &t, ldist(kib, b ? b : 32768));
+    }
   } else if (what == 0) {
     const kiln__gemm_tuning *b = &base->gemm[variant];
     kiln__gemm_tuning *g = &t.gemm[variant];
@@ -676,6 +701,10 @@ static void tune_kernel(search *s, int what, int variant, double budget)
   kiln_runtime *rt = s->rt;
   const kiln_device_info *dev = &kiln__runtime_device(rt)->info;
   const kiln__tuning base = rt->tuning->t;
+  if (what == 4 && base.gemm[variant].gpu_shape) {
+    s->count -= 2; /* GEMM took the GPU shape, which has no blocks of A */
+    return;
+  }
   bench b;
   kiln_status st = bench_make(rt, what, variant, &b);
   if (st != KILN_OK)
@@ -795,11 +824,16 @@ KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts)
   struct {
     int what, variant;
     double weight;
-  } kernels[7] = {{0}};
+  } kernels[8] = {{0}};
   size_t nk = 0;
   for (int v = 0; (what & KILN_TUNE_GEMM) && v < KILN__GEMM_VARIANTS; v++)
     if (v != KILN__GEMM_F64 || dev->has_fp64)
       kernels[nk].what = 0, kernels[nk++].variant = v;
+  /* A's blocks, measured on float once GEMM f32 has its shape: the CPU
+   * shape's only, and one kernel's share for the three variants */
+  if (what & KILN_TUNE_GEMM)
+    kernels[nk].what = 4, kernels[nk].weight = 0.5,
+    kernels[nk++].variant = KILN__GEMM_F32;
   if (what & KILN_TUNE_REDUCE)
     kernels[nk].what = 1, kernels[nk++].variant = 0;
   if (what & KILN_TUNE_FFT)

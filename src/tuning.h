@@ -28,6 +28,10 @@ typedef struct kiln__gemm_tuning {
                              driver's choice */
   unsigned small;         /* CPU: products of at most small^3 multiply-adds
                              (m n k) run unpacked (kiln_gemm_small); 0: none */
+  unsigned akib;          /* CPU: the product walks A in blocks of about akib
+                             KiB of packed panels, each block against every
+                             B panel before the next (gemm_kiln.c); 0: all
+                             of A as one block */
   unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
 } kiln__gemm_tuning;
 

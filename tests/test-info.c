@@ -134,6 +134,7 @@ static const struct {
   F("CL_DEVICE_GLOBAL_MEM_SIZE", global_mem_bytes, U64),
   F("CL_DEVICE_MAX_MEM_ALLOC_SIZE", max_alloc_bytes, U64),
   F("CL_DEVICE_LOCAL_MEM_SIZE", local_mem_bytes, U64),
+  F("CL_DEVICE_GLOBAL_MEM_CACHE_SIZE", global_mem_cache_bytes, U64),
   F("CL_DEVICE_MAX_WORK_GROUP_SIZE", max_work_group_size, U64),
   F("CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT", native_vector_width_float, U32),
   F("CL_DEVICE_AVAILABLE", available, FLAG),

@@ -222,7 +222,9 @@ static kiln_runtime *gpu_rt; /* Oclgrind's own shapes: it calls itself a GPU */
 static kiln_runtime *cpu_rt; /* with the CPU shapes: cpu_shapes() */
 
 /* The CPU shapes as src/tuning.c gives them to PoCL with 16-wide vectors,
- * but with 3 reduction chunks, so chunks end inside the input. */
+ * but with 3 reduction chunks, so chunks end inside the input, and A in
+ * blocks of 5 KiB: the 66-row case's 9 panels of A go in blocks of 8
+ * (float, 608 bytes a panel) or 4 (double), the last block short. */
 static void cpu_shapes(kiln_runtime *rt)
 {
   kiln__tuning t = rt->tuning->t;
@@ -230,6 +232,7 @@ static void cpu_shapes(kiln_runtime *rt)
     t.gemm[v] = (kiln__gemm_tuning){.gpu_shape = 0,
                                     .tm = 8,
                                     .vw = v == KILN__GEMM_F64 ? 8 : 16,
+                                    .akib = 5,
                                     .tsm = 64,
                                     .tsk = 16,
                                     .wpt = 4};

@@ -37,6 +37,7 @@ static kiln__tuning unusual(kiln_runtime *rt)
   t.gemm[KILN__GEMM_F32].tm = 5;
   t.gemm[KILN__GEMM_F32].vw = 4;
   t.gemm[KILN__GEMM_F32].cg = 4;
+  t.gemm[KILN__GEMM_F32].akib = 777;
   t.gemm[KILN__GEMM_F16].tm = 3;
   t.gemm[KILN__GEMM_F64].vw = 2;
   t.reduce.chunks = 3;
@@ -145,6 +146,7 @@ enum damage {
   CONV_BAD,   /* conv.kb = 0, resealed */
   CONV_GROUP, /* conv.lq set and conv.lp not, resealed */
   CONV_NONE,  /* no "conv" section, resealed */
+  AKIB_HUGE,  /* gemm.f64.akib past 4 GiB, resealed */
   DAMAGES
 };
 
@@ -159,7 +161,8 @@ static const char *const damage_note[DAMAGES] = {
   "fft.group is missing",
   "conv.kb = 0, but it is 1 to 16 channels",
   "conv.lp = 0, but lq and lp are both 0",
-  "\"conv\" is missing"};
+  "\"conv\" is missing",
+  "gemm.f64.akib = 4194305, but A's blocks are at most 4 GiB"};
 
 /* The record text with damage d. */
 static char *damaged(const char *good, enum damage d)
@@ -189,6 +192,10 @@ static char *damaged(const char *good, enum damage d)
     json_object_object_add(x, d == CONV_BAD ? "kb" : "lp", json_object_new_int(0));
   } else if (d == CONV_NONE) {
     json_object_object_del(o, "conv");
+  } else if (d == AKIB_HUGE) {
+    json_object_object_get_ex(o, "gemm", &x);
+    json_object_object_get_ex(x, "f64", &x);
+    json_object_object_add(x, "akib", json_object_new_int((1 << 22) + 1));
   } else {
     json_object_object_get_ex(o, "fft", &x);
     json_object_object_del(x, "group");
@@ -863,6 +870,34 @@ static void test_gpu_shape_extremes(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* The CPU product's blocks of A (tuning.h's akib): 14 panels of 5 rows of
+ * A (67 rows, so the last panel is padded) in blocks of 4, the last block
+ * 2 panels and 2 work-items with nothing to do, groups of 4 along the
+ * block, over a batch of 3, against the reference; then the whole of A as
+ * one block (0) and a block of one panel (1 KiB). Packed (small = 0): the
+ * unpacked kernel has no blocks. */
+static void test_gemm_a_blocks(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln__tuning t = rt->tuning->t;
+  kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32];
+  if (g->gpu_shape) {
+    assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+    skip(); /* a GPU-shape device: no blocks of A */
+  }
+  enum { M = 67, N = 45, K = 129 };
+  g->tm = 5, g->vw = 4, g->cg = 4, g->small = 0;
+  size_t panel = 5 * K * sizeof(float); /* 2580 bytes: 4 a block in 11 KiB */
+  static const unsigned kibs[] = {11, 0, 1};
+  for (size_t i = 0; i < COUNT(kibs); i++) {
+    g->akib = kibs[i];
+    assert_true(kibs[i] != 11 || (size_t)kibs[i] * 1024 / panel == 4);
+    kiln__runtime_set_tuning(rt, &t);
+    check_gemm_batch_on(rt, KILN_BACKEND_KILN, M, N, K, 3);
+  }
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
 /* Before a device group has timed an operation, a device's tuning record
  * says how fast it is (group.c's prior): a device whose record measured
  * GEMM at 2 flops a second takes none of a product beside one that has no
@@ -939,7 +974,7 @@ int main(int argc, char **argv)
     T(test_benchmark_fft),       T(test_benchmark_reduce),
     T(test_benchmark_threads),   T(test_benchmark_processes),
     T(test_bad_choice),          T(test_tune_conv),
-    T(test_group_tuned_prior),
+    T(test_group_tuned_prior),   T(test_gemm_a_blocks),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

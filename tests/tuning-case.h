@@ -81,48 +81,59 @@ static inline void write_file(const char *path, const char *text, size_t len)
   assert_int_equal(fclose(f), 0);
 }
 
-/* C = A B for m x k and k x n row-major float matrices on backend, against
- * doubles. The bound: k products each rounded by at most 2^-24 relative,
- * summed. */
-static inline void check_gemm_on(kiln_runtime *rt, kiln_backend backend, size_t m,
-                                 size_t n, size_t k)
+/* C = A B for a batch of m x k and k x n row-major float matrices (packed
+ * one after another) on backend, against doubles. The bound: k products
+ * each rounded by at most 2^-24 relative, summed. */
+static inline void check_gemm_batch_on(kiln_runtime *rt, kiln_backend backend, size_t m,
+                                       size_t n, size_t k, size_t batch)
 {
-  float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b),
-        *c = malloc(m * n * sizeof *c);
+  size_t na = batch * m * k, nb = batch * k * n, nc = batch * m * n;
+  float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b),
+        *c = malloc(nc * sizeof *c);
   uint64_t s = 7;
-  for (size_t i = 0; i < m * k; i++)
+  for (size_t i = 0; i < na; i++)
     a[i] = (float)(kiln_test_random(&s) % 2001) / 1000.0f - 1.0f;
-  for (size_t i = 0; i < k * n; i++)
+  for (size_t i = 0; i < nb; i++)
     b[i] = (float)(kiln_test_random(&s) % 2001) / 1000.0f - 1.0f;
   kiln_buffer *ba, *bb, *bc;
-  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, m * k, 0, &ba));
-  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, k * n, 0, &bb));
-  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, m * n, 0, &bc));
-  assert_kiln_ok(rt, kiln_buffer_write(ba, 0, m * k, a));
-  assert_kiln_ok(rt, kiln_buffer_write(bb, 0, k * n, b));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, na, 0, &ba));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, nb, 0, &bb));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, nc, 0, &bc));
+  assert_kiln_ok(rt, kiln_buffer_write(ba, 0, na, a));
+  assert_kiln_ok(rt, kiln_buffer_write(bb, 0, nb, b));
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, KILN_F32, m, n, k);
   d.backend = backend;
+  d.batch = batch;
+  d.stride_a = m * k, d.stride_b = k * n, d.stride_c = m * n;
   assert_kiln_ok(rt, kiln_gemm(rt, &d, ba, bb, bc));
-  assert_kiln_ok(rt, kiln_buffer_read(bc, 0, m * n, c));
-  for (size_t i = 0; i < m; i++)
-    for (size_t j = 0; j < n; j++) {
-      double want = 0, mag = 0;
-      for (size_t p = 0; p < k; p++) {
-        want += (double)a[i * k + p] * b[p * n + j];
-        mag += fabs((double)a[i * k + p] * b[p * n + j]);
+  assert_kiln_ok(rt, kiln_buffer_read(bc, 0, nc, c));
+  for (size_t q = 0; q < batch; q++)
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        const float *aq = a + q * m * k, *bq = b + q * k * n;
+        double want = 0, mag = 0, got = c[(q * m + i) * n + j];
+        for (size_t p = 0; p < k; p++) {
+          want += (double)aq[i * k + p] * bq[p * n + j];
+          mag += fabs((double)aq[i * k + p] * bq[p * n + j]);
+        }
+        double bound = (double)(k + 1) * 0x1p-24 * mag + 1e-30;
+        if (fabs(got - want) > bound)
+          fail_msg("C[%zu][%zu,%zu] = %.9g, want %.9g (bound %.3g)", q, i, j, got, want,
+                   bound);
       }
-      double bound = (double)(k + 1) * 0x1p-24 * mag + 1e-30;
-      if (fabs(c[i * n + j] - want) > bound)
-        fail_msg("C[%zu,%zu] = %.9g, want %.9g (bound %.3g)", i, j, c[i * n + j], want,
-                 bound);
-    }
   kiln_buffer_destroy(ba);
   kiln_buffer_destroy(bb);
   kiln_buffer_destroy(bc);
   free(a);
   free(b);
   free(c);
+}
+
+static inline void check_gemm_on(kiln_runtime *rt, kiln_backend backend, size_t m,
+                                 size_t n, size_t k)
+{
+  check_gemm_batch_on(rt, backend, m, n, k, 1);
 }
 
 /* Sets o.checksum as record.c computes it: XXH3-64 of the object without

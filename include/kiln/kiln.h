@@ -602,6 +602,10 @@ typedef struct kiln_device_info {
                                    far slower; never picked unless asked */
   unsigned opencl_version; /* from `version`: 120 for "OpenCL 1.2" */
   double peak_gflops;      /* estimated fp32 peak; see device.c */
+  /* Read from the device like the first fields, added after these so that
+   * they keep their places: */
+  uint64_t global_mem_cache_bytes; /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE; on a
+                                      CPU device, its last-level cache */
 } kiln_device_info;
 
 /*! kiln_device_compare() :

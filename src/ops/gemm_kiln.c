@@ -109,6 +109,14 @@ kiln_status kiln__gemm_epilogue(kiln_runtime *rt, const kiln__gemm *g)
                                     g->offset_bias, g->stride_bias, epi(g));
 }
 
+/* The CPU product's block of A (tuning.h's akib): panels of panel_bytes
+ * each, at least one, at most all `panels`. */
+static size_t a_block(const kiln__gemm_tuning *t, size_t panel_bytes, size_t panels)
+{
+  size_t mb = (size_t)t->akib * 1024 / panel_bytes;
+  return !t->akib || mb >= panels ? panels : mb ? mb : 1;
+}
+
 static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                            kiln_buffer *ap, kiln_buffer *bp)
 {
@@ -123,17 +131,22 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                                  g->m, g->n, g->alpha, g->beta, beta_zero, bias_mem(g),
                                  g->offset_bias, g->stride_bias, epi(g));
   }
-  /* Groups of cg work-items along M (the most up to cg that divide M's
-   * tiles): many groups, which the driver's threads take as they finish,
-   * where a driver left to choose may make one a core, each waiting on
-   * the slowest. */
-  size_t global[3] = {p->mp / p->pha, p->np / p->phb, g->batch}, local[3] = {1, 1, 1};
+  /* Work-item (i, jb, block + blocks * batch item) computes A's panel
+   * block * mb + i against B's panel jb: a block of mb panels meets every B
+   * panel before the next block starts (tuning.c). Groups of cg work-items
+   * along M (the most up to cg that divide mb): many groups, which the
+   * driver's threads take as they finish, where a driver left to choose
+   * may make one a core, each waiting on the slowest. */
+  size_t panels = p->mp / p->pha,
+         mb = a_block(&p->t, p->pha * p->kp * kiln_dtype_size(p->compute), panels);
+  size_t blocks = (panels + mb - 1) / mb;
+  size_t global[3] = {mb, p->np / p->phb, blocks * g->batch}, local[3] = {1, 1, 1};
   while (local[0] * 2 <= p->t.cg && global[0] % (local[0] * 2) == 0)
     local[0] *= 2;
-  return kiln__launch_gemm_cpu(rt, what, p->tag, 3, global, p->t.cg ? local : NULL, a, b,
-                               da, db, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
-                               g->m, g->n, g->alpha, g->beta, beta_zero, bias_mem(g),
-                               g->offset_bias, g->stride_bias, epi(g));
+  return kiln__launch_gemm_cpu(
+    rt, what, p->tag, 3, global, p->t.cg ? local : NULL, a, b, da, db, p->kp, (cl_uint)mb,
+    (cl_uint)blocks, g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n, g->alpha,
+    g->beta, beta_zero, bias_mem(g), g->offset_bias, g->stride_bias, epi(g));
 }
 
 void kiln__gemm_kiln_packing(kiln_runtime *rt, const kiln__gemm *g,
