@@ -693,12 +693,19 @@ static int host_peer(const bench_record *r)
   return peer_index(r->spec, r->backend) >= r->spec->npeers - r->spec->host_peers;
 }
 
+/* How far from 1 a ratio is, either way: 1.25 for 0.8 and for 1.25. */
+static double off_one(double ratio)
+{
+  return ratio < 1 ? 1 / ratio : ratio;
+}
+
 /* --untuned: every figure tuned beside untuned (each its median round),
  * their ratio, and its lowest and highest round by round. No record reaches
- * the host peers, so their ratios are the run's noise: a kiln figure is
- * named slower when it was slower in every round and its ratio is below
- * the lowest host peer's of the same case (measured in the same rounds), or
- * for a group without host peers, below the run's noise. */
+ * the host peers, so how far their ratios stray from 1 is the run's noise:
+ * a kiln figure is named slower when it was slower in every round and
+ * further below 1 than the host peers of its case (measured in the same
+ * rounds) stray either way, or in a group without host peers, than the
+ * furthest host peer of the run. */
 static void print_untuned(const bench_records *tuned, const bench_records *untuned,
                           const bench_records *t_rounds, const bench_records *u_rounds,
                           int rounds)
@@ -736,7 +743,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   }
   if (!hi)
     return;
-  double noise = fmax(hi, 1 / lo); /* the farthest from 1, either way */
+  double noise = fmax(off_one(lo), off_one(hi));
   printf("the host peers (no record reaches them): tuned/untuned %.2fx to %.2fx, "
          "this run's noise\n",
          lo, hi);
@@ -745,12 +752,12 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     const bench_record *t = &tuned->r[i];
     if (host_peer(t) || !(top[i] < 1))
       continue;
-    double bound = INFINITY; /* the case's lowest host peer */
+    double stray = 0; /* the case's host peers' */
     for (size_t j = 0; j < tuned->n; j++)
       if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
           host_peer(&tuned->r[j]) && ratio[j] == ratio[j])
-        bound = fmin(bound, ratio[j]);
-    if (!(ratio[i] < (isinf(bound) ? 1 / noise : bound)))
+        stray = fmax(stray, off_one(ratio[j]));
+    if (!(ratio[i] * (stray > 0 ? stray : noise) < 1))
       continue;
     char label[32];
     bench_size_label(t->spec, t->size, label, sizeof label);
@@ -759,8 +766,8 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
            t->backend, ratio[i]);
   }
   printf(slower ? "\n"
-                : "no kiln figure is slower tuned in every round and beyond the host "
-                  "peers' ratio of its case (or, without one, the run's noise)\n");
+                : "no kiln figure is slower tuned in every round and by more than the "
+                  "host peers of its case stray from 1 (or, without any, the run's)\n");
 }
 
 /* Measures `count` groups with the options o into one set of records and
