@@ -39,18 +39,20 @@
  * GFLOP/s and 3000^3 from 157-169 to 200-204; 1 to 4 MiB blocks were alike,
  * 16 MiB (A at 2048, no block) was the old speed. */
 #define A_BLOCK_PART 8
+#define A_BLOCK_MAX_KIB (1u << 22) /* 4 GiB: what a record may hold */
 
 static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {
   unsigned w = dev->native_vector_width_float;
   unsigned vw = w >= 16 ? 16 : w >= 8 ? 8 : 4;
+  uint64_t akib = dev->global_mem_cache_bytes / A_BLOCK_PART / 1024;
   for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
     g[v] = (kiln__gemm_tuning){
       .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
       .tm = 8,
       .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
       .small = SMALL_RULE,
-      .akib = (unsigned)(dev->global_mem_cache_bytes / A_BLOCK_PART / 1024),
+      .akib = (unsigned)(akib < A_BLOCK_MAX_KIB ? akib : A_BLOCK_MAX_KIB),
       .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
       .tsk = 16,
       .wpt = 4,
@@ -173,7 +175,7 @@ static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
     rc = bad(why, at, "cg", g->cg,
              "a CPU group is 0 (the driver's choice) or a power of two up to 64 and "
              "the device's group size");
-  if (g->akib > (1u << 22))
+  if (g->akib > A_BLOCK_MAX_KIB)
     rc = bad(why, at, "akib", g->akib, "A's blocks are at most 4 GiB (0: none)");
   if (g->small > 4096)
     rc = bad(why, at, "small", g->small,
