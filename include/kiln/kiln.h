@@ -1678,9 +1678,11 @@ KILN_API kiln_status kiln_group_gemm_host(kiln_group *group, const kiln_gemm_des
 
 /*! kiln_group_conv2d_host() :
  * kiln_conv2d_host() over the group, images of the batch to each device;
- * a batch of fewer than 8 images a device is cut into bands of output
- * rows (8 rows or more each, about 8 bands a device; not where the padding
- * reaches past the filter), so a batch of 1 runs on every device too.
+ * a batch of fewer than 4 images a device is cut into bands of output
+ * rows (8 rows or more each, about 4 bands and images a device; not where
+ * the padding reaches past the filter), so a batch of 1 runs on every
+ * device too. Devices are counted by their tuning record or peak: a
+ * simulator beside a real device does not count.
  * Arguments and statuses as there. */
 KILN_API kiln_status kiln_group_conv2d_host(kiln_group *group,
                                             const kiln_conv2d_desc *desc, const void *x,
