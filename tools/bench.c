@@ -688,9 +688,12 @@ static void median_round(const bench_records *rounds, int n, bench_records *out)
   }
 }
 
-static int host_peer(const bench_record *r)
+/* A row no tuning record reaches: a host peer, or any row of a group the
+ * record does not touch. --untuned reads its ratio as the run's noise. */
+static int noise_row(const bench_record *r)
 {
-  return peer_index(r->spec, r->backend) >= r->spec->npeers - r->spec->host_peers;
+  return r->spec->untouched ||
+         peer_index(r->spec, r->backend) >= r->spec->npeers - r->spec->host_peers;
 }
 
 /* How far from 1 a ratio is, either way: 1.25 for 0.8 and for 1.25. */
@@ -701,11 +704,11 @@ static double off_one(double ratio)
 
 /* --untuned: every figure tuned beside untuned (each its median round),
  * their ratio, and its lowest and highest round by round. No record reaches
- * the host peers, so how far their ratios stray from 1 is the run's noise:
- * a kiln figure is named slower when it was slower in every round and
- * further below 1 than the host peers of its case (measured in the same
- * rounds) stray either way, or in a group without host peers, than the
- * furthest host peer of the run. */
+ * the noise rows (noise_row()), so how far their ratios stray from 1 is the
+ * run's noise: a kiln figure is named slower when it was slower in every
+ * round and further below 1 than the host peers of its case (measured in
+ * the same rounds) stray either way, or in a group without host peers,
+ * than the furthest noise row of the run. */
 static void print_untuned(const bench_records *tuned, const bench_records *untuned,
                           const bench_records *t_rounds, const bench_records *u_rounds,
                           int rounds)
@@ -738,24 +741,28 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx %7.2f-%.2fx\n", t->spec->op, label,
            t->backend, bench_digits(t->spec), bench_value(t), bench_digits(t->spec),
            bench_value(u), ratio[i], each[0], each[m - 1]);
-    if (host_peer(t))
+    if (noise_row(t))
       lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
   if (!hi)
     return;
   double noise = fmax(off_one(lo), off_one(hi));
-  printf("the host peers (no record reaches them): tuned/untuned %.2fx to %.2fx, "
-         "this run's noise\n",
+  printf("the host peers");
+  for (size_t i = 0; i < tuned->n; i++) /* the untouched groups, once each */
+    if (tuned->r[i].spec->untouched &&
+        (i == 0 || tuned->r[i - 1].spec != tuned->r[i].spec))
+      printf(", the %s group", tuned->r[i].spec->op);
+  printf(" (no record reaches them): tuned/untuned %.2fx to %.2fx, this run's noise\n",
          lo, hi);
   int slower = 0;
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
-    if (host_peer(t) || !(top[i] < 1))
+    if (noise_row(t) || !(top[i] < 1))
       continue;
     double stray = 0; /* the case's host peers' */
     for (size_t j = 0; j < tuned->n; j++)
       if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
-          host_peer(&tuned->r[j]) && ratio[j] == ratio[j])
+          noise_row(&tuned->r[j]) && ratio[j] == ratio[j])
         stray = fmax(stray, off_one(ratio[j]));
     if (!(ratio[i] * (stray > 0 ? stray : noise) < 1))
       continue;
@@ -767,7 +774,8 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   }
   printf(slower ? "\n"
                 : "no kiln figure is slower tuned in every round and by more than the "
-                  "host peers of its case stray from 1 (or, without any, the run's)\n");
+                  "host peers of its case stray from 1 (or, without any, the run's "
+                  "noise)\n");
 }
 
 /* Measures `count` groups with the options o into one set of records and

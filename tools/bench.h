@@ -106,6 +106,10 @@ struct bench_spec {
                                     CPU without kiln (OpenBLAS, FFTW, memcpy,
                                     a C loop): no tuning record reaches them,
                                     so --untuned's ratio of theirs is noise */
+  int untouched;             /* no tuning record reaches any figure of the
+                                    group (launches, copies): every row of
+                                    it is noise to --untuned, as the host
+                                    peers are */
   int best_of;               /* a ratio's "best": the best figure of the
                                     first best_of peers */
   const size_t *xs;          /* with labels: row i's size as a number for

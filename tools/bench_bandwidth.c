@@ -38,6 +38,7 @@ static const bench_spec bw_spec = {
   .sizes_value = "BYTES,...",
   BENCH_TABLES(bw),
   .selectable = 3,
+  .untouched = 1,
   .host_peers = 1,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,
   .sizes_help = "bytes such as 1M,64M (K, M, G: powers of 1024; at most 16, each a "

@@ -38,6 +38,7 @@ static const bench_spec launch_spec = {
   .sizes_value = "N,...",
   BENCH_TABLES(launch),
   .selectable = 4,
+  .untouched = 1,
   .min_size = 1, .max_size = 100000, .size_multiple = 1,
   .sizes_help = "launch counts such as 100,1000 (at most 16, each 1 to 100000)",
   .repeats = 5,
