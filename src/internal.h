@@ -49,6 +49,10 @@ void kiln__str_free(kiln__str *s);
 int kiln__mul_overflow(size_t a, size_t b, size_t *out);
 int kiln__add_overflow(size_t a, size_t b, size_t *out);
 
+/* The largest power of two that divides n and is at most most (1 when
+ * most < 2): a work-group side that divides its global size (util.c). */
+size_t kiln__pow2_divisor(size_t n, size_t most);
+
 /* The value of an IEEE half (util.c). */
 double kiln__half_to_double(uint16_t h);
 

@@ -70,6 +70,14 @@ int kiln__add_overflow(size_t a, size_t b, size_t *out)
   return 0;
 }
 
+size_t kiln__pow2_divisor(size_t n, size_t most)
+{
+  size_t v = 1;
+  while (v * 2 <= most && n % (v * 2) == 0)
+    v *= 2;
+  return v;
+}
+
 const char *kiln__format_bytes(uint64_t bytes, char *buf, size_t size)
 {
   static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};

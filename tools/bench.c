@@ -722,25 +722,24 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
     const bench_record *u = find(untuned, t->spec, t->size, t->backend);
-    double each[UNTUNED_ROUNDS];
-    int m = 0;
-    ratio[i] = NAN;
+    double least = INFINITY; /* the rounds' lowest ratio; top[i] the highest */
+    ratio[i] = NAN, top[i] = 0;
     for (int k = 0; u && k < rounds; k++) {
       const bench_record *tk = find(&t_rounds[k], t->spec, t->size, t->backend);
       const bench_record *uk = find(&u_rounds[k], t->spec, t->size, t->backend);
-      if (tk && uk)
-        each[m++] = speed(tk) / speed(uk);
+      if (tk && uk) {
+        least = fmin(least, speed(tk) / speed(uk));
+        top[i] = fmax(top[i], speed(tk) / speed(uk));
+      }
     }
-    if (!m)
+    if (!top[i])
       continue;
-    qsort(each, (size_t)m, sizeof *each, cmp_double);
     ratio[i] = speed(t) / speed(u);
-    top[i] = each[m - 1];
     char label[32];
     bench_size_label(t->spec, t->size, label, sizeof label);
     printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx %7.2f-%.2fx\n", t->spec->op, label,
            t->backend, bench_digits(t->spec), bench_value(t), bench_digits(t->spec),
-           bench_value(u), ratio[i], each[0], each[m - 1]);
+           bench_value(u), ratio[i], least, top[i]);
     if (noise_row(t))
       lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
@@ -762,7 +761,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     double stray = 0; /* the case's host peers' */
     for (size_t j = 0; j < tuned->n; j++)
       if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
-          noise_row(&tuned->r[j]) && ratio[j] == ratio[j])
+          noise_row(&tuned->r[j]) && !isnan(ratio[j]))
         stray = fmax(stray, off_one(ratio[j]));
     if (!(ratio[i] * (stray > 0 ? stray : noise) < 1))
       continue;

@@ -72,9 +72,8 @@ static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
                       d->n * ((d->k + t->kb - 1) / t->kb)};
   size_t local[3] = {group_side(global[0], t->lq), group_side(global[1], t->lp), 1};
   if (t->lq) {
-    while (local[0] * local[1] * local[2] * 2 <= (size_t)t->lq * t->lp &&
-           global[2] % (local[2] * 2) == 0)
-      local[2] *= 2;
+    local[2] =
+      kiln__pow2_divisor(global[2], (size_t)t->lq * t->lp / (local[0] * local[1]));
     global[0] = round_up(global[0], local[0]);
     global[1] = round_up(global[1], local[1]);
   }

@@ -140,9 +140,8 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
   size_t panels = p->mp / p->pha,
          mb = a_block(&p->t, p->pha * p->kp * kiln_dtype_size(p->compute), panels);
   size_t blocks = (panels + mb - 1) / mb;
-  size_t global[3] = {mb, p->np / p->phb, blocks * g->batch}, local[3] = {1, 1, 1};
-  while (local[0] * 2 <= p->t.cg && global[0] % (local[0] * 2) == 0)
-    local[0] *= 2;
+  size_t global[3] = {mb, p->np / p->phb, blocks * g->batch};
+  size_t local[3] = {kiln__pow2_divisor(global[0], p->t.cg), 1, 1};
   return kiln__launch_gemm_cpu(
     rt, what, p->tag, 3, global, p->t.cg ? local : NULL, a, b, da, db, p->kp, (cl_uint)mb,
     (cl_uint)blocks, g->c, g->offset_c, g->ldc, g->stride_c, g->m, g->n, g->alpha,
@@ -214,9 +213,7 @@ static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
   /* Groups as the packed product's, but never the driver's: PoCL makes
    * the 64 work-items of a 128^3 product one group, on one core. */
   size_t global[3] = {(g->m + t->tm - 1) / t->tm, (g->n + tn - 1) / tn, g->batch};
-  size_t local[3] = {1, 1, 1};
-  while (local[0] * 2 <= t->cg && global[0] % (local[0] * 2) == 0)
-    local[0] *= 2;
+  size_t local[3] = {kiln__pow2_divisor(global[0], t->cg), 1, 1};
   return kiln__launch_gemm_small(
     rt, what, g->dtype == KILN_F64 ? "f64" : "f32", 3, global, local, g->a, g->offset_a,
     ta ? 1 : g->lda, ta ? g->lda : 1, g->stride_a, g->b, g->offset_b, g->ldb, g->stride_b,
