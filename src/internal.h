@@ -476,6 +476,7 @@ struct kiln_runtime {
                                    for the work on `queue` */
   cl_command_queue copy_queue;  /* in order, profiling: the host loops' transfers,
                                    beside the compute on `queue` (ops/host.c) */
+  int finish_by_marker;         /* kiln__finish_queue(): clFinish alone may not wait */
   struct kiln_stream **streams; /* the caller's streams (stream.c); under lock */
   size_t nstreams, cap_streams;
   unsigned stream_ids; /* streams made so far: the next one's number - 1 */
@@ -566,8 +567,14 @@ int kiln__queue_lane(kiln_runtime *rt, cl_command_queue q);
  * without. For the pool: a block waits for its fence. */
 cl_int kiln__fence(kiln_runtime *rt, cl_event **fence, cl_uint *n);
 
-/* clFinish on every stream; the first failure into *first_err, when it is
- * still CL_SUCCESS. */
+/* clFinish(q), made to wait where the driver's alone may not: Mesa 22.3's
+ * rusticl (Debian 12) returns from clFinish at once when an earlier
+ * clFlush already handed the queue's commands to its worker, as kiln's
+ * markers do; there the call first waits for a marker of its own. */
+cl_int kiln__finish_queue(const kiln_runtime *rt, cl_command_queue q);
+
+/* kiln__finish_queue on every stream; the first failure into *first_err,
+ * when it is still CL_SUCCESS. */
 void kiln__streams_finish(kiln_runtime *rt, cl_int *first_err);
 
 /* State that the runs of some object share whatever queue they go on (an

@@ -106,6 +106,8 @@ static kiln_status open_device(kiln_runtime *rt)
     return kiln__fail_cl(NULL, err, "clCreateCommandQueue",
                          "kiln_runtime_create: creating a command queue on '%s'",
                          dev->info.name);
+  rt->finish_by_marker =
+    dev->info.platform_name && strcmp(dev->info.platform_name, "rusticl") == 0;
   return KILN_OK;
 }
 
@@ -233,8 +235,8 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
                       programs == 1 ? "" : "s", (unsigned long long)kernels,
                       kernels == 1 ? "" : "s");
   }
-  clFinish(rt->copy_queue); /* errors no longer have anyone to go to */
-  clFinish(rt->queue);
+  kiln__finish_queue(rt, rt->copy_queue); /* errors no longer have anyone to go to */
+  kiln__finish_queue(rt, rt->queue);
   /* The trace's failure is the thread's to read: the runtime is gone. */
   kiln_status st =
     rt->prof && rt->prof->trace
@@ -324,7 +326,8 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_finish: rt is NULL; expected a runtime from "
                       "kiln_runtime_create()");
-  cl_int err = clFinish(rt->queue), copy_err = clFinish(rt->copy_queue);
+  cl_int err = kiln__finish_queue(rt, rt->queue),
+         copy_err = kiln__finish_queue(rt, rt->copy_queue);
   if (err == CL_SUCCESS)
     err = copy_err;
   kiln__streams_finish(rt, &err);

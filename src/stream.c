@@ -128,7 +128,7 @@ KILN_API kiln_status kiln_stream_finish(kiln_stream *s)
 {
   if (!s)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_stream_finish: s is NULL");
-  cl_int err = clFinish(s->queue);
+  cl_int err = kiln__finish_queue(s->rt, s->queue);
   return err == CL_SUCCESS ? KILN_OK
                            : kiln__fail_cl(s->rt, err, "clFinish",
                                            "kiln_stream_finish: waiting for the stream");
@@ -142,7 +142,8 @@ KILN_API kiln_status kiln_stream_destroy(kiln_stream *s)
   struct binding *b = binding_of(rt);
   if (b && b->stream == s)
     b->stream = NULL;
-  clFinish(s->queue); /* its failures go to kiln_finish(), through the events */
+  kiln__finish_queue(rt,
+                     s->queue); /* its failures go to kiln_finish(), through the events */
   pthread_mutex_lock(&rt->lock);
   for (size_t i = 0; i < rt->nstreams; i++)
     if (rt->streams[i] == s) {
@@ -325,11 +326,26 @@ cl_int kiln__fence(kiln_runtime *rt, cl_event **fence, cl_uint *n)
   return CL_SUCCESS;
 }
 
+cl_int kiln__finish_queue(const kiln_runtime *rt, cl_command_queue q)
+{
+  if (rt->finish_by_marker) {
+    cl_event ev = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
+    if (err == CL_SUCCESS)
+      err = clWaitForEvents(1, &ev);
+    if (ev)
+      clReleaseEvent(ev);
+    if (err != CL_SUCCESS)
+      return err;
+  }
+  return clFinish(q);
+}
+
 void kiln__streams_finish(kiln_runtime *rt, cl_int *first_err)
 {
   pthread_mutex_lock(&rt->lock);
   for (size_t i = 0; i < rt->nstreams; i++) {
-    cl_int err = clFinish(rt->streams[i]->queue);
+    cl_int err = kiln__finish_queue(rt, rt->streams[i]->queue);
     if (err != CL_SUCCESS && *first_err == CL_SUCCESS)
       *first_err = err;
   }

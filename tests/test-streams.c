@@ -143,6 +143,50 @@ static void test_streams_pool_waits_for_every_queue(void **state)
   free(x), free(other), free(y);
 }
 
+/* kiln_stream_finish() and kiln_finish() wait for a stream's kernel that a
+ * marker has already flushed to the driver (Debian 12's rusticl returned from
+ * clFinish at once): the event after it is done, and its output is there. */
+static void test_streams_finish_waits_after_flush(void **state)
+{
+  kiln_runtime *rt = *state;
+  enum { LONG = 30000 }; /* 10 times the window: within llvmpipe's loop limit */
+  kiln_program *p = NULL;
+  kiln_kernel *k = window_kernel(rt, &p);
+  float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  fill(x, 2); /* every element -1: each sum is exactly -reps */
+  kiln_stream *s = NULL;
+  kiln_buffer *bx = NULL, *by = NULL;
+  assert_kiln_ok(rt, kiln_stream_create(rt, &s));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &bx));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, N, 0, &by));
+  assert_kiln_ok(rt, kiln_buffer_write(bx, 0, N, x));
+  for (int how = 0; how < 2; how++) {
+    int reps = LONG - how; /* each round's sums differ from the last's */
+    kiln_event *after = NULL;
+    assert_kiln_ok(rt, kiln_stream_use(rt, s));
+    assert_kiln_ok(rt,
+                   kiln_kernel_set_args(k, "bbii", bx, by, (int32_t)N, (int32_t)reps));
+    assert_kiln_ok(rt, kiln_kernel_launch(k, 1, (size_t[]){N}, NULL));
+    assert_kiln_ok(rt, kiln_event_record(rt, &after)); /* a marker, flushed */
+    assert_kiln_ok(rt, kiln_stream_use(rt, NULL));
+    assert_kiln_ok(rt, how ? kiln_stream_finish(s) : kiln_finish(rt));
+    int done = 0;
+    assert_kiln_ok(rt, kiln_event_query(after, &done));
+    if (!done)
+      fail_msg("%s returned before the stream's kernel finished",
+               how ? "kiln_stream_finish" : "kiln_finish");
+    assert_kiln_ok(rt, kiln_buffer_read(by, 0, N, y)); /* on the runtime's queue */
+    for (int i = 0; i < N; i++)
+      if (y[i] != (float)-reps)
+        fail_msg("round %d: y[%d] = %g; expected %d", how, i, y[i], -reps);
+    kiln_event_destroy(after);
+  }
+  assert_kiln_ok(rt, kiln_stream_destroy(s));
+  kiln_buffer_destroy(bx), kiln_buffer_destroy(by);
+  kiln_kernel_destroy(k), kiln_program_destroy(p);
+  free(x), free(y);
+}
+
 /* Every count transforms of length l in out against a direct DFT of in,
  * at every 37th bin. */
 static void check_transforms(const float complex *in, const float complex *out, int count,
@@ -244,6 +288,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_streams_event_orders_two_queues),
     cmocka_unit_test(test_streams_pool_waits_for_every_queue),
+    cmocka_unit_test(test_streams_finish_waits_after_flush),
     cmocka_unit_test(test_streams_fft_plan_on_two_queues),
     cmocka_unit_test(test_streams_refused),
   };
