@@ -4,14 +4,15 @@
  *
  *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
  *                                    uint p, uint n, T sign, global const T *tw)
- *   kernel void kiln_fft_r<R>w_<type>(...the same)
- *   kernel void kiln_fft_r32v_f32(...the same, p = 1 only)
+ *   kernel void kiln_fft_r32w_<type>(...the same)
+ *   kernel void kiln_fft_r<R>v_f32(...the same, p >= 8)
+ *   kernel void kiln_fft_r16v1_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
  *
- * R is 2, 4, 8 or 32 (the wide r<R>w: 32, and for f32 2, 4 and 8 too); T
- * is float (f32) or double (f64); complex numbers are
+ * R is 2, 4, 8 or 32 (the wide r32w: 32; the vector r<R>v: 2, 4, 8 and
+ * 16); T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
  * in[i + r n/R] of row b, multiplies point r by w^r, w = exp(-2 pi i k /
  * (p R)), k = i mod p (conjugated by the kernel for sign +1), runs a
@@ -52,24 +53,31 @@
  * and r + R/2 by w^(r mod R/2), a product of w: the error grows as r eps
  * with r < R/2 (16). The first pass (p = 1) has no twiddles.
  *
- * kiln_fft_r32v_f32 is the radix-32 first pass (p = 1) of float32 rows of
- * 2^10 points or more for CPUs (src/tuning.c): the scalar kernel's writes
- * are each work-item's 32 points side by side, which a vector of work-items
- * scatters 32 apart; this one takes 16 work-items' points in float16s and
- * transposes them in registers before whole-vector stores.
+ * The vector kernels, for float32 rows on CPUs (src/tuning.c), hold 8
+ * work-items' points in float8s, one work-item of 8 lanes doing what 8
+ * scalar ones would: the vector code is written out, not left to PoCL's
+ * vectoriser, so 16 points of 8 lanes (32 registers of 8 floats) stay in
+ * registers, where radix 32 vectorised across 16 work-items (64 registers
+ * of 16) spilled. kiln_fft_r<R>v runs the passes of stride p >= 8 over (k /
+ * 8, block, row): its loads, twiddles and stores are whole vectors of 8
+ * neighbouring points. kiln_fft_r16v1 is the first pass (p = 1) over (i /
+ * 8, row), whose outputs are each work-item's 16 points side by side: it
+ * transposes its 8 lanes' points in registers before whole-vector stores.
+ * On PoCL (2 cores, AVX-512) a radix-16 vector pass of 2^16 points took
+ * 26-33 us, radix 32 vectorised by PoCL 49-72 us and its first pass (16
+ * lanes of float16) 80-100 us.
  *
- * Read 22 times after cl/prelude.cl (which says how), one kernel a pass,
- * each with its R a literal: for f32 r2, r4, r8, r32, r2w, r4w, r8w, r32w
- * and the column kernels col_r2, col_r4, col_r8 and col_r32; for f64, where
- * the device has it, the same without r2w, r4w and r8w (only the passes
- * after kiln_fft_r32v, which is f32's, need them); then r32v for f32. The
- * first pass of a type also holds its butterflies' constant twiddles
+ * Read 23 times after cl/prelude.cl (which says how), one kernel a pass,
+ * each with its R a literal: for f32 r2, r4, r8, r32, r32w and the column
+ * kernels col_r2, col_r4, col_r8 and col_r32; the same for f64, where the
+ * device has it; then f32's vector kernels r2v, r4v, r8v, r16v and r16v1.
+ * The first pass of a type also holds its butterflies' constant twiddles
  * (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 22
+#define KILN_PASSES 23
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -82,24 +90,19 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 }
 #endif
 
-/* The pass's variant: KILN_FFT_AT is its place among f32's twelve, 1 to 12
- * (f64 skips 5 to 7; pass 22, kiln_fft_r32v_f32, counts as a radix-32 one,
- * 4); V names the real type S, LIT makes a literal of type S (float
- * constants need the f suffix where the device has no fp64), T is the type
- * of the points' parts (S, or float16 in kiln_fft_r32v); R is the radix,
- * WIDE says whether this is a wide kernel (r<R>w), COL whether it is a
- * column kernel, and FIRST whether the pass is its type's first. */
-#define VPASS (KILN_PASS == 22)
-#if VPASS
-#define KILN_FFT_AT 4
-#elif KILN_PASS <= 12
-#define KILN_FFT_AT KILN_PASS
-#elif KILN_PASS <= 16 /* f64: no wide radix 2, 4 or 8 */
-#define KILN_FFT_AT (KILN_PASS - 12)
-#else
-#define KILN_FFT_AT (KILN_PASS - 9)
-#endif
-#if KILN_PASS <= 12 || VPASS
+/* The pass's variant: passes 1 to 9 are f32's scalar kernels, 10 to 18
+ * f64's, at KILN_FFT_AT 1 to 9 of their type (1 to 4 rows, 5 the wide r32w,
+ * 6 to 9 columns, radix 2, 4, 8, 32 each); 19 to 22 the vector kernels
+ * r2v to r16v, 23 r16v1. V names the real type S, LIT makes a literal of
+ * type S (float constants need the f suffix where the device has no fp64),
+ * T is the type of the points' parts (S, or float8 in the vector kernels);
+ * R is the radix, WIDE says whether this is r32w, COL whether it is a column
+ * kernel, VECTOR whether a vector kernel, VFIRST whether r16v1, and FIRST
+ * whether the pass is its type's first. */
+#define VECTOR (KILN_PASS >= 19)
+#define VFIRST (KILN_PASS == 23)
+#define KILN_FFT_AT (VECTOR ? 0 : KILN_PASS <= 9 ? KILN_PASS : KILN_PASS - 9)
+#if KILN_PASS <= 9 || VECTOR
 #define V f32
 #define S float
 #define LIT(x) x##f
@@ -108,23 +111,29 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 #define S double
 #define LIT(x) x
 #endif
-#if VPASS
-#define T float16
+#if VECTOR
+#define T float8
 #else
 #define T S
 #endif
 
-#if (KILN_FFT_AT - 1) % 4 == 0
+#if VFIRST
+#define R 16
+#elif VECTOR
+#define R (2 << (KILN_PASS - 19))
+#elif KILN_FFT_AT == 5
+#define R 32
+#elif (KILN_FFT_AT - 1) % 5 == 0
 #define R 2
-#elif (KILN_FFT_AT - 1) % 4 == 1
+#elif (KILN_FFT_AT - 1) % 5 == 1
 #define R 4
-#elif (KILN_FFT_AT - 1) % 4 == 2
+#elif (KILN_FFT_AT - 1) % 5 == 2
 #define R 8
 #else
 #define R 32
 #endif
-#define WIDE (KILN_FFT_AT >= 5 && KILN_FFT_AT <= 8)
-#define COL (KILN_FFT_AT >= 9)
+#define WIDE (KILN_FFT_AT == 5)
+#define COL (KILN_FFT_AT >= 6)
 #define FIRST (KILN_FFT_AT == 1)
 
 #ifdef V
@@ -158,16 +167,12 @@ inline S NAME(kiln_fft_cos8)(uint j)
  * work-items (R as a parameter of an inline function, even a constant one,
  * left them rolled: 4x slower).
  *
- * kiln_fft_r<R>w is the kernel of radix R again over (p, n/(R p), batch),
+ * kiln_fft_r32w is the kernel of radix 32 again over (p, n/(R p), batch),
  * for the passes of stride p >= 16 (src/tuning.c): work-item (k, block) is
  * i = block p + k, the same points, but indexed so that the compiler sees
- * that neighbouring work-items touch neighbouring points and twiddles.
- * Radix 32 needs it wherever it runs; the smaller radices only after
- * kiln_fft_r32v, where the one small pass runs last (src/ops/fft_kiln.c):
- * elsewhere they run first, at p = 1 or 4. The last radix-2 pass of 2^16
- * points took 200-280 us with the scalar kernel, which scattered its
- * writes, and the whole transform 0.45 ms against 0.3 with r2w (PoCL,
- * one pthread device, 2 cores). */
+ * that neighbouring work-items touch neighbouring points and twiddles. The
+ * smaller radices run first, at p = 1 or 4, where they need no such help.
+ * The vector kernels: the header comment. */
 #if COL
 #if R == 2
 kernel void NAME(kiln_fft_col_r2)
@@ -181,14 +186,16 @@ kernel void NAME(kiln_fft_col_r32)
   (global const S *in, global S *out, uint p, uint n, uint cols, S sign,
    global const S *tw)
 #else /* the kernels of rows */
-#if VPASS
-kernel void NAME(kiln_fft_r32v)
-#elif WIDE && R == 2
-kernel void NAME(kiln_fft_r2w)
-#elif WIDE && R == 4
-kernel void NAME(kiln_fft_r4w)
-#elif WIDE && R == 8
-kernel void NAME(kiln_fft_r8w)
+#if VFIRST
+kernel void NAME(kiln_fft_r16v1)
+#elif VECTOR && R == 2
+kernel void NAME(kiln_fft_r2v)
+#elif VECTOR && R == 4
+kernel void NAME(kiln_fft_r4v)
+#elif VECTOR && R == 8
+kernel void NAME(kiln_fft_r8v)
+#elif VECTOR
+kernel void NAME(kiln_fft_r16v)
 #elif WIDE
 kernel void NAME(kiln_fft_r32w)
 #elif R == 2
@@ -208,9 +215,12 @@ kernel void NAME(kiln_fft_r32)
   uint i = get_global_id(1), k = i & (p - 1);
   size_t row = get_global_id(2) * (size_t)n * cols * 2 + 2 * get_global_id(0);
 #define AT(t) (2 * (t) * cols)
-#elif VPASS
-  uint i = get_global_id(0) * 16;
+#elif VFIRST
+  uint i = get_global_id(0) * 8;
   size_t row = get_global_id(1) * (size_t)n * 2;
+#elif VECTOR
+  uint k = get_global_id(0) * 8, i = get_global_id(1) * p + k;
+  size_t row = get_global_id(2) * (size_t)n * 2;
 #elif WIDE
   uint i = get_global_id(1) * p + get_global_id(0), k = get_global_id(0);
   size_t row = get_global_id(2) * (size_t)n * 2;
@@ -223,13 +233,13 @@ kernel void NAME(kiln_fft_r32)
   in += row;
   out += row;
   uint q = n / R;
-  T xr[32], xi[32];
-#if VPASS /* points i to i + 15 of each r, split into their parts */
+  T xr[R], xi[R];
+#if VECTOR /* points i to i + 7 of each r, split into their parts */
 #pragma unroll
   for (uint r = 0; r < R; r++) {
-    float16 a = vload16(0, in + 2 * (i + r * q)), b = vload16(1, in + 2 * (i + r * q));
-    xr[r] = shuffle2(a, b, (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
-    xi[r] = shuffle2(a, b, (uint16)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+    float8 a = vload8(0, in + 2 * (i + r * q)), b = vload8(1, in + 2 * (i + r * q));
+    xr[r] = shuffle2(a, b, (uint8)(0, 2, 4, 6, 8, 10, 12, 14));
+    xi[r] = shuffle2(a, b, (uint8)(1, 3, 5, 7, 9, 11, 13, 15));
   }
 #else
 #pragma unroll
@@ -240,10 +250,15 @@ kernel void NAME(kiln_fft_r32)
 #endif
   /* Multiplies points r of x by w^r for the pass of stride p at k (see the
    * table above), in place. */
-#if !VPASS /* kiln_fft_r32v runs the first pass only */
-  if (p > 1) { /* the first pass's twiddles are all 1 */
-    global const T *e = tw + 4 * p + k;
+#if !VFIRST /* the first pass's twiddles are all 1 */
+  if (p > 1) {
+    global const S *e = tw + 4 * p + k;
+#if VECTOR /* k's 8 neighbouring twiddles of each array */
+    T cr = vload8(0, e), ci = -sign * vload8(0, e + p), hr = vload8(0, e + 2 * p),
+      hi = -sign * vload8(0, e + 3 * p);
+#else
     T cr = e[0], ci = -sign * e[p], hr = e[2 * p], hi = -sign * e[3 * p];
+#endif
 #pragma unroll
     for (uint r = R / 2; r < R; r++) {
       T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;
@@ -296,40 +311,44 @@ kernel void NAME(kiln_fft_r32)
       }
     }
   }
-#if VPASS
-  /* Point r of item i + u goes to 32 (i + u) + r: lane u of xr and xi at r
-   * is part c = 2 r (real) or 2 r + 1 (imaginary) of that row of 64 floats.
-   * Four 16 x 16 transposes of (c, u), c in [16 b, 16 b + 16), give each u
-   * its floats 16 b to 16 b + 15 as one vector: a vector store, where
-   * scalar work-items would scatter every point 32 apart. */
+#if VFIRST
+  /* Point r of item i + u goes to R (i + u) + r: lane u of xr and xi at r
+   * is part c = 2 r (real) or 2 r + 1 (imaginary) of that row of 2 R
+   * floats. 8 x 8 transposes of (c, u), c in [8 b, 8 b + 8), give each u its
+   * floats 8 b to 8 b + 7 as one vector: a vector store, where scalar
+   * work-items would scatter every point R apart. */
 #pragma unroll
-  for (uint b = 0; b < 4; b++) {
-    float16 v[16];
+  for (uint b = 0; b < R / 4; b++) {
+    float8 v[8];
 #pragma unroll
-    for (uint t = 0; t < 16; t++) {
-      uint s = kiln_fft_bitrev(8 * b + t / 2, R);
+    for (uint t = 0; t < 8; t++) {
+      uint s = kiln_fft_bitrev(4 * b + t / 2, R);
       v[t] = t & 1 ? xi[s] : xr[s];
     }
     /* Stage d swaps the lanes with bit d set of row j with the lanes with
      * bit d clear of row j + d, for the rows j with bit d clear. */
 #define KILN_FFT_STAGE(d, m1, m2) \
-  _Pragma("unroll") for (uint j = 0; j < 16; j++) if (!(j & d)) { \
-    float16 lo = v[j], hi = v[j + d]; \
+  _Pragma("unroll") for (uint j = 0; j < 8; j++) if (!(j & d)) { \
+    float8 lo = v[j], hi = v[j + d]; \
     v[j] = shuffle2(lo, hi, m1); \
     v[j + d] = shuffle2(lo, hi, m2); \
   }
-    KILN_FFT_STAGE(8, (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
-                   (uint16)(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31))
-    KILN_FFT_STAGE(4, (uint16)(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
-                   (uint16)(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31))
-    KILN_FFT_STAGE(2, (uint16)(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
-                   (uint16)(2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31))
-    KILN_FFT_STAGE(1, (uint16)(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
-                   (uint16)(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31))
+    KILN_FFT_STAGE(4, (uint8)(0, 1, 2, 3, 8, 9, 10, 11), (uint8)(4, 5, 6, 7, 12, 13, 14, 15))
+    KILN_FFT_STAGE(2, (uint8)(0, 1, 8, 9, 4, 5, 12, 13), (uint8)(2, 3, 10, 11, 6, 7, 14, 15))
+    KILN_FFT_STAGE(1, (uint8)(0, 8, 2, 10, 4, 12, 6, 14), (uint8)(1, 9, 3, 11, 5, 13, 7, 15))
 #undef KILN_FFT_STAGE
 #pragma unroll
-    for (uint u = 0; u < 16; u++)
-      vstore16(v[u], 0, out + 64 * (i + u) + 16 * b);
+    for (uint u = 0; u < 8; u++)
+      vstore8(v[u], 0, out + 2 * R * (i + u) + 8 * b);
+  }
+#elif VECTOR /* point r of the 8 lanes: 8 neighbouring points, parts interleaved */
+  uint j = (i - k) * R + k;
+#pragma unroll
+  for (uint r = 0; r < R; r++) {
+    uint s = kiln_fft_bitrev(r, R);
+    vstore8(shuffle2(xr[s], xi[s], (uint8)(0, 8, 1, 9, 2, 10, 3, 11)), 0, out + 2 * (j + r * p));
+    vstore8(shuffle2(xr[s], xi[s], (uint8)(4, 12, 5, 13, 6, 14, 7, 15)), 1,
+            out + 2 * (j + r * p));
   }
 #else
   uint j = (i - k) * R + k;
@@ -407,4 +426,5 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #undef COL
 #undef FIRST
 #undef KILN_FFT_AT
-#undef VPASS
+#undef VECTOR
+#undef VFIRST

@@ -590,8 +590,10 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
     for (size_t i = 0; i < KILN__COUNT(groups); i++)
       for (size_t j = 0; j < KILN__COUNT(wides); j++)
         for (unsigned v = 0; v < 2; v++) {
+          if (v && j) /* wide_from changes nothing the vector kernels run */
+            continue;
           t.fft.group = groups[i];
-          t.fft.wide_from = wides[j];
+          t.fft.wide_from = v ? base->fft.wide_from : wides[j];
           t.fft.vec_first = v;
           add(list, n, &t,
               ldist(t.fft.group, base->fft.group) +

@@ -89,13 +89,12 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
  * 64 is also a whole number of warps or wavefronts on GPUs.
  *
- * The first pass of a row (stride 1) writes each work-item's 32 points side
- * by side, so a vector of scalar work-items scatters them 32 apart. On a
- * CPU the vector kernel kiln_fft_r32v (vec_first) holds 16 work-items'
- * points in float16s and transposes them in registers: that pass of 2^20
- * took 1.5-1.7 ms against 2.3-3.9 ms (PoCL, this loaded 2-core machine,
- * interleaved). On a GPU its 64 float16s a work-item would not fit in
- * registers: the scalar kernels.
+ * On a CPU float32 rows run the vector kernels (vec_first, cl/fft.cl):
+ * radix 16 written with float8s, whole-vector loads and stores, the first
+ * pass transposing in registers. A pass of 2^16 took 27-34 us against
+ * 50-100 us for PoCL's vectorisation of the scalar radix-32 kernels (PoCL,
+ * 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
+ * and leave 8 times fewer work-items: the scalar kernels.
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {

@@ -42,11 +42,11 @@ typedef struct kiln__reduce_tuning {
   unsigned chunks, wg, groups;
 } kiln__reduce_tuning;
 
-/* kiln's own FFT (cl/fft.cl): passes whose stride p is at least wide_from
- * run the 2-D indexed kernel in groups of `group` work-items along k;
- * vec_first 1: float32 rows of 2^10 points or more start with the vector
- * pass kiln_fft_r32v (16 points' parts in float16s a work-item), 0: with
- * the scalar kernels. */
+/* kiln's own FFT (cl/fft.cl): scalar passes whose stride p is at least
+ * wide_from run the 2-D indexed kernel in groups of `group` work-items
+ * along k; vec_first 1: float32 rows of 2^7 points or more run the vector
+ * kernels (radix 16, 8 points' parts in float8s a work-item, in groups of
+ * `group` points), 0: the scalar ones. */
 typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
   unsigned vec_first;

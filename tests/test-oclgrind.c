@@ -1073,7 +1073,7 @@ static void fft_c2c(kiln_runtime *rt, kiln_dtype t, size_t n, size_t batch, int 
 
 /* Every radix (2, 4, 8, 4 x 4, 32, 8 then 32, and 4 x 4 then a radix-32
  * pass of stride 16, kiln_fft_r32w), both directions and the scalings that
- * launch scale.cl; float64 too; the CPU shapes' vector first pass. */
+ * launch scale.cl; float64 too; the CPU shapes' vector kernels. */
 static void test_oclgrind_fft_c2c(void **state)
 {
   (void)state;
@@ -1084,13 +1084,12 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 8, 2, 1, KILN_FFT_NORM_BACKWARD);
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
-  /* the CPU's vector first pass, kiln_fft_r32v: alone before a wide pass
-   * (1024), and with a wide pass of radix 2, 4 or 8 after them (2048, 4096,
-   * 8192: kiln_fft_r2w, r4w, r8w) */
-  fft_c2c(cpu_rt, KILN_F32, 1024, 2, 0, KILN_FFT_NORM_BACKWARD);
-  fft_c2c(cpu_rt, KILN_F32, 2048, 1, 1, KILN_FFT_NORM_ORTHO);
-  fft_c2c(cpu_rt, KILN_F32, 4096, 1, 0, KILN_FFT_NORM_BACKWARD);
-  fft_c2c(cpu_rt, KILN_F32, 8192, 1, 1, KILN_FFT_NORM_BACKWARD);
+  /* the CPU's vector kernels: the first pass kiln_fft_r16v1, then r8v
+   * (128), r16v (256), r16v and r2v (512), r16v and r4v (1024) */
+  fft_c2c(cpu_rt, KILN_F32, 128, 2, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 256, 1, 1, KILN_FFT_NORM_ORTHO);
+  fft_c2c(cpu_rt, KILN_F32, 512, 1, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 1024, 2, 1, KILN_FFT_NORM_BACKWARD);
 }
 
 /* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in

@@ -3,16 +3,17 @@
  * power-of-two lengths in 1, 2 and 3 dimensions, batched, as passes of
  * cl/fft.cl's Stockham kernels.
  *
- * Each axis is a batch of 1-D transforms of its length n = 2^m, split into
- * radix-32 passes plus at most one pass of radix 2, 4 or 8, or two of radix
- * 4 for the leftover 16 (see cl/fft.cl for why there is no radix 16). The
- * first pass (stride 1) is where a work-item's R points are written side by
- * side, R apart from its neighbour's: with scalar kernels (GPUs; f64; the
- * leftover 16) the small passes come first, where the smaller R, the less
- * scattered; where the tuning says so (CPUs) rows of float32 start with
- * kiln_fft_r32v, which transposes 16 work-items' points in registers and
- * writes whole vectors, and the small pass comes last, on the wide kernel of
- * its radix (contiguous writes). The last axis (rows) runs the row kernels;
+ * Each axis is a batch of 1-D transforms of its length n = 2^m. With the
+ * scalar kernels (GPUs; f64; columns) it is split into radix-32 passes plus
+ * at most one pass of radix 2, 4 or 8, or two of radix 4 for the leftover
+ * 16 (see cl/fft.cl for why there is no scalar radix 16). The first pass
+ * (stride 1) is where a work-item's R points are written side by side, R
+ * apart from its neighbour's: the small passes come first, where the
+ * smaller R, the less scattered. Where the tuning says so (CPUs) rows of
+ * float32 of 2^7 points or more run the vector kernels instead: radix-16
+ * passes, the first kiln_fft_r16v1 (which transposes its lanes' points in
+ * registers and writes whole vectors), and the pass of radix 2, 4 or 8 for
+ * what is left last, where its writes are contiguous. The last axis (rows) runs the row kernels;
  * the others run the column kernels in place of a transpose: an axis of n
  * points whose neighbours along it are `cols` elements apart (the product of
  * the later lengths) is `batch` arrays of (n, cols), and a column pass reads
@@ -31,6 +32,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "ops.h"
@@ -48,7 +50,7 @@ typedef struct fft_axis {
   size_t n, cols, batch; /* n points, neighbours cols apart, batch arrays */
   unsigned npass;
   unsigned radix[MAX_PASSES];
-  int vec_first;        /* the first pass runs kiln_fft_r32v (rows only) */
+  int vec;              /* float32 rows on the vector kernels (r16v1, r<R>v) */
   cl_mem twiddles;      /* NULL when no pass needs one */
   size_t twiddle_bytes; /* of the table, when owned */
   int owns;             /* whether twiddles is this axis's own, else an earlier one's */
@@ -94,23 +96,26 @@ static void kiln_release(kiln_runtime *rt, void *p)
   free(plan);
 }
 
-/* The passes of n = 2^m: the smallest radix first, or last after the
- * radix-32 passes when the first of those runs kiln_fft_r32v. */
+/* The passes of n = 2^m: radix 16 and the smallest last on the vector
+ * kernels; else the smallest radix first, then radix 32. */
 static void split(fft_axis *ax, unsigned m)
 {
+  if (ax->vec) {
+    for (unsigned i = 0; i < m / 4; i++)
+      ax->radix[ax->npass++] = 16;
+    if (m % 4)
+      ax->radix[ax->npass++] = 1u << (m % 4);
+    return;
+  }
   unsigned rest = m % 5;
-  if (ax->vec_first)
-    for (unsigned i = 0; i < m / 5; i++)
-      ax->radix[ax->npass++] = 32;
   if (rest == 4) {
     ax->radix[ax->npass++] = 4;
     ax->radix[ax->npass++] = 4;
   } else if (rest) {
     ax->radix[ax->npass++] = 1u << rest;
   }
-  if (!ax->vec_first)
-    for (unsigned i = 0; i < m / 5; i++)
-      ax->radix[ax->npass++] = 32;
+  for (unsigned i = 0; i < m / 5; i++)
+    ax->radix[ax->npass++] = 32;
 }
 
 /* The table of cl/fft.cl: at 4 (p + k), for k < p, w = exp(-2 pi i k / (p R))
@@ -156,7 +161,7 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
 }
 
 /* Axis a of plan: shape[d] with d = ndim - 1 - a, its passes and its
- * twiddles (an earlier axis's, when it has the same length). */
+ * twiddles (an earlier axis's, when its passes are the same). */
 static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__fft *f,
                              unsigned a)
 {
@@ -170,16 +175,18 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
   unsigned m = 0;
   while (((size_t)1 << m) < ax->n)
     m++;
-  /* kiln_fft_r32v: rows of 2^10 points or more (16 work-items' points a
-   * vector, n/32 of them), float32, and not where the rest is 16, whose
-   * two radix-4 passes first (their writes 4 apart, which the compiler
-   * interleaves) and a wide radix-32 pass beat it (src/tuning.c). */
-  ax->vec_first = rt->tuning->t.fft.vec_first && ax->cols == 1 &&
-                  f->d.dtype == KILN_F32 && m >= 10 && m % 5 != 4;
+  /* The vector kernels: rows of float32, of 2^7 points or more (the first
+   * pass's n/16 points of each radix 8 lanes at a time, the next passes'
+   * strides 8 or more). */
+  ax->vec =
+    rt->tuning->t.fft.vec_first && ax->cols == 1 && f->d.dtype == KILN_F32 && m >= 7;
   split(ax, m);
   plan->npass += ax->npass;
+  /* an earlier axis's table when its passes are the same (the rows' vector
+   * passes and the columns' differ) */
   for (unsigned b = 0; b < a; b++)
-    if (plan->axis[b].n == ax->n) {
+    if (plan->axis[b].npass == ax->npass &&
+        memcmp(plan->axis[b].radix, ax->radix, ax->npass * sizeof *ax->radix) == 0) {
       ax->twiddles = plan->axis[b].twiddles;
       return KILN_OK;
     }
@@ -211,11 +218,13 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
   return KILN_OK;
 }
 
-/* Pass s of axis ax, at stride p, from src to dst. Rows: a vector first
- * pass over (i / 16, row), wide passes (p >= t.wide_from) over (k, block,
- * row) in groups of t.group along k, the others over (i, row), these two in
- * groups as the driver likes; columns: (column, i, array), in groups of t.group
- * along the columns. */
+/* Pass s of axis ax, at stride p, from src to dst. Rows: the vector first
+ * pass over (i / 8, row) in groups as the driver likes; the other vector
+ * passes over (k / 8, block, row), in groups of t.group points along k and
+ * then blocks; wide passes (p >= t.wide_from) over (k, block, row) in
+ * groups of t.group along k; the others over (i, row), in groups as the
+ * driver likes; columns: (column, i, array), in groups of t.group along the
+ * columns. */
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
                             double sign, int f64, cl_mem src, cl_mem dst)
 {
@@ -231,15 +240,24 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     return kiln__launch_fft_col(rt, what, variant, 3, global, local, src, dst, p, n,
                                 (cl_uint)ax->cols, sign, ax->twiddles);
   }
-  if (s == 0 && ax->vec_first) { /* (16 items, row) a work-item */
-    assert(r == 32 && !f64 && ax->n >= 1024);
-    size_t global[2] = {ax->n / r / 16, ax->batch};
-    return kiln__launch_fft(rt, what, "r32v_f32", 2, global, NULL, src, dst, p, n, sign,
+  if (ax->vec) { /* 8 items a work-item */
+    assert(!f64 && (s == 0 ? r == 16 && ax->n / r >= 8 : p >= 8));
+    if (s == 0) {
+      size_t global[2] = {ax->n / r / 8, ax->batch};
+      return kiln__launch_fft(rt, what, "r16v1_f32", 2, global, NULL, src, dst, p, n,
+                              sign, ax->twiddles);
+    }
+    size_t blocks = ax->n / r / p, items = t.group > 8 ? t.group / 8 : 1;
+    size_t global[3] = {p / 8, blocks, ax->batch};
+    size_t local[3] = {p / 8 < items ? p / 8 : items, 1, 1};
+    local[1] = items / local[0] < blocks ? items / local[0] : blocks;
+    snprintf(variant, sizeof variant, "r%uv_f32", r);
+    return kiln__launch_fft(rt, what, variant, 3, global, local, src, dst, p, n, sign,
                             ax->twiddles);
   }
   int wide = p >= t.wide_from;
-  /* f64 has a wide kernel of radix 32 only: its small pass runs first (split()). */
-  assert(!wide || r == 32 || !f64);
+  /* The one wide kernel is of radix 32: the small passes run first (split()). */
+  assert(!wide || r == 32);
   size_t blocks = ax->n / r / p;
   size_t global[3] = {wide ? p : ax->n / r, wide ? blocks : ax->batch, ax->batch};
   size_t local[3] = {p < t.group ? p : t.group, 1, 1};
