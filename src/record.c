@@ -11,7 +11,7 @@
  * a binary, since its values decide what code the device runs:
  *
  *   {
- *     "format": "kiln tuning record 2",
+ *     "format": "kiln tuning record 3",
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
@@ -136,7 +136,7 @@ static void keep_record(kiln_runtime *rt, char *text)
 
 #if HAVE_JSON_C
 
-static const char format_tag[] = "kiln tuning record 2";
+static const char format_tag[] = "kiln tuning record 3";
 
 static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
