@@ -688,12 +688,14 @@ static void median_round(const bench_records *rounds, int n, bench_records *out)
   }
 }
 
-/* A row no tuning record reaches: a host peer, or any row of a group the
- * record does not touch. --untuned reads its ratio as the run's noise. */
+/* A row no tuning record reaches: a host peer, a library's peer past
+ * tuned_peers, or any row of a group the record does not touch. --untuned
+ * reads its ratio as the run's noise. */
 static int noise_row(const bench_record *r)
 {
-  return r->spec->untouched ||
-         peer_index(r->spec, r->backend) >= r->spec->npeers - r->spec->host_peers;
+  int k = peer_index(r->spec, r->backend);
+  return r->spec->untouched || k >= r->spec->npeers - r->spec->host_peers ||
+         (r->spec->tuned_peers && k >= r->spec->tuned_peers);
 }
 
 /* How far from 1 a ratio is, either way: 1.25 for 0.8 and for 1.25. */
@@ -706,9 +708,9 @@ static double off_one(double ratio)
  * their ratio, and its lowest and highest round by round. No record reaches
  * the noise rows (noise_row()), so how far their ratios stray from 1 is the
  * run's noise: a kiln figure is named slower when it was slower in every
- * round and further below 1 than the host peers of its case (measured in
- * the same rounds) stray either way, or in a group without host peers,
- * than the furthest noise row of the run. */
+ * round and further below 1 than the noise rows of its case (measured in
+ * the same rounds) stray either way, or in a group without any, than the
+ * furthest noise row of the run. */
 static void print_untuned(const bench_records *tuned, const bench_records *untuned,
                           const bench_records *t_rounds, const bench_records *u_rounds,
                           int rounds)
@@ -747,10 +749,15 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     return;
   double noise = fmax(off_one(lo), off_one(hi));
   printf("the host peers");
-  for (size_t i = 0; i < tuned->n; i++) /* the untouched groups, once each */
-    if (tuned->r[i].spec->untouched &&
-        (i == 0 || tuned->r[i - 1].spec != tuned->r[i].spec))
-      printf(", the %s group", tuned->r[i].spec->op);
+  for (size_t i = 0; i < tuned->n; i++) { /* each group once */
+    const bench_spec *g = tuned->r[i].spec;
+    if (i && tuned->r[i - 1].spec == g)
+      continue;
+    if (g->untouched)
+      printf(", the %s group", g->op);
+    for (int k = g->tuned_peers; k && k < g->npeers - g->host_peers; k++)
+      printf(", %s %s", g->op, g->peers[k]);
+  }
   printf(" (no record reaches them): tuned/untuned %.2fx to %.2fx, this run's noise\n",
          lo, hi);
   int slower = 0;
@@ -758,7 +765,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     const bench_record *t = &tuned->r[i];
     if (noise_row(t) || !(top[i] < 1))
       continue;
-    double stray = 0; /* the case's host peers' */
+    double stray = 0; /* the case's noise rows' */
     for (size_t j = 0; j < tuned->n; j++)
       if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
           noise_row(&tuned->r[j]) && !isnan(ratio[j]))
@@ -771,10 +778,12 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
            slower++ ? "," : "slower tuned beyond the noise:", t->spec->op, label,
            t->backend, ratio[i]);
   }
-  printf(slower ? "\n"
-                : "no kiln figure is slower tuned in every round and by more than the "
-                  "host peers of its case stray from 1 (or, without any, the run's "
-                  "noise)\n");
+  printf(
+    slower
+      ? "\n"
+      : "no kiln figure is slower tuned in every round and by more than the "
+        "rows of its case no record reaches stray from 1 (or, without any, the run's "
+        "noise)\n");
 }
 
 /* Measures `count` groups with the options o into one set of records and

@@ -106,6 +106,10 @@ struct bench_spec {
                                     CPU without kiln (OpenBLAS, FFTW, memcpy,
                                     a C loop): no tuning record reaches them,
                                     so --untuned's ratio of theirs is noise */
+  int tuned_peers;           /* where not 0, a tuning record reaches the
+                                    first tuned_peers peers only (FFT: kiln's
+                                    own, not VkFFT's or clFFT's): the others
+                                    are noise to --untuned too */
   int untouched;             /* no tuning record reaches any figure of the
                                     group (launches, copies): every row of
                                     it is noise to --untuned, as the host

@@ -65,7 +65,7 @@ static const bench_spec fft_spec = {
   .sizes_value = "CASE,...",
   BENCH_TABLES(fft),
   .selectable = 5,
-  .host_peers = 2,
+  .host_peers = 2, .tuned_peers = 1,
   .min_size = 1, .max_size = 5, .size_multiple = 1,
   .sizes_help = "case numbers such as 1,2 (1: 1-D 2^20, 2: 2-D 1024^2, 3: 1-D 2^12, "
                 "4: 1-D 2^16, 5: 2-D 256^2)",
