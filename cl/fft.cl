@@ -6,13 +6,14 @@
  *                                    uint p, uint n, T sign, global const T *tw)
  *   kernel void kiln_fft_r32w_<type>(...the same)
  *   kernel void kiln_fft_r<R>v_f32(...the same, p >= 8)
+ *   kernel void kiln_fft_r256v_f32(...the same, p >= 8)
  *   kernel void kiln_fft_r16v1_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
  *
- * R is 2, 4, 8 or 32 (the wide r32w: 32; the vector r<R>v: 2, 4, 8 and
- * 16); T is float (f32) or double (f64); complex numbers are
+ * R is 2, 4, 8 or 32 (the wide r32w: 32; the vector r<R>v: 2, 4, 8, 16
+ * and 256); T is float (f32) or double (f64); complex numbers are
  * (re, im) pairs of T. Work-item (i, b) for i < n/R takes the R points
  * in[i + r n/R] of row b, multiplies point r by w^r, w = exp(-2 pi i k /
  * (p R)), k = i mod p (conjugated by the kernel for sign +1), runs a
@@ -63,21 +64,23 @@
  * neighbouring points. kiln_fft_r16v1 is the first pass (p = 1) over (i /
  * 8, row), whose outputs are each work-item's 16 points side by side: it
  * transposes its 8 lanes' points in registers before whole-vector stores.
- * On PoCL (2 cores, AVX-512) a radix-16 vector pass of 2^16 points took
+ * kiln_fft_r256v does two radix-16 passes' work in one trip through memory
+ * (its comment says how). On PoCL (2 cores, AVX-512) a radix-16 vector pass of 2^16 points took
  * 26-33 us, radix 32 vectorised by PoCL 49-72 us and its first pass (16
  * lanes of float16) 80-100 us.
  *
- * Read 23 times after cl/prelude.cl (which says how), one kernel a pass,
+ * Read 24 times after cl/prelude.cl (which says how), one kernel a pass,
  * each with its R a literal: for f32 r2, r4, r8, r32, r32w and the column
  * kernels col_r2, col_r4, col_r8 and col_r32; the same for f64, where the
- * device has it; then f32's vector kernels r2v, r4v, r8v, r16v and r16v1.
+ * device has it; then f32's vector kernels r2v, r4v, r8v, r16v, r16v1 and
+ * r256v.
  * The first pass of a type also holds its butterflies' constant twiddles
  * (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 23
+#define KILN_PASSES 24
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -88,19 +91,55 @@ inline uint kiln_fft_bitrev(uint r, uint len)
     b = (b << 1) | (r & 1);
   return b;
 }
+
+/* The length-len DFT (len <= 32) of xr and xi, arrays of TT, in place:
+ * len/2 log2 len radix-2 decimation-in-frequency butterflies, whose output
+ * is in bit-reversed order. Their twiddles exp(sign 2 pi i m / 32) come from
+ * kiln_fft_cos8 of the pass's type S. A macro, so that the arrays stay in
+ * registers. */
+#define KILN_FFT_DFT(len, TT, xr, xi) \
+  _Pragma("unroll") for (uint h = (len) / 2; h >= 1; h >>= 1) \
+  _Pragma("unroll") for (uint b = 0; b < (len); b += 2 * h) \
+  _Pragma("unroll") for (uint j = 0; j < h; j++) { \
+    TT ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h]; \
+    TT dr = ur - vr, di = ui - vi; \
+    uint m = j * (16 / h); \
+    xr[b + j] = ur + vr; \
+    xi[b + j] = ui + vi; \
+    if (m == 0) { /* 1 */ \
+      xr[b + j + h] = dr; \
+      xi[b + j + h] = di; \
+    } else if (m == 8) { /* sign i */ \
+      xr[b + j + h] = -sign * di; \
+      xi[b + j + h] = sign * dr; \
+    } else { \
+      S c = m <= 8 ? NAME(kiln_fft_cos8)(m) : -NAME(kiln_fft_cos8)(16 - m); \
+      S sn = m <= 8 ? NAME(kiln_fft_cos8)(8 - m) : NAME(kiln_fft_cos8)(m - 8); \
+      TT tr = (TT)c, ti = (TT)(sign * sn); \
+      xr[b + j + h] = dr * tr - di * ti; \
+      xi[b + j + h] = dr * ti + di * tr; \
+    } \
+  }
+/* A vector of 8 points from 16 floats (re, im, re, ...) and back. */
+#define KILN_FFT_RE (uint8)(0, 2, 4, 6, 8, 10, 12, 14)
+#define KILN_FFT_IM (uint8)(1, 3, 5, 7, 9, 11, 13, 15)
+#define KILN_FFT_LO (uint8)(0, 8, 1, 9, 2, 10, 3, 11)
+#define KILN_FFT_HI (uint8)(4, 12, 5, 13, 6, 14, 7, 15)
 #endif
 
 /* The pass's variant: passes 1 to 9 are f32's scalar kernels, 10 to 18
  * f64's, at KILN_FFT_AT 1 to 9 of their type (1 to 4 rows, 5 the wide r32w,
  * 6 to 9 columns, radix 2, 4, 8, 32 each); 19 to 22 the vector kernels
- * r2v to r16v, 23 r16v1. V names the real type S, LIT makes a literal of
+ * r2v to r16v, 23 r16v1, 24 r256v. V names the real type S, LIT makes a literal of
  * type S (float constants need the f suffix where the device has no fp64),
  * T is the type of the points' parts (S, or float8 in the vector kernels);
  * R is the radix, WIDE says whether this is r32w, COL whether it is a column
- * kernel, VECTOR whether a vector kernel, VFIRST whether r16v1, and FIRST
+ * kernel, VECTOR whether a vector kernel, VFIRST whether r16v1, R256
+ * whether r256v, and FIRST
  * whether the pass is its type's first. */
 #define VECTOR (KILN_PASS >= 19)
 #define VFIRST (KILN_PASS == 23)
+#define R256 (KILN_PASS == 24)
 #define KILN_FFT_AT (VECTOR ? 0 : KILN_PASS <= 9 ? KILN_PASS : KILN_PASS - 9)
 #if KILN_PASS <= 9 || VECTOR
 #define V f32
@@ -119,6 +158,8 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 
 #if VFIRST
 #define R 16
+#elif R256
+#define R 256
 #elif VECTOR
 #define R (2 << (KILN_PASS - 19))
 #elif KILN_FFT_AT == 5
@@ -186,7 +227,9 @@ kernel void NAME(kiln_fft_col_r32)
   (global const S *in, global S *out, uint p, uint n, uint cols, S sign,
    global const S *tw)
 #else /* the kernels of rows */
-#if VFIRST
+#if R256
+kernel void NAME(kiln_fft_r256v)
+#elif VFIRST
 kernel void NAME(kiln_fft_r16v1)
 #elif VECTOR && R == 2
 kernel void NAME(kiln_fft_r2v)
@@ -209,6 +252,67 @@ kernel void NAME(kiln_fft_r32)
 #endif
   (global const S *in, global S *out, uint p, uint n, S sign, global const S *tw)
 #endif /* COL */
+#if R256
+{
+  /* Radix 256 as two radix-16 steps, r = r1 + 16 r2 and output s2 + 16 s1:
+   * for each r1, the DFT over r2 of the points times w^r, whose output s2
+   * times exp(sign 2 pi i r1 s2 / 256) goes to z (private, in the core's
+   * cache: a 16th of it would fill the registers); then for each s2 the DFT
+   * over r1 of z, whose output s1 is point s2 + 16 s1. One trip through
+   * memory for two radix-16 passes. The table's h is w^16 for this radix,
+   * and exp(2 pi i u / 256) for u < 256 follow the passes' entries, at 4 n. */
+  uint k = get_global_id(0) * 8, i = get_global_id(1) * p + k, q = n / R;
+  size_t row = get_global_id(2) * (size_t)n * 2;
+  in += row;
+  out += row;
+  global const S *e = tw + 4 * p + k, *unit = tw + 4 * n;
+  T cr = vload8(0, e), ci = -sign * vload8(0, e + p), hr = vload8(0, e + 2 * p),
+    hi = -sign * vload8(0, e + 3 * p);
+  T zr[256], zi[256], ar = 1, ai = 0; /* w^r1 */
+  for (uint r1 = 0; r1 < 16; r1++) {
+    T xr[16], xi[16], br = ar, bi = ai; /* w^(r1 + 16 r2) */
+#pragma unroll
+    for (uint r2 = 0; r2 < 16; r2++) {
+      global const S *at = in + 2 * (i + (r1 + 16 * r2) * q);
+      T a = vload8(0, at), b = vload8(1, at);
+      T pr = shuffle2(a, b, KILN_FFT_RE), pi = shuffle2(a, b, KILN_FFT_IM);
+      xr[r2] = pr * br - pi * bi;
+      xi[r2] = pr * bi + pi * br;
+      T nr = br * hr - bi * hi, ni = br * hi + bi * hr;
+      br = nr;
+      bi = ni;
+    }
+    KILN_FFT_DFT(16, T, xr, xi)
+#pragma unroll
+    for (uint s2 = 0; s2 < 16; s2++) {
+      uint s = kiln_fft_bitrev(s2, 16), u = (r1 * s2) & 255;
+      S ur = unit[2 * u], ui = sign * unit[2 * u + 1];
+      zr[16 * r1 + s2] = xr[s] * ur - xi[s] * ui;
+      zi[16 * r1 + s2] = xr[s] * ui + xi[s] * ur;
+    }
+    T nr = ar * cr - ai * ci, ni = ar * ci + ai * cr;
+    ar = nr;
+    ai = ni;
+  }
+  uint j = (i - k) * R + k;
+  for (uint s2 = 0; s2 < 16; s2++) {
+    T xr[16], xi[16];
+#pragma unroll
+    for (uint r1 = 0; r1 < 16; r1++) {
+      xr[r1] = zr[16 * r1 + s2];
+      xi[r1] = zi[16 * r1 + s2];
+    }
+    KILN_FFT_DFT(16, T, xr, xi)
+#pragma unroll
+    for (uint s1 = 0; s1 < 16; s1++) {
+      uint s = kiln_fft_bitrev(s1, 16);
+      global S *o = out + 2 * (j + (s2 + 16 * s1) * p);
+      vstore8(shuffle2(xr[s], xi[s], KILN_FFT_LO), 0, o);
+      vstore8(shuffle2(xr[s], xi[s], KILN_FFT_HI), 1, o);
+    }
+  }
+}
+#else /* every other radix */
 {
   /* AT(t): where point t of the row or column starts, from `row`. */
 #if COL
@@ -238,8 +342,8 @@ kernel void NAME(kiln_fft_r32)
 #pragma unroll
   for (uint r = 0; r < R; r++) {
     float8 a = vload8(0, in + 2 * (i + r * q)), b = vload8(1, in + 2 * (i + r * q));
-    xr[r] = shuffle2(a, b, (uint8)(0, 2, 4, 6, 8, 10, 12, 14));
-    xi[r] = shuffle2(a, b, (uint8)(1, 3, 5, 7, 9, 11, 13, 15));
+    xr[r] = shuffle2(a, b, KILN_FFT_RE);
+    xi[r] = shuffle2(a, b, KILN_FFT_IM);
   }
 #else
 #pragma unroll
@@ -281,36 +385,7 @@ kernel void NAME(kiln_fft_r32)
     }
   }
 #endif
-  /* The length-R DFT of x in place: R/2 log2 R radix-2
-   * decimation-in-frequency butterflies, whose output is in bit-reversed
-   * order. */
-#pragma unroll
-  for (uint h = R / 2; h >= 1; h >>= 1) {
-#pragma unroll
-    for (uint b = 0; b < R; b += 2 * h) {
-#pragma unroll
-      for (uint j = 0; j < h; j++) {
-        T ur = xr[b + j], ui = xi[b + j], vr = xr[b + j + h], vi = xi[b + j + h];
-        T dr = ur - vr, di = ui - vi;
-        uint m = j * (16 / h); /* the twiddle exp(sign 2 pi i m / 32) */
-        xr[b + j] = ur + vr;
-        xi[b + j] = ui + vi;
-        if (m == 0) { /* 1 */
-          xr[b + j + h] = dr;
-          xi[b + j + h] = di;
-        } else if (m == 8) { /* sign i */
-          xr[b + j + h] = -sign * di;
-          xi[b + j + h] = sign * dr;
-        } else {
-          S c = m <= 8 ? NAME(kiln_fft_cos8)(m) : -NAME(kiln_fft_cos8)(16 - m);
-          S sn = m <= 8 ? NAME(kiln_fft_cos8)(8 - m) : NAME(kiln_fft_cos8)(m - 8);
-          T tr = (T)c, ti = (T)(sign * sn);
-          xr[b + j + h] = dr * tr - di * ti;
-          xi[b + j + h] = dr * ti + di * tr;
-        }
-      }
-    }
-  }
+  KILN_FFT_DFT(R, T, xr, xi)
 #if VFIRST
   /* Point r of item i + u goes to R (i + u) + r: lane u of xr and xi at r
    * is part c = 2 r (real) or 2 r + 1 (imaginary) of that row of 2 R
@@ -346,9 +421,8 @@ kernel void NAME(kiln_fft_r32)
 #pragma unroll
   for (uint r = 0; r < R; r++) {
     uint s = kiln_fft_bitrev(r, R);
-    vstore8(shuffle2(xr[s], xi[s], (uint8)(0, 8, 1, 9, 2, 10, 3, 11)), 0, out + 2 * (j + r * p));
-    vstore8(shuffle2(xr[s], xi[s], (uint8)(4, 12, 5, 13, 6, 14, 7, 15)), 1,
-            out + 2 * (j + r * p));
+    vstore8(shuffle2(xr[s], xi[s], KILN_FFT_LO), 0, out + 2 * (j + r * p));
+    vstore8(shuffle2(xr[s], xi[s], KILN_FFT_HI), 1, out + 2 * (j + r * p));
   }
 #else
   uint j = (i - k) * R + k;
@@ -361,6 +435,7 @@ kernel void NAME(kiln_fft_r32)
 #endif
 #undef AT
 }
+#endif /* R256 */
 
 #if FIRST
 /* ---- real transforms as complex ones (src/ops/fft_real.c) ----------------
@@ -428,3 +503,4 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #undef KILN_FFT_AT
 #undef VECTOR
 #undef VFIRST
+#undef R256

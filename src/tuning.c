@@ -90,10 +90,10 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * 64 is also a whole number of warps or wavefronts on GPUs.
  *
  * On a CPU float32 rows run the vector kernels (vec_first, cl/fft.cl):
- * radix 16 written with float8s, whole-vector loads and stores, the first
- * pass transposing in registers. A pass of 2^16 took 27-34 us against
- * 50-100 us for PoCL's vectorisation of the scalar radix-32 kernels (PoCL,
- * 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
+ * radix 16 and 256 written with float8s, whole-vector loads and stores, the
+ * first pass transposing in registers. A radix-16 pass of 2^16 took 27-34
+ * us against 50-100 us for PoCL's vectorisation of the scalar radix-32
+ * kernels (PoCL, 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
  * and leave 8 times fewer work-items: the scalar kernels.
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)

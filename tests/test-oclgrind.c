@@ -1085,11 +1085,14 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 64, 1, 0, KILN_FFT_NORM_FORWARD);
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
   /* the CPU's vector kernels: the first pass kiln_fft_r16v1, then r8v
-   * (128), r16v (256), r16v and r2v (512), r16v and r4v (1024) */
+   * (128), r16v (256), r16v and r2v (512), r16v and r4v (1024), r256v
+   * (4096), r256v and r2v (8192) */
   fft_c2c(cpu_rt, KILN_F32, 128, 2, 0, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 256, 1, 1, KILN_FFT_NORM_ORTHO);
   fft_c2c(cpu_rt, KILN_F32, 512, 1, 0, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 1024, 2, 1, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 4096, 1, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 8192, 1, 1, KILN_FFT_NORM_FORWARD);
 }
 
 /* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in

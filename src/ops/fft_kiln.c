@@ -10,10 +10,12 @@
  * (stride 1) is where a work-item's R points are written side by side, R
  * apart from its neighbour's: the small passes come first, where the
  * smaller R, the less scattered. Where the tuning says so (CPUs) rows of
- * float32 of 2^7 points or more run the vector kernels instead: radix-16
- * passes, the first kiln_fft_r16v1 (which transposes its lanes' points in
- * registers and writes whole vectors), and the pass of radix 2, 4 or 8 for
- * what is left last, where its writes are contiguous. The last axis (rows) runs the row kernels;
+ * float32 of 2^7 points or more run the vector kernels instead: a radix-16
+ * first pass, kiln_fft_r16v1 (which transposes its lanes' points in
+ * registers and writes whole vectors), radix-256 passes (two radix-16 ones
+ * in one trip through memory) while they fit, a radix-16 one, and the pass
+ * of radix 2, 4 or 8 for what is left last, where its writes are
+ * contiguous. The last axis (rows) runs the row kernels;
  * the others run the column kernels in place of a transpose: an axis of n
  * points whose neighbours along it are `cols` elements apart (the product of
  * the later lengths) is `batch` arrays of (n, cols), and a column pass reads
@@ -96,15 +98,22 @@ static void kiln_release(kiln_runtime *rt, void *p)
   free(plan);
 }
 
-/* The passes of n = 2^m: radix 16 and the smallest last on the vector
- * kernels; else the smallest radix first, then radix 32. */
+/* The passes of n = 2^m: on the vector kernels radix 16 first, then 256
+ * while 8 bits are left, 16 while 4 are, and the rest; else the smallest
+ * radix first, then radix 32. */
 static void split(fft_axis *ax, unsigned m)
 {
-  if (ax->vec) {
-    for (unsigned i = 0; i < m / 4; i++)
+  if (ax->vec) { /* m >= 7 */
+    unsigned left = m - 4;
+    ax->radix[ax->npass++] = 16;
+    for (; left >= 8; left -= 8)
+      ax->radix[ax->npass++] = 256;
+    if (left >= 4) {
       ax->radix[ax->npass++] = 16;
-    if (m % 4)
-      ax->radix[ax->npass++] = 1u << (m % 4);
+      left -= 4;
+    }
+    if (left)
+      ax->radix[ax->npass++] = 1u << left;
     return;
   }
   unsigned rest = m % 5;
@@ -119,13 +128,17 @@ static void split(fft_axis *ax, unsigned m)
 }
 
 /* The table of cl/fft.cl: at 4 (p + k), for k < p, w = exp(-2 pi i k / (p R))
- * and w^(R/2), for each pass's p and R. */
+ * and h = w^(R/2) (w^16 for radix 256), for each pass's p and R; with a
+ * radix-256 pass, exp(2 pi i u / 256) for u < 256 at 4 n, past them all. */
 static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
 {
   size_t p_last = 1;
-  for (unsigned s = 0; s + 1 < ax->npass; s++)
-    p_last *= ax->radix[s];
-  size_t values = 4 * 2 * p_last, elem = f64 ? 8 : 4;
+  int r256 = 0;
+  for (unsigned s = 0; s < ax->npass; s++) {
+    p_last *= s + 1 < ax->npass ? ax->radix[s] : 1;
+    r256 |= ax->radix[s] == 256;
+  }
+  size_t values = r256 ? 4 * ax->n + 2 * 256 : 4 * 2 * p_last, elem = f64 ? 8 : 4;
   double *tw = calloc(values, sizeof *tw); /* [0, 4): unused, p starts at 1 */
   if (!tw)
     return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
@@ -134,15 +147,19 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
                       2 * p_last);
   size_t p = 1;
   for (unsigned s = 0; s < ax->npass; s++) {
-    unsigned r = ax->radix[s];
+    unsigned r = ax->radix[s], hpow = r == 256 ? 16 : r / 2;
     double step = -2 * CL_M_PI / ((double)p * r);
     for (size_t k = 0; k < p; k++) {
       double *e = tw + 4 * p + k;
       e[0] = cos(step * (double)k), e[p] = sin(step * (double)k);
-      e[2 * p] = cos(step * (double)(k * r / 2)),
-            e[3 * p] = sin(step * (double)(k * r / 2));
+      e[2 * p] = cos(step * (double)(k * hpow)),
+            e[3 * p] = sin(step * (double)(k * hpow));
     }
     p *= r;
+  }
+  for (size_t u = 0; r256 && u < 256; u++) {
+    tw[4 * ax->n + 2 * u] = cos(2 * CL_M_PI * (double)u / 256);
+    tw[4 * ax->n + 2 * u + 1] = sin(2 * CL_M_PI * (double)u / 256);
   }
   if (!f64) { /* narrowed in place: the floats fit in the doubles' room */
     float *tf = (float *)tw;
