@@ -145,9 +145,9 @@ void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str 
 void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
                            const char *program, kiln__str *out);
 
-/* Replaces rt's parameters and drops its built kernels, which the next call
- * rebuilds with them. Only while no other call uses rt (kiln_tune(), the
- * records, tests). */
+/* Replaces rt's parameters and drops its built kernels and its FFT plans,
+ * which the next call rebuilds with them. Only while no other call uses rt
+ * (kiln_tune(), the records, tests). */
 void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t);
 
 /* ---- tuning records (record.c) ------------------------------------------- */

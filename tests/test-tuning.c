@@ -609,6 +609,33 @@ static const char *fft_auto(kiln_runtime *rt, size_t n)
   return profile_row(rt, "fft")->backend;
 }
 
+/* An FFT plan is made with the parameters of its time (the vector kernels'
+ * passes or the scalar ones'): new parameters drop the cached plans, so each
+ * of kiln_tune()'s candidates runs its own (a stale plan once made every
+ * candidate run the first one's passes). Seen in the plans' device memory:
+ * 4096 points on the vector kernels (radix 16, then 256) hold a twiddle
+ * table of 4 n + 512 floats, on the scalar ones (4, 32, 32) of 8 x 128.
+ * Both against the DFT. */
+static void test_fft_plans_follow_tuning(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln__tuning t = rt->tuning->t;
+  uint64_t bytes[2];
+  for (unsigned v = 0; v < 2; v++) {
+    t.fft.vec_first = v;
+    kiln__runtime_set_tuning(rt, &t);
+    fft_auto(rt, 4096); /* AUTO: kiln's own on a CPU */
+    kiln_memory_usage use;
+    kiln_memory_usage_init(&use);
+    assert_kiln_ok(rt, kiln_memory_stats(rt, &use));
+    bytes[v] = use.plan_bytes;
+  }
+  enum { N = 4096, SCRATCH = N * 8 };
+  assert_int_equal(bytes[0], SCRATCH + 8 * 128 * sizeof(float));
+  assert_int_equal(bytes[1], SCRATCH + (4 * N + 512) * sizeof(float));
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
 /* Benchmark mode times every FFT backend built in (kiln's own, VkFFT,
  * clFFT), runs the fastest, keeps it, and its time is the profile's row
  * "benchmark fft", not the call's. */
@@ -966,15 +993,25 @@ int main(int argc, char **argv)
     cmocka_set_test_filter(argv[1]);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
-    T(test_no_record_defaults),  T(test_round_trip),
-    T(test_bad_records),         T(test_untrusted_record),
-    T(test_tune_keeps_a_record), T(test_tune_stops_when_asked),
-    T(test_tune_bad_options),    T(test_two_processes_tune),
-    T(test_gpu_shape_extremes),  T(test_benchmark_mode),
-    T(test_benchmark_fft),       T(test_benchmark_reduce),
-    T(test_benchmark_threads),   T(test_benchmark_processes),
-    T(test_bad_choice),          T(test_tune_conv),
-    T(test_group_tuned_prior),   T(test_gemm_a_blocks),
+    T(test_no_record_defaults),
+    T(test_round_trip),
+    T(test_bad_records),
+    T(test_untrusted_record),
+    T(test_tune_keeps_a_record),
+    T(test_tune_stops_when_asked),
+    T(test_tune_bad_options),
+    T(test_two_processes_tune),
+    T(test_gpu_shape_extremes),
+    T(test_benchmark_mode),
+    T(test_fft_plans_follow_tuning),
+    T(test_benchmark_fft),
+    T(test_benchmark_reduce),
+    T(test_benchmark_threads),
+    T(test_benchmark_processes),
+    T(test_bad_choice),
+    T(test_tune_conv),
+    T(test_group_tuned_prior),
+    T(test_gemm_a_blocks),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
