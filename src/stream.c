@@ -142,8 +142,8 @@ KILN_API kiln_status kiln_stream_destroy(kiln_stream *s)
   struct binding *b = binding_of(rt);
   if (b && b->stream == s)
     b->stream = NULL;
-  kiln__finish_queue(rt,
-                     s->queue); /* its failures go to kiln_finish(), through the events */
+  /* its failures go to kiln_finish(), through the events */
+  kiln__finish_queue(rt, s->queue);
   pthread_mutex_lock(&rt->lock);
   for (size_t i = 0; i < rt->nstreams; i++)
     if (rt->streams[i] == s) {

@@ -132,12 +132,10 @@ static void split(fft_axis *ax, unsigned m)
  * radix-256 pass, exp(2 pi i u / 256) for u < 256 at 4 n, past them all. */
 static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
 {
-  size_t p_last = 1;
+  size_t p_last = ax->n / ax->radix[ax->npass - 1]; /* the last pass's stride */
   int r256 = 0;
-  for (unsigned s = 0; s < ax->npass; s++) {
-    p_last *= s + 1 < ax->npass ? ax->radix[s] : 1;
+  for (unsigned s = 0; s < ax->npass; s++)
     r256 |= ax->radix[s] == 256;
-  }
   size_t values = r256 ? 4 * ax->n + 2 * 256 : 4 * 2 * p_last, elem = f64 ? 8 : 4;
   double *tw = calloc(values, sizeof *tw); /* [0, 4): unused, p starts at 1 */
   if (!tw)
