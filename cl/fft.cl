@@ -8,6 +8,7 @@
  *   kernel void kiln_fft_r<R>v_f32(...the same, p >= 8)
  *   kernel void kiln_fft_r256v_f32(...the same, p >= 8)
  *   kernel void kiln_fft_r16v1_f32(...the same, p = 1 only)
+ *   kernel void kiln_fft_rowv_f32(...the same, every pass of a row, p unused)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
@@ -69,18 +70,22 @@
  * 26-33 us, radix 32 vectorised by PoCL 49-72 us and its first pass (16
  * lanes of float16) 80-100 us.
  *
- * Read 24 times after cl/prelude.cl (which says how), one kernel a pass,
+ * Read 25 times after cl/prelude.cl (which says how), one kernel a pass,
  * each with its R a literal: for f32 r2, r4, r8, r32, r32w and the column
  * kernels col_r2, col_r4, col_r8 and col_r32; the same for f64, where the
- * device has it; then f32's vector kernels r2v, r4v, r8v, r16v, r16v1 and
- * r256v.
+ * device has it; then f32's vector kernels r2v, r4v, r8v, r16v, r16v1,
+ * r256v and rowv (whole rows of up to KILN_FFT_ROW_MAX points, its comment
+ * says how).
  * The first pass of a type also holds its butterflies' constant twiddles
  * (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 24
+#define KILN_PASSES 25
+#ifndef KILN_FFT_ROW_MAX /* the longest row kiln_fft_rowv takes, src/tuning.h's */
+#error "KILN_FFT_ROW_MAX comes from kiln (src/tuning.c)"
+#endif
 
 #if KILN_PASS == 1
 /* Index r of a length-len bit reversal; constant once unrolled. */
@@ -132,21 +137,60 @@ inline uint kiln_fft_bitrev(uint r, uint len)
   }
 #define KILN_FFT_STORE8(xr, xi, o) \
   vstore16(shuffle2(xr, xi, (uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)), 0, o)
+/* Multiplies points r of the length-len xr and xi (arrays of TT) by w^r,
+ * in place, from w = (cr, ci) and h = w^(len/2) = (hr, hi): points r >=
+ * len/2 by h, then points r and r + len/2 by w^(r mod len/2), a product of
+ * w. */
+#define KILN_FFT_TWIDDLE(len, TT, xr, xi, cr, ci, hr, hi) \
+  { \
+    _Pragma("unroll") for (uint r = (len) / 2; r < (len); r++) { \
+      TT tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr; \
+      xr[r] = tr; \
+      xi[r] = ti; \
+    } \
+    TT wr = cr, wi = ci; \
+    _Pragma("unroll") for (uint r = 1; r < (len) / 2; r++) { \
+      TT ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr; \
+      TT br = xr[r + (len) / 2] * wr - xi[r + (len) / 2] * wi; \
+      TT bi = xr[r + (len) / 2] * wi + xi[r + (len) / 2] * wr; \
+      xr[r] = ar; \
+      xi[r] = ai; \
+      xr[r + (len) / 2] = br; \
+      xi[r + (len) / 2] = bi; \
+      TT nr = wr * cr - wi * ci, ni = wr * ci + wi * cr; \
+      wr = nr; \
+      wi = ni; \
+    } \
+  }
+/* Transposes the 8 x 8 floats of the float8 v[8], lane u of v[j] to lane j
+ * of v[u]: stage d swaps the lanes with bit d set of row j with the lanes
+ * with bit d clear of row j + d, for the rows j with bit d clear. */
+#define KILN_FFT_STAGE(v, d, m1, m2) \
+  _Pragma("unroll") for (uint j = 0; j < 8; j++) if (!(j & d)) { \
+    float8 lo = v[j], hi = v[j + d]; \
+    v[j] = shuffle2(lo, hi, m1); \
+    v[j + d] = shuffle2(lo, hi, m2); \
+  }
+#define KILN_FFT_TRANSPOSE8(v) \
+  KILN_FFT_STAGE(v, 4, (uint8)(0, 1, 2, 3, 8, 9, 10, 11), (uint8)(4, 5, 6, 7, 12, 13, 14, 15)) \
+  KILN_FFT_STAGE(v, 2, (uint8)(0, 1, 8, 9, 4, 5, 12, 13), (uint8)(2, 3, 10, 11, 6, 7, 14, 15)) \
+  KILN_FFT_STAGE(v, 1, (uint8)(0, 8, 2, 10, 4, 12, 6, 14), (uint8)(1, 9, 3, 11, 5, 13, 7, 15))
 #endif
 
 /* The pass's variant: passes 1 to 9 are f32's scalar kernels, 10 to 18
  * f64's, at KILN_FFT_AT 1 to 9 of their type (1 to 4 rows, 5 the wide r32w,
  * 6 to 9 columns, radix 2, 4, 8, 32 each); 19 to 22 the vector kernels
- * r2v to r16v, 23 r16v1, 24 r256v. V names the real type S, LIT makes a literal of
+ * r2v to r16v, 23 r16v1, 24 r256v, 25 rowv. V names the real type S, LIT makes a literal of
  * type S (float constants need the f suffix where the device has no fp64),
  * T is the type of the points' parts (S, or float8 in the vector kernels);
  * R is the radix, WIDE says whether this is r32w, COL whether it is a column
  * kernel, VECTOR whether a vector kernel, VFIRST whether r16v1, R256
- * whether r256v, and FIRST
+ * whether r256v, ROWV whether rowv, and FIRST
  * whether the pass is its type's first. */
 #define VECTOR (KILN_PASS >= 19)
 #define VFIRST (KILN_PASS == 23)
 #define R256 (KILN_PASS == 24)
+#define ROWV (KILN_PASS == 25)
 #define KILN_FFT_AT (VECTOR ? 0 : KILN_PASS <= 9 ? KILN_PASS : KILN_PASS - 9)
 #if KILN_PASS <= 9 || VECTOR
 #define V f32
@@ -163,7 +207,7 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 #define T S
 #endif
 
-#if VFIRST
+#if VFIRST || ROWV
 #define R 16
 #elif R256
 #define R 256
@@ -234,7 +278,9 @@ kernel void NAME(kiln_fft_col_r32)
   (global const S *in, global S *out, uint p, uint n, uint cols, S sign,
    global const S *tw)
 #else /* the kernels of rows */
-#if R256
+#if ROWV
+kernel void NAME(kiln_fft_rowv)
+#elif R256
 kernel void NAME(kiln_fft_r256v)
 #elif VFIRST
 kernel void NAME(kiln_fft_r16v1)
@@ -318,6 +364,108 @@ kernel void NAME(kiln_fft_r32)
     }
   }
 }
+#elif ROWV
+{
+  /* Whole rows of n <= KILN_FFT_ROW_MAX points, one a work-item, every pass
+   * of the row in one launch: the passes run in the work-item's private
+   * arrays (in the core's cache), so the row crosses memory once each way
+   * where the passes of the other kernels cross it once each. The passes
+   * are those of the vector kernels: radix 16 at p = 1 (r16v1's, its 8 x 8
+   * transposes now putting each lane's points side by side in the private
+   * array), radix 16 while more than 16 points are left to combine, then
+   * the last radix (2, 4, 8 or 16) into `out`. z[t / 8] holds points t to t
+   * + 7 of a stage, real parts in zr and imaginary in zi. */
+  size_t row = get_global_id(0) * (size_t)n * 2;
+  in += row;
+  out += row;
+  T zar[KILN_FFT_ROW_MAX / 8], zai[KILN_FFT_ROW_MAX / 8], zbr[KILN_FFT_ROW_MAX / 8],
+    zbi[KILN_FFT_ROW_MAX / 8];
+  T *zr = zar, *zi = zai, *dr = zbr, *di = zbi;
+  uint q = n / 16;
+  for (uint i = 0; i < q; i += 8) {
+    T xr[16], xi[16];
+#pragma unroll
+    for (uint r = 0; r < 16; r++) {
+      KILN_FFT_LOAD8(in + 2 * (i + r * q), xr[r], xi[r])
+    }
+    KILN_FFT_DFT(16, T, xr, xi)
+    /* point r of item i + u goes to 16 (i + u) + r: lane r % 8 of z[2 (i +
+     * u) + r / 8] */
+#pragma unroll
+    for (uint h = 0; h < 2; h++) {
+      T v[8], w[8];
+#pragma unroll
+      for (uint t = 0; t < 8; t++) {
+        v[t] = xr[kiln_fft_bitrev(8 * h + t, 16)];
+        w[t] = xi[kiln_fft_bitrev(8 * h + t, 16)];
+      }
+      KILN_FFT_TRANSPOSE8(v)
+      KILN_FFT_TRANSPOSE8(w)
+#pragma unroll
+      for (uint u = 0; u < 8; u++) {
+        zr[2 * (i + u) + h] = v[u];
+        zi[2 * (i + u) + h] = w[u];
+      }
+    }
+  }
+  uint left = n / 16; /* the points still to combine, at stride p (unused as passed) */
+  for (p = 16; left > 16; p *= 16, left /= 16) { /* radix 16, z to d */
+    for (uint i = 0; i < q; i += 8) {
+      uint k = i & (p - 1), j = (i - k) * 16 + k;
+      T xr[16], xi[16];
+#pragma unroll
+      for (uint r = 0; r < 16; r++) {
+        xr[r] = zr[(i + r * q) / 8];
+        xi[r] = zi[(i + r * q) / 8];
+      }
+      global const S *e = tw + 4 * p + k;
+      T cr = vload8(0, e), ci = -sign * vload8(0, e + p), hr = vload8(0, e + 2 * p),
+        hi = -sign * vload8(0, e + 3 * p);
+      KILN_FFT_TWIDDLE(16, T, xr, xi, cr, ci, hr, hi)
+      KILN_FFT_DFT(16, T, xr, xi)
+#pragma unroll
+      for (uint r = 0; r < 16; r++) {
+        uint s = kiln_fft_bitrev(r, 16);
+        dr[(j + r * p) / 8] = xr[s];
+        di[(j + r * p) / 8] = xi[s];
+      }
+    }
+    T *tr = zr, *ti = zi;
+    zr = dr;
+    zi = di;
+    dr = tr;
+    di = ti;
+  }
+  /* The last pass, of radix L = left, z to out: a literal L in each branch,
+   * so that its loops unroll. */
+#define KILN_FFT_ROW_LAST(L) \
+  for (uint i = 0; i < n / (L); i += 8) { \
+    uint k = i & (p - 1), j = (i - k) * (L) + k; \
+    T xr[L], xi[L]; \
+    _Pragma("unroll") for (uint r = 0; r < (L); r++) { \
+      xr[r] = zr[(i + r * (n / (L))) / 8]; \
+      xi[r] = zi[(i + r * (n / (L))) / 8]; \
+    } \
+    global const S *e = tw + 4 * p + k; \
+    T cr = vload8(0, e), ci = -sign * vload8(0, e + p), hr = vload8(0, e + 2 * p), \
+      hi = -sign * vload8(0, e + 3 * p); \
+    KILN_FFT_TWIDDLE(L, T, xr, xi, cr, ci, hr, hi) \
+    KILN_FFT_DFT(L, T, xr, xi) \
+    _Pragma("unroll") for (uint r = 0; r < (L); r++) { \
+      uint s = kiln_fft_bitrev(r, L); \
+      KILN_FFT_STORE8(xr[s], xi[s], out + 2 * (j + r * p)); \
+    } \
+  }
+  if (left == 16)
+    KILN_FFT_ROW_LAST(16)
+  else if (left == 8)
+    KILN_FFT_ROW_LAST(8)
+  else if (left == 4)
+    KILN_FFT_ROW_LAST(4)
+  else
+    KILN_FFT_ROW_LAST(2)
+#undef KILN_FFT_ROW_LAST
+}
 #else /* every other radix */
 {
   /* AT(t): where point t of the row or column starts, from `row`. */
@@ -367,26 +515,7 @@ kernel void NAME(kiln_fft_r32)
 #else
     T cr = e[0], ci = -sign * e[p], hr = e[2 * p], hi = -sign * e[3 * p];
 #endif
-#pragma unroll
-    for (uint r = R / 2; r < R; r++) {
-      T tr = xr[r] * hr - xi[r] * hi, ti = xr[r] * hi + xi[r] * hr;
-      xr[r] = tr;
-      xi[r] = ti;
-    }
-    T wr = cr, wi = ci;
-#pragma unroll
-    for (uint r = 1; r < R / 2; r++) {
-      T ar = xr[r] * wr - xi[r] * wi, ai = xr[r] * wi + xi[r] * wr;
-      T br = xr[r + R / 2] * wr - xi[r + R / 2] * wi;
-      T bi = xr[r + R / 2] * wi + xi[r + R / 2] * wr;
-      xr[r] = ar;
-      xi[r] = ai;
-      xr[r + R / 2] = br;
-      xi[r + R / 2] = bi;
-      T nr = wr * cr - wi * ci, ni = wr * ci + wi * cr;
-      wr = nr;
-      wi = ni;
-    }
+    KILN_FFT_TWIDDLE(R, T, xr, xi, cr, ci, hr, hi)
   }
 #endif
   KILN_FFT_DFT(R, T, xr, xi)
@@ -404,18 +533,7 @@ kernel void NAME(kiln_fft_r32)
       uint s = kiln_fft_bitrev(4 * b + t / 2, R);
       v[t] = t & 1 ? xi[s] : xr[s];
     }
-    /* Stage d swaps the lanes with bit d set of row j with the lanes with
-     * bit d clear of row j + d, for the rows j with bit d clear. */
-#define KILN_FFT_STAGE(d, m1, m2) \
-  _Pragma("unroll") for (uint j = 0; j < 8; j++) if (!(j & d)) { \
-    float8 lo = v[j], hi = v[j + d]; \
-    v[j] = shuffle2(lo, hi, m1); \
-    v[j + d] = shuffle2(lo, hi, m2); \
-  }
-    KILN_FFT_STAGE(4, (uint8)(0, 1, 2, 3, 8, 9, 10, 11), (uint8)(4, 5, 6, 7, 12, 13, 14, 15))
-    KILN_FFT_STAGE(2, (uint8)(0, 1, 8, 9, 4, 5, 12, 13), (uint8)(2, 3, 10, 11, 6, 7, 14, 15))
-    KILN_FFT_STAGE(1, (uint8)(0, 8, 2, 10, 4, 12, 6, 14), (uint8)(1, 9, 3, 11, 5, 13, 7, 15))
-#undef KILN_FFT_STAGE
+    KILN_FFT_TRANSPOSE8(v)
 #pragma unroll
     for (uint u = 0; u < 8; u++)
       vstore8(v[u], 0, out + 2 * R * (i + u) + 8 * b);
@@ -507,3 +625,4 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #undef VECTOR
 #undef VFIRST
 #undef R256
+#undef ROWV

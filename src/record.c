@@ -11,7 +11,7 @@
  * a binary, since its values decide what code the device runs:
  *
  *   {
- *     "format": "kiln tuning record 3",
+ *     "format": "kiln tuning record 4",
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
@@ -19,7 +19,7 @@
  *                      "akib": 4096, "tsm": 64, "tsk": 16, "wpt": 4},
  *              "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
- *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1},
+ *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1, "row_max": 2048},
  *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
  *     "measured": [{"kernel": "gemm f32", "from": "...", "to": "...",
  *                   "from_ns": 1, "to_ns": 1, "candidates": 1}, ...],
@@ -136,7 +136,7 @@ static void keep_record(kiln_runtime *rt, char *text)
 
 #if HAVE_JSON_C
 
-static const char format_tag[] = "kiln tuning record 3";
+static const char format_tag[] = "kiln tuning record 4";
 
 static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
@@ -214,6 +214,7 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   put_uint(f, "wide_from", t->fft.wide_from);
   put_uint(f, "group", t->fft.group);
   put_uint(f, "vec_first", t->fft.vec_first);
+  put_uint(f, "row_max", t->fft.row_max);
   json_object_object_add(o, "fft", f);
   put_conv(o, &t->conv);
   pthread_mutex_lock(&rt->lock);
@@ -386,7 +387,8 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
   if (!(f = get_obj(o, "fft", why)) ||
       get_uint(f, "fft", "wide_from", &t->fft.wide_from, why) ||
       get_uint(f, "fft", "group", &t->fft.group, why) ||
-      get_uint(f, "fft", "vec_first", &t->fft.vec_first, why))
+      get_uint(f, "fft", "vec_first", &t->fft.vec_first, why) ||
+      get_uint(f, "fft", "row_max", &t->fft.row_max, why))
     return -1;
   return read_conv(o, &t->conv, why);
 }

@@ -200,17 +200,24 @@ static kiln_status reduce_check(bench *b, int *ok)
 }
 
 /* FFT: FCS transforms of 2^16 points one after another, which stay in
- * cache, then one of 2^20, which streams through memory, timed together:
- * the two take about as long, so both count (on PoCL the vector kernels ran
- * 2^16 1.5 times as fast as the scalar ones and 2^20 as fast; timed at 2^20
- * alone, noise picked either). 2^16 is checked: a pure tone at bin 5, whose
- * transform is n at bin 5 and 0 elsewhere. */
+ * cache, then one of 2^20 and one of 1024^2 (rows short enough for
+ * kiln_fft_rowv, then columns), which stream through memory, timed
+ * together: each takes about as long as another, so all count (on PoCL the
+ * vector kernels ran 2^16 1.5 times as fast as the scalar ones and 2^20 as
+ * fast; timed at 2^20 alone, noise picked either). 2^16 and 256^2 are
+ * checked: pure tones at bin 5 (5, 5 in 2-D), whose transform is the
+ * number of points there and 0 elsewhere. */
 enum { FN = 1 << 20, FC = 1 << 16, FCS = 16, BIN = 5 };
 
-static kiln_status fft_one(bench *b, size_t n, kiln_buffer *in, kiln_buffer *out)
+/* The transform of n points, or a square of side n when ndim is 2. */
+static kiln_status fft_one(bench *b, unsigned ndim, size_t n, kiln_buffer *in,
+                           kiln_buffer *out)
 {
   kiln_fft_desc d;
   kiln_fft_desc_init(&d, KILN_F32, n);
+  d.ndim = ndim;
+  if (ndim == 2)
+    d.shape[1] = n;
   d.backend = KILN_BACKEND_KILN;
   return kiln_fft(b->rt, &d, in, out);
 }
@@ -219,40 +226,54 @@ static kiln_status fft_run(bench *b)
 {
   kiln_status st = KILN_OK;
   for (int i = 0; st == KILN_OK && i < FCS; i++)
-    st = fft_one(b, FC, b->buf[0], b->buf[1]);
-  return st == KILN_OK ? fft_one(b, FN, b->buf[2], b->buf[3]) : st;
+    st = fft_one(b, 1, FC, b->buf[0], b->buf[1]);
+  if (st == KILN_OK)
+    st = fft_one(b, 1, FN, b->buf[2], b->buf[3]);
+  return st == KILN_OK ? fft_one(b, 2, 1024, b->buf[2], b->buf[3]) : st;
 }
 
-static kiln_status fft_check(bench *b, int *ok)
+/* Whether the FC points of out are FC at `at` and 0 elsewhere. */
+static kiln_status fft_peak(kiln_buffer *out, size_t at, int *ok)
 {
-  kiln_status st = fft_one(b, FC, b->buf[0], b->buf[1]);
   float *x = malloc(2 * FC * sizeof *x);
   if (!x)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
-  if (st == KILN_OK)
-    st = kiln_buffer_read(b->buf[1], 0, FC, x);
+  kiln_status st = kiln_buffer_read(out, 0, FC, x);
   /* Rounding: log2(n) passes, each adding about eps * |x| to a sum of n
    * terms of size 1; 1e-2 of n's bin is far above that and far below 1. */
   *ok = st == KILN_OK;
   for (size_t k = 0; *ok && k < FC; k++) {
-    double re = x[2 * k] - (k == BIN ? FC : 0), im = x[2 * k + 1];
+    double re = x[2 * k] - (k == at ? FC : 0), im = x[2 * k + 1];
     *ok = sqrt(re * re + im * im) < 1e-2 * sqrt((double)FC);
   }
   free(x);
   return st;
 }
 
-static kiln_status tone(kiln_buffer *b, size_t n)
+static kiln_status fft_check(bench *b, int *ok)
 {
-  float *x = malloc(2 * n * sizeof *x);
+  kiln_status st = fft_one(b, 1, FC, b->buf[0], b->buf[1]);
+  if (st == KILN_OK)
+    st = fft_peak(b->buf[1], BIN, ok);
+  if (st == KILN_OK && *ok)
+    st = fft_one(b, 2, 256, b->buf[4], b->buf[5]);
+  return st == KILN_OK && *ok ? fft_peak(b->buf[5], BIN * 256 + BIN, ok) : st;
+}
+
+/* A tone at bin 5 of n points, or at (5, 5) of n^2 when square. */
+static kiln_status tone(kiln_buffer *b, size_t n, int square)
+{
+  size_t all = square ? n * n : n;
+  float *x = malloc(2 * all * sizeof *x);
   if (!x)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
-  for (size_t j = 0; j < n; j++) {
-    double a = 2 * CL_M_PI * (double)((BIN * j) % n) / (double)n;
+  for (size_t j = 0; j < all; j++) {
+    size_t phase = square ? BIN * (j / n + j % n) : BIN * j;
+    double a = 2 * CL_M_PI * (double)(phase % n) / (double)n;
     x[2 * j] = (float)cos(a);
     x[2 * j + 1] = (float)sin(a);
   }
-  kiln_status st = kiln_buffer_write(b, 0, n, x);
+  kiln_status st = kiln_buffer_write(b, 0, all, x);
   free(x);
   return st;
 }
@@ -357,7 +378,7 @@ static double timed_work(const char *kernel)
       return 2.0 * 9 * (double)(l->n * l->k * l->hw * l->hw) * (double)(l->c / l->groups);
     }
   if (strcmp(kernel, "fft") == 0)
-    return 5.0 * (FN * 20.0 + FCS * FC * 16.0); /* 5 n log2 n a transform */
+    return 5.0 * (2 * FN * 20.0 + FCS * FC * 16.0); /* 5 n log2 n a transform */
   if (strcmp(kernel, "reduce") == 0)
     return 2.0 * RN * sizeof(float); /* a sum and a max */
   return 0;
@@ -417,13 +438,15 @@ static kiln_status bench_make(kiln_runtime *rt, int what, int variant, bench *b)
     st = conv_make(rt, variant, b);
   } else {
     *b = (bench){"fft", rt, {0}, 0, fft_run, fft_check, 0};
-    size_t n[4] = {FC, FC, FN, FN};
-    for (int i = 0; st == KILN_OK && i < 4; i++)
+    size_t n[6] = {FC, FC, FN, FN, FC, FC};
+    for (int i = 0; st == KILN_OK && i < 6; i++)
       st = kiln_buffer_create(rt, KILN_C32, n[i], 0, &b->buf[i]);
     if (st == KILN_OK)
-      st = tone(b->buf[0], FC);
+      st = tone(b->buf[0], FC, 0);
     if (st == KILN_OK)
-      st = tone(b->buf[2], FN);
+      st = tone(b->buf[2], FN, 0);
+    if (st == KILN_OK)
+      st = tone(b->buf[4], 256, 1);
   }
   if (st == KILN_OK)
     st = kiln_finish(rt);
@@ -477,8 +500,8 @@ static void cand_text(int what, int variant, cand *c)
   else if (what == 1)
     reduce_text(&c->t.reduce, c->text, sizeof c->text);
   else
-    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u vec_first=%u",
-             c->t.fft.group, c->t.fft.wide_from, c->t.fft.vec_first);
+    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u vec_first=%u row_max=%u",
+             c->t.fft.group, c->t.fft.wide_from, c->t.fft.vec_first, c->t.fft.row_max);
 }
 
 static double ldist(unsigned a, unsigned b)
@@ -596,15 +619,21 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
     static const unsigned groups[] = {16, 32, 64, 128, 256}, wides[] = {16, 32, 64, 128};
     for (size_t i = 0; i < KILN__COUNT(groups); i++)
       for (size_t j = 0; j < KILN__COUNT(wides); j++)
-        for (unsigned v = 0; v < 2; v++) {
+        for (unsigned v = 0; v < 3; v++) {
           if (v && j) /* wide_from changes nothing the vector kernels run */
             continue;
+          /* v: the scalar kernels, the vector ones, the vector ones with
+           * whole rows (the rule's row_max, else the longest) */
+          unsigned rows = base->fft.row_max ? base->fft.row_max : KILN__FFT_ROW_MAX;
           t.fft.group = groups[i];
           t.fft.wide_from = v ? base->fft.wide_from : wides[j];
-          t.fft.vec_first = v;
+          t.fft.vec_first = v > 0;
+          t.fft.row_max = v == 2 ? rows : 0;
           add(list, n, &t,
               ldist(t.fft.group, base->fft.group) +
-                ldist(t.fft.wide_from, base->fft.wide_from) + (v != base->fft.vec_first));
+                ldist(t.fft.wide_from, base->fft.wide_from) +
+                (t.fft.vec_first != base->fft.vec_first) +
+                (t.fft.row_max != base->fft.row_max));
         }
   }
 }

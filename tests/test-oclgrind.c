@@ -238,6 +238,7 @@ static void cpu_shapes(kiln_runtime *rt)
                                     .wpt = 4};
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
   t.fft.vec_first = 1;
+  t.fft.row_max = 0; /* the passes one a launch; test_oclgrind_fft_c2c runs rowv */
   kiln__runtime_set_tuning(rt, &t);
 }
 
@@ -1093,6 +1094,18 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(cpu_rt, KILN_F32, 1024, 2, 1, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 4096, 1, 0, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 8192, 1, 1, KILN_FFT_NORM_FORWARD);
+  /* whole rows in one launch (kiln_fft_rowv): its last pass of radix 8
+   * (128), 16 (256), and 2 or 4 after a radix-16 pass between the private
+   * arrays (512, 1024) */
+  kiln__tuning t = cpu_rt->tuning->t;
+  t.fft.row_max = 1024;
+  kiln__runtime_set_tuning(cpu_rt, &t);
+  fft_c2c(cpu_rt, KILN_F32, 128, 3, 1, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 256, 1, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c(cpu_rt, KILN_F32, 512, 1, 1, KILN_FFT_NORM_ORTHO);
+  fft_c2c(cpu_rt, KILN_F32, 1024, 2, 0, KILN_FFT_NORM_BACKWARD);
+  t.fft.row_max = 0;
+  kiln__runtime_set_tuning(cpu_rt, &t);
 }
 
 /* 2-D and 3-D: the column passes (kiln_fft_col_r<R>) of every radix in

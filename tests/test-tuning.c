@@ -44,6 +44,7 @@ static kiln__tuning unusual(kiln_runtime *rt)
   t.fft.group = 32;
   t.fft.wide_from = 64;
   t.fft.vec_first = !t.fft.vec_first;
+  t.fft.row_max = 512;
   t.conv = (kiln__conv_tuning){.qw = 4, .kb = 2, .lq = 8, .lp = 8, .col_kib = 1024};
   return t;
 }
@@ -147,6 +148,7 @@ enum damage {
   CONV_GROUP, /* conv.lq set and conv.lp not, resealed */
   CONV_NONE,  /* no "conv" section, resealed */
   AKIB_HUGE,  /* gemm.f64.akib past 4 GiB, resealed */
+  ROW_LONG,   /* fft.row_max past kiln_fft_rowv's arrays, resealed */
   DAMAGES
 };
 
@@ -162,7 +164,8 @@ static const char *const damage_note[DAMAGES] = {
   "conv.kb = 0, but it is 1 to 16 channels",
   "conv.lp = 0, but lq and lp are both 0",
   "\"conv\" is missing",
-  "gemm.f64.akib = 4194305, but A's blocks are at most 4 GiB"};
+  "gemm.f64.akib = 4194305, but A's blocks are at most 4 GiB",
+  "fft.row_max = 4096, but it is 0 or a power of two from 128 to 2048"};
 
 /* The record text with damage d. */
 static char *damaged(const char *good, enum damage d)
@@ -196,6 +199,9 @@ static char *damaged(const char *good, enum damage d)
     json_object_object_get_ex(o, "gemm", &x);
     json_object_object_get_ex(x, "f64", &x);
     json_object_object_add(x, "akib", json_object_new_int((1 << 22) + 1));
+  } else if (d == ROW_LONG) {
+    json_object_object_get_ex(o, "fft", &x);
+    json_object_object_add(x, "row_max", json_object_new_int(4096));
   } else {
     json_object_object_get_ex(o, "fft", &x);
     json_object_object_del(x, "group");
@@ -636,6 +642,29 @@ static void test_fft_plans_follow_tuning(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* Rows of up to row_max points run whole in one launch (kiln_fft_rowv),
+ * which needs no scratch buffer: 1024 points (radix 16, 16, 4, a twiddle
+ * table of 8 x 256 floats) with row_max 0 hold one of 8 KiB, with 1024 not,
+ * with 512 again; each against the DFT. */
+static void test_fft_whole_rows(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln__tuning t = rt->tuning->t;
+  static const unsigned row_max[] = {0, 1024, 512};
+  enum { N = 1024, SCRATCH = N * 8, TABLE = 8 * 256 * sizeof(float) };
+  for (size_t i = 0; i < KILN__COUNT(row_max); i++) {
+    t.fft.vec_first = 1;
+    t.fft.row_max = row_max[i];
+    kiln__runtime_set_tuning(rt, &t);
+    fft_auto(rt, N);
+    kiln_memory_usage use;
+    kiln_memory_usage_init(&use);
+    assert_kiln_ok(rt, kiln_memory_stats(rt, &use));
+    assert_int_equal(use.plan_bytes, (row_max[i] >= N ? 0 : SCRATCH) + TABLE);
+  }
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
 /* Benchmark mode times every FFT backend built in (kiln's own, VkFFT,
  * clFFT), runs the fastest, keeps it, and its time is the profile's row
  * "benchmark fft", not the call's. */
@@ -1004,6 +1033,7 @@ int main(int argc, char **argv)
     T(test_gpu_shape_extremes),
     T(test_benchmark_mode),
     T(test_fft_plans_follow_tuning),
+    T(test_fft_whole_rows),
     T(test_benchmark_fft),
     T(test_benchmark_reduce),
     T(test_benchmark_threads),

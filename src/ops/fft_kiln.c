@@ -15,7 +15,10 @@
  * registers and writes whole vectors), radix-256 passes (two radix-16 ones
  * in one trip through memory) while they fit, a radix-16 one, and the pass
  * of radix 2, 4 or 8 for what is left last, where its writes are
- * contiguous. The last axis (rows) runs the row kernels;
+ * contiguous; rows of up to the tuning's row_max points (CPUs: 2048) run
+ * those passes all in one launch, kiln_fft_rowv, a row a work-item in its
+ * private memory (radix 16 while more than 16 points are left, then the
+ * rest). The last axis (rows) runs the row kernels;
  * the others run the column kernels in place of a transpose: an axis of n
  * points whose neighbours along it are `cols` elements apart (the product of
  * the later lengths) is `batch` arrays of (n, cols), and a column pass reads
@@ -53,16 +56,17 @@ typedef struct fft_axis {
   unsigned npass;
   unsigned radix[MAX_PASSES];
   int vec;              /* float32 rows on the vector kernels (r16v1, r<R>v) */
+  int row;              /* and each row in one launch (rowv) */
   cl_mem twiddles;      /* NULL when no pass needs one */
   size_t twiddle_bytes; /* of the table, when owned */
   int owns;             /* whether twiddles is this axis's own, else an earlier one's */
 } fft_axis;
 
 typedef struct fft_kiln_plan {
-  unsigned naxis, npass; /* npass: all axes' passes */
-  fft_axis axis[3];      /* in the order they run: the last axis first */
-  size_t bytes;          /* the whole batch */
-  cl_mem scratch;        /* NULL for fewer than two passes */
+  unsigned naxis, nlaunch; /* nlaunch: all axes' launches */
+  fft_axis axis[3];        /* in the order they run: the last axis first */
+  size_t bytes;            /* the whole batch */
+  cl_mem scratch;          /* NULL for fewer than two passes */
 } fft_kiln_plan;
 
 static int is_pow2(size_t n)
@@ -103,6 +107,14 @@ static void kiln_release(kiln_runtime *rt, void *p)
  * radix first, then radix 32. */
 static void split(fft_axis *ax, unsigned m)
 {
+  if (ax->row) { /* 7 <= m <= 11: cl/fft.cl's kiln_fft_rowv */
+    unsigned left = m - 4;
+    ax->radix[ax->npass++] = 16;
+    for (; left > 4; left -= 4)
+      ax->radix[ax->npass++] = 16;
+    ax->radix[ax->npass++] = 1u << left;
+    return;
+  }
   if (ax->vec) { /* m >= 7 */
     unsigned left = m - 4;
     ax->radix[ax->npass++] = 16;
@@ -195,8 +207,9 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
    * strides 8 or more). */
   ax->vec =
     rt->tuning->t.fft.vec_first && ax->cols == 1 && f->d.dtype == KILN_F32 && m >= 7;
+  ax->row = ax->vec && ax->n <= rt->tuning->t.fft.row_max;
   split(ax, m);
-  plan->npass += ax->npass;
+  plan->nlaunch += ax->row ? 1 : ax->npass;
   /* an earlier axis's table when its passes are the same (the rows' vector
    * passes and the columns' differ) */
   for (unsigned b = 0; b < a; b++)
@@ -222,7 +235,7 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
   kiln_status st = KILN_OK;
   for (unsigned a = 0; a < plan->naxis && st == KILN_OK; a++)
     st = plan_axis(rt, plan, f, a);
-  if (st == KILN_OK && plan->npass >= 2)
+  if (st == KILN_OK && plan->nlaunch >= 2)
     st = kiln__plan_mem_create(rt, "kiln_fft", "plan's scratch buffer", CL_MEM_READ_WRITE,
                                plan->bytes, NULL, &plan->scratch);
   if (st != KILN_OK) {
@@ -255,6 +268,11 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     return kiln__launch_fft_col(rt, what, variant, 3, global, local, src, dst, p, n,
                                 (cl_uint)ax->cols, sign, ax->twiddles);
   }
+  if (ax->row) { /* a row a work-item */
+    size_t global[1] = {ax->batch}, local[1] = {1};
+    return kiln__launch_fft(rt, what, "rowv_f32", 1, global, local, src, dst, p, n, sign,
+                            ax->twiddles);
+  }
   if (ax->vec) { /* 8 items a work-item */
     assert(!f64 && (s == 0 ? r == 16 && ax->n / r >= 8 : p >= 8));
     if (s == 0) {
@@ -286,7 +304,7 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   static const char what[] = "kiln_fft(kiln)";
   fft_kiln_plan *plan = p;
   int f64 = f->d.dtype == KILN_F64;
-  if (!plan->npass) { /* every length 1: the transform is a copy */
+  if (!plan->nlaunch) { /* every length 1: the transform is a copy */
     cl_event ev = NULL;
     cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, 0, 0, plan->bytes, 0,
                                      NULL, &ev);
@@ -296,12 +314,12 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
     return kiln__runtime_track(rt, ev, what);
   }
   double sign = f->d.inverse ? 1 : -1;
-  /* With an odd number of passes the first writes `out`, else the scratch. */
-  cl_mem src = f->in, dst = plan->npass % 2 ? f->out : plan->scratch;
+  /* With an odd number of launches the first writes `out`, else the scratch. */
+  cl_mem src = f->in, dst = plan->nlaunch % 2 ? f->out : plan->scratch;
   for (unsigned a = 0; a < plan->naxis; a++) {
     const fft_axis *ax = &plan->axis[a];
     cl_uint stride = 1;
-    for (unsigned s = 0; s < ax->npass; s++) {
+    for (unsigned s = 0; s < (ax->row ? 1 : ax->npass); s++) {
       kiln_status st = run_pass(rt, ax, s, stride, sign, f64, src, dst);
       if (st != KILN_OK)
         return st;
