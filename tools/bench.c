@@ -9,6 +9,7 @@
  * Every figure is a median over repeats after a warm-up, and every result
  * is checked (against a CPU reference or the peer) before it is timed.
  */
+#define KILN_EXPERIMENTAL /* kiln_tuning_stats() */
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>
@@ -688,14 +689,20 @@ static void median_round(const bench_records *rounds, int n, bench_records *out)
   }
 }
 
+/* Whether the tuned runtime hands CLBlast parameters from its record
+ * (kiln tune --clblast); set by --untuned. */
+static int clblast_tuned;
+
 /* A row no tuning record reaches: a host peer, a library's peer past
- * tuned_peers, or any row of a group the record does not touch. --untuned
- * reads its ratio as the run's noise. */
+ * tuned_peers, CLBlast's rows when the record holds no CLBlast parameters,
+ * or any row of a group the record does not touch. --untuned reads its
+ * ratio as the run's noise. */
 static int noise_row(const bench_record *r)
 {
   int k = peer_index(r->spec, r->backend);
   return r->spec->untouched || k >= r->spec->npeers - r->spec->host_peers ||
-         (r->spec->tuned_peers && k >= r->spec->tuned_peers);
+         (r->spec->tuned_peers && k >= r->spec->tuned_peers) ||
+         (!clblast_tuned && strcmp(r->backend, "clblast") == 0);
 }
 
 /* How far from 1 a ratio is, either way: 1.25 for 0.8 and for 1.25. */
@@ -710,7 +717,9 @@ static double off_one(double ratio)
  * run's noise: a kiln figure is named slower when it was slower in every
  * round and further below 1 than the noise rows of its case (measured in
  * the same rounds) stray either way, or in a group without any, than the
- * furthest noise row of the run. */
+ * furthest noise row of the run; and never by less than the noise rows'
+ * median stray (a case whose one host peer read 1.00 by chance would
+ * otherwise name a kiln row at 0.99). */
 static void print_untuned(const bench_records *tuned, const bench_records *untuned,
                           const bench_records *t_rounds, const bench_records *u_rounds,
                           int rounds)
@@ -747,7 +756,12 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   }
   if (!hi)
     return;
-  double noise = fmax(off_one(lo), off_one(hi));
+  double noise = fmax(off_one(lo), off_one(hi)), strays[BENCH_MAX_RECORDS];
+  size_t nstray = 0;
+  for (size_t i = 0; i < tuned->n; i++)
+    if (noise_row(&tuned->r[i]) && !isnan(ratio[i]))
+      strays[nstray++] = off_one(ratio[i]);
+  double typical = bench_median(strays, (int)nstray);
   printf("the host peers");
   for (size_t i = 0; i < tuned->n; i++) { /* each group once */
     const bench_spec *g = tuned->r[i].spec;
@@ -755,11 +769,14 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
       continue;
     if (g->untouched)
       printf(", the %s group", g->op);
+    else if (!clblast_tuned && peer_index(g, "clblast") < g->npeers)
+      printf(", %s clblast", g->op);
     for (int k = g->tuned_peers; k && k < g->npeers - g->host_peers; k++)
       printf(", %s %s", g->op, g->peers[k]);
   }
-  printf(" (no record reaches them): tuned/untuned %.2fx to %.2fx, this run's noise\n",
-         lo, hi);
+  printf(" (no record reaches them): tuned/untuned %.2fx to %.2fx, this run's noise "
+         "(their median strays %.2fx from 1)\n",
+         lo, hi, typical);
   int slower = 0;
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
@@ -770,7 +787,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
       if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
           noise_row(&tuned->r[j]) && !isnan(ratio[j]))
         stray = fmax(stray, off_one(ratio[j]));
-    if (!(ratio[i] * (stray > 0 ? stray : noise) < 1))
+    if (!(ratio[i] * fmax(stray > 0 ? stray : noise, typical) < 1))
       continue;
     char label[32];
     bench_size_label(t->spec, t->size, label, sizeof label);
@@ -799,6 +816,11 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     return 1;
   int rounds = o->untuned ? UNTUNED_ROUNDS : 1;
   kiln_runtime *rt = open_runtime(0), *plain = o->untuned && rt ? open_runtime(1) : NULL;
+  if (plain) {
+    kiln_tuning_usage tu;
+    kiln_tuning_usage_init(&tu);
+    clblast_tuned = kiln_tuning_stats(rt, &tu) == KILN_OK && tu.clblast_applied > 0;
+  }
   /* ts[0..rounds-1], then the median round's at ts[rounds]; us alike */
   bench_records *ts = calloc((size_t)rounds + 1, sizeof *ts);
   bench_records *us = o->untuned ? calloc((size_t)rounds + 1, sizeof *us) : NULL;
