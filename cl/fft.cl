@@ -369,7 +369,7 @@ kernel void NAME(kiln_fft_r32)
   /* Whole rows of n <= KILN_FFT_ROW_MAX points, one a work-item, every pass
    * of the row in one launch: the passes run in the work-item's private
    * arrays (in the core's cache), so the row crosses memory once each way
-   * where the passes of the other kernels cross it once each. The passes
+   * where the other kernels cross it once a pass. The passes
    * are those of the vector kernels: radix 16 at p = 1 (r16v1's, its 8 x 8
    * transposes now putting each lane's points side by side in the private
    * array), radix 16 while more than 16 points are left to combine, then
