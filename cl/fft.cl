@@ -126,14 +126,16 @@ inline uint kiln_fft_bitrev(uint r, uint len)
     } \
   }
 /* 8 points from the 16 floats (re, im, re, ...) at `at` into xr and xi, and
- * back to o: one vload16 and its .even and .odd, where two vload8 and
- * shuffle2 became eight 8-byte loads and 14 shuffles on PoCL 3.1 (LLVM folds
- * the loads into the shuffles); a third of a radix-16 pass's time. */
+ * back to o: one vload16 split component by component, where two vload8
+ * and shuffle2, or a vload16 and shuffle(), became eight 8-byte loads and
+ * 14 shuffles on PoCL 3.1 (LLVM folds the loads into the shuffles); a third
+ * of a radix-16 pass's time. (Not .even and .odd, as fast: unoptimised,
+ * Oclgrind 21.10 reads their result as uninitialised.) */
 #define KILN_FFT_LOAD8(at, xr, xi) \
   { \
     float16 v_ = vload16(0, at); \
-    xr = v_.even; \
-    xi = v_.odd; \
+    xr = (float8)(v_.s0, v_.s2, v_.s4, v_.s6, v_.s8, v_.sa, v_.sc, v_.se); \
+    xi = (float8)(v_.s1, v_.s3, v_.s5, v_.s7, v_.s9, v_.sb, v_.sd, v_.sf); \
   }
 #define KILN_FFT_STORE8(xr, xi, o) \
   vstore16(shuffle2(xr, xi, (uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)), 0, o)
