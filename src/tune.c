@@ -617,14 +617,15 @@ static void grid(int what, int variant, int gpu, const kiln__tuning *base,
     }
   } else {
     static const unsigned groups[] = {16, 32, 64, 128, 256}, wides[] = {16, 32, 64, 128};
+    /* the vector candidates' whole rows: the rule's row_max, else the longest */
+    unsigned rows = base->fft.row_max ? base->fft.row_max : KILN__FFT_ROW_MAX;
     for (size_t i = 0; i < KILN__COUNT(groups); i++)
       for (size_t j = 0; j < KILN__COUNT(wides); j++)
         for (unsigned v = 0; v < 3; v++) {
           if (v && j) /* wide_from changes nothing the vector kernels run */
             continue;
           /* v: the scalar kernels, the vector ones, the vector ones with
-           * whole rows (the rule's row_max, else the longest) */
-          unsigned rows = base->fft.row_max ? base->fft.row_max : KILN__FFT_ROW_MAX;
+           * whole rows */
           t.fft.group = groups[i];
           t.fft.wide_from = v ? base->fft.wide_from : wides[j];
           t.fft.vec_first = v > 0;

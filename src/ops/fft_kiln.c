@@ -66,7 +66,7 @@ typedef struct fft_kiln_plan {
   unsigned naxis, nlaunch; /* nlaunch: all axes' launches */
   fft_axis axis[3];        /* in the order they run: the last axis first */
   size_t bytes;            /* the whole batch */
-  cl_mem scratch;          /* NULL for fewer than two passes */
+  cl_mem scratch;          /* NULL for fewer than two launches */
 } fft_kiln_plan;
 
 static int is_pow2(size_t n)
@@ -107,14 +107,10 @@ static void kiln_release(kiln_runtime *rt, void *p)
  * radix first, then radix 32. */
 static void split(fft_axis *ax, unsigned m)
 {
-  if (ax->row) { /* 7 <= m <= 11: cl/fft.cl's kiln_fft_rowv */
-    unsigned left = m - 4;
-    ax->radix[ax->npass++] = 16;
-    for (; left > 4; left -= 4)
-      ax->radix[ax->npass++] = 16;
-    ax->radix[ax->npass++] = 1u << left;
-    return;
-  }
+  /* Rows whole in one launch (m <= 11: no radix 256) get the passes
+   * kiln_fft_rowv runs: radix 16 while more than 16 points are left, then
+   * the rest. */
+  assert(!ax->row || m <= 11);
   if (ax->vec) { /* m >= 7 */
     unsigned left = m - 4;
     ax->radix[ax->npass++] = 16;
