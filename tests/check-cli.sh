@@ -92,6 +92,17 @@ check "bench refuses bad sizes" 2 "--sizes '0' is not a value it takes; --sizes 
 check "bench refuses bad backends" 2 "--backend 'gpu' is not a value it takes" bench gemm --backend gpu
 check "bench --untuned compares tuned with untuned" 0 "tuned/untuned" \
   bench gemm --sizes 33 --repeat 1 --backend kiln --untuned
+check "bench --untuned gives a verdict with a record" 0 \
+  "^(no kiln figure is slower tuned|slower tuned beyond the noise)" \
+  bench gemm --sizes 33 --repeat 1 --untuned
+check "bench --untuned needs a row out of the record's reach" 0 "^no row here is out of" \
+  bench gemm --sizes 33 --repeat 1 --backend kiln --untuned
+# Without a record both sides run the rules: nothing to judge.
+nocache=$(mktemp -d)
+trap 'rm -rf "$cache" "$nocache"' EXIT
+KILN_CACHE_DIR=$nocache check "bench --untuned without a record" 0 \
+  "^no tuning record applies to this device" \
+  bench gemm --sizes 33 --repeat 1 --untuned
 for field in '"op": ?"reduce"' '"backend": ?"kiln"' '"backend": ?"c-loop"' \
              '"dtype": ?"float32"' '"shape": ?"262144"' '"median_ms": ?[0-9]' \
              '"gflops": ?null' '"gbps": ?[0-9]'; do

@@ -689,18 +689,20 @@ static void median_round(const bench_records *rounds, int n, bench_records *out)
   }
 }
 
-/* Whether the tuned runtime hands CLBlast parameters from its record
- * (kiln tune --clblast); set by --untuned. */
-static int clblast_tuned;
+/* Whether a tuning record applies to the tuned runtime at all, and whether
+ * it hands CLBlast parameters (kiln tune --clblast); set by --untuned. */
+static int record_applies, clblast_tuned;
 
-/* A row no tuning record reaches: a host peer, a library's peer past
+/* A row no tuning record reaches: every row when no record applies (both
+ * runtimes run kiln's rules), a host peer, a library's peer past
  * tuned_peers, CLBlast's rows when the record holds no CLBlast parameters,
  * or any row of a group the record does not touch. --untuned reads its
  * ratio as the run's noise. */
 static int noise_row(const bench_record *r)
 {
   int k = peer_index(r->spec, r->backend);
-  return r->spec->untouched || k >= r->spec->npeers - r->spec->host_peers ||
+  return !record_applies || r->spec->untouched ||
+         k >= r->spec->npeers - r->spec->host_peers ||
          (r->spec->tuned_peers && k >= r->spec->tuned_peers) ||
          (!clblast_tuned && strcmp(r->backend, "clblast") == 0);
 }
@@ -754,14 +756,25 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     if (noise_row(t))
       lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
-  if (!hi)
+  if (!hi) {
+    printf("no row here is out of a record's reach (a host peer, say), so this run "
+           "measured no noise to judge by: no verdict (leave --backend out)\n");
     return;
+  }
   double noise = fmax(off_one(lo), off_one(hi)), strays[BENCH_MAX_RECORDS];
   size_t nstray = 0;
   for (size_t i = 0; i < tuned->n; i++)
     if (noise_row(&tuned->r[i]) && !isnan(ratio[i]))
       strays[nstray++] = off_one(ratio[i]);
   double typical = bench_median(strays, (int)nstray);
+  if (!record_applies) {
+    printf(
+      "no tuning record applies to this device (kiln tune makes one): both sides ran "
+      "kiln's rules, so every ratio above is this run's noise, %.2fx to %.2fx "
+      "(their median strays %.2fx from 1)\n",
+      lo, hi, typical);
+    return;
+  }
   printf("the host peers");
   for (size_t i = 0; i < tuned->n; i++) { /* each group once */
     const bench_spec *g = tuned->r[i].spec;
@@ -819,7 +832,9 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
   if (plain) {
     kiln_tuning_usage tu;
     kiln_tuning_usage_init(&tu);
-    clblast_tuned = kiln_tuning_stats(rt, &tu) == KILN_OK && tu.clblast_applied > 0;
+    int known = kiln_tuning_stats(rt, &tu) == KILN_OK;
+    record_applies = known && tu.tuned;
+    clblast_tuned = known && tu.clblast_applied > 0;
   }
   /* ts[0..rounds-1], then the median round's at ts[rounds]; us alike */
   bench_records *ts = calloc((size_t)rounds + 1, sizeof *ts);
