@@ -26,6 +26,10 @@
 #include "kiln/kiln.h"
 #include "kiln_config.h"
 
+#if HAVE_JSON_C
+#  include <json-c/json.h>
+#endif
+
 /* --quick's repeats at most: the run checks that everything works. */
 #define QUICK_REPEATS 3
 
@@ -693,18 +697,93 @@ static void median_round(const bench_records *rounds, int n, bench_records *out)
  * it hands CLBlast parameters (kiln tune --clblast); set by --untuned. */
 static int record_applies, clblast_tuned;
 
-/* A row no tuning record reaches: every row when no record applies (both
- * runtimes run kiln's rules), a host peer, a library's peer past
+/* The row's parts of a tuning record (bench_spec's reach), or NULL: the
+ * whole record. */
+static const char *reach_of(const bench_record *r)
+{
+  const bench_spec *s = r->spec;
+  if (!s->reach)
+    return NULL;
+  return s->reach[s->reach_by_case ? (int)r->size - 1 : peer_index(s, r->backend)];
+}
+
+#if HAVE_JSON_C
+/* kiln_tuning_get() of the tuned runtime and of the untuned one (the
+ * rules' values), parsed; set by --untuned, NULL when either cannot be
+ * had. */
+static json_object *tuned_params, *rule_params;
+
+/* The value at the dotted path of len characters ("gemm.f32") in o, or
+ * NULL. */
+static json_object *at_path(json_object *o, const char *path, size_t len)
+{
+  const char *end = path + len;
+  while (o && path < end) {
+    const char *dot = memchr(path, '.', (size_t)(end - path));
+    char key[64];
+    size_t n = (size_t)((dot ? dot : end) - path);
+    if (n >= sizeof key || !memcpy(key, path, n))
+      return NULL;
+    key[n] = '\0';
+    if (!json_object_object_get_ex(o, key, &o))
+      return NULL;
+    path += n + (dot != NULL);
+  }
+  return o;
+}
+#endif
+
+/* Frees what --untuned parsed. */
+static void drop_params(void)
+{
+#if HAVE_JSON_C
+  json_object_put(tuned_params);
+  json_object_put(rule_params);
+  tuned_params = rule_params = NULL;
+#endif
+}
+
+/* Whether the tuned runtime runs row r with the rules' parameters: every
+ * part of the record the row's reach names is what the untuned runtime
+ * has (both absent counts as the same). */
+static int at_rules(const bench_record *r)
+{
+#if HAVE_JSON_C
+  const char *parts = reach_of(r);
+  if (!parts || !tuned_params || !rule_params)
+    return 0;
+  for (const char *p = parts + strspn(parts, " "); *p; p += strspn(p, " ")) {
+    size_t n = strcspn(p, " ");
+    json_object *a = at_path(tuned_params, p, n), *b = at_path(rule_params, p, n);
+    if (a != b && !(a && b && json_object_equal(a, b)))
+      return 0;
+    p += n;
+  }
+  return 1;
+#else
+  (void)r;
+  return 0;
+#endif
+}
+
+/* A row no tuning record reaches: a host peer, a library's peer past
  * tuned_peers, CLBlast's rows when the record holds no CLBlast parameters,
- * or any row of a group the record does not touch. --untuned reads its
- * ratio as the run's noise. */
-static int noise_row(const bench_record *r)
+ * any row of a group the record does not touch. */
+static int unreached(const bench_record *r)
 {
   int k = peer_index(r->spec, r->backend);
-  return !record_applies || r->spec->untouched ||
-         k >= r->spec->npeers - r->spec->host_peers ||
+  return r->spec->untouched || k >= r->spec->npeers - r->spec->host_peers ||
          (r->spec->tuned_peers && k >= r->spec->tuned_peers) ||
          (!clblast_tuned && strcmp(r->backend, "clblast") == 0);
+}
+
+/* A row --untuned reads as the run's noise: every row when no record
+ * applies (both runtimes run kiln's rules), one no record reaches, or one
+ * whose parameters the record holds at the rules' values (kiln tune kept
+ * them): either way both sides run the same code. */
+static int noise_row(const bench_record *r)
+{
+  return !record_applies || unreached(r) || at_rules(r);
 }
 
 /* How far from 1 a ratio is, either way: 1.25 for 0.8 and for 1.25. */
@@ -714,9 +793,9 @@ static double off_one(double ratio)
 }
 
 /* --untuned: every figure tuned beside untuned (each its median round),
- * their ratio, and its lowest and highest round by round. No record reaches
- * the noise rows (noise_row()), so how far their ratios stray from 1 is the
- * run's noise: a kiln figure is named slower when it was slower in every
+ * their ratio, and its lowest and highest round by round. The noise rows
+ * (noise_row()) run the same code on both sides, so how far their ratios
+ * stray from 1 is the run's noise: a kiln figure is named slower when it was slower in every
  * round and further below 1 than the noise rows of its case (measured in
  * the same rounds) stray either way, or in a group without any, than the
  * furthest noise row of the run; and never by less than the noise rows'
@@ -757,8 +836,8 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
       lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
   if (!hi) {
-    printf("no row here is out of a record's reach (a host peer, say), so this run "
-           "measured no noise to judge by: no verdict (leave --backend out)\n");
+    printf("no row here runs the same code on both sides (a host peer, say), so this "
+           "run measured no noise to judge by: no verdict (leave --backend out)\n");
     return;
   }
   double noise = fmax(off_one(lo), off_one(hi)), strays[BENCH_MAX_RECORDS];
@@ -787,8 +866,28 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     for (int k = g->tuned_peers; k && k < g->npeers - g->host_peers; k++)
       printf(", %s %s", g->op, g->peers[k]);
   }
-  printf(" (no record reaches them): tuned/untuned %.2fx to %.2fx, this run's noise "
-         "(their median strays %.2fx from 1)\n",
+  printf(" (no record reaches them)");
+  int kept = 0; /* rows at the rules' values: each peer (or case) once */
+  for (size_t i = 0; i < tuned->n; i++) {
+    const bench_record *t = &tuned->r[i];
+    const char *parts = reach_of(t);
+    if (unreached(t) || !at_rules(t) || !parts[strspn(parts, " ")])
+      continue;
+    size_t j = 0;
+    while (j < i &&
+           !(tuned->r[j].spec == t->spec &&
+             (t->spec->reach_by_case ? tuned->r[j].size == t->size
+                                     : !strcmp(tuned->r[j].backend, t->backend))))
+      j++;
+    if (j < i)
+      continue;
+    char label[32];
+    bench_size_label(t->spec, t->size, label, sizeof label);
+    printf("%s %s %s", kept++ ? "," : ", and where the record holds the rules' values,",
+           t->spec->op, t->spec->reach_by_case ? label : t->backend);
+  }
+  printf(": tuned/untuned %.2fx to %.2fx, this run's noise (their median strays %.2fx "
+         "from 1)\n",
          lo, hi, typical);
   int slower = 0;
   for (size_t i = 0; i < tuned->n; i++) {
@@ -808,12 +907,11 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
            slower++ ? "," : "slower tuned beyond the noise:", t->spec->op, label,
            t->backend, ratio[i]);
   }
-  printf(
-    slower
-      ? "\n"
-      : "no kiln figure is slower tuned in every round and by more than the "
-        "rows of its case no record reaches stray from 1 (or, without any, the run's "
-        "noise)\n");
+  printf(slower
+           ? "\n"
+           : "no kiln figure is slower tuned in every round and by more than the "
+             "noise rows of its case (above) stray from 1 (or, without any, the run's "
+             "noise)\n");
 }
 
 /* Measures `count` groups with the options o into one set of records and
@@ -835,6 +933,15 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     int known = kiln_tuning_stats(rt, &tu) == KILN_OK;
     record_applies = known && tu.tuned;
     clblast_tuned = known && tu.clblast_applied > 0;
+#if HAVE_JSON_C
+    char *tj = NULL, *rj = NULL;
+    if (kiln_tuning_get(rt, &tj) == KILN_OK && kiln_tuning_get(plain, &rj) == KILN_OK) {
+      tuned_params = json_tokener_parse(tj);
+      rule_params = json_tokener_parse(rj);
+    }
+    free(tj);
+    free(rj);
+#endif
   }
   /* ts[0..rounds-1], then the median round's at ts[rounds]; us alike */
   bench_records *ts = calloc((size_t)rounds + 1, sizeof *ts);
@@ -844,6 +951,7 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
       fprintf(stderr, "kiln bench: out of host memory\n");
     free(ts);
     free(us);
+    drop_params();
     kiln_cli_runtime_destroy(plain);
     kiln_cli_runtime_destroy(rt);
     bench_old_free(old);
@@ -898,6 +1006,7 @@ static int run(const bench_group *const *gs, size_t count, const bench_spec *s,
     print_untuned(rs, &us[rounds], ts, us, rounds);
   free(ts);
   free(us);
+  drop_params();
   kiln_cli_runtime_destroy(plain);
   kiln_cli_runtime_destroy(rt);
   bench_old_free(old);

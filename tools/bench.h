@@ -114,6 +114,15 @@ struct bench_spec {
                                     group (launches, copies): every row of
                                     it is noise to --untuned, as the host
                                     peers are */
+  const char *const *reach;  /* per peer (or, with reach_by_case, per
+                                    row), the parts of a tuning record its
+                                    figures run with, as space-separated
+                                    paths: "gemm.f32", "conv.col_kib",
+                                    "choices" (AUTO's recorded picks); ""
+                                    for none. --untuned reads a row whose
+                                    parts the record holds at the rules'
+                                    values as noise. NULL: the whole record */
+  int reach_by_case;         /* reach is per row (labels), not per peer */
   int best_of;               /* a ratio's "best": the best figure of the
                                     first best_of peers */
   const size_t *xs;          /* with labels: row i's size as a number for

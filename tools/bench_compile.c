@@ -32,6 +32,10 @@ static const char *const compile_labels[] = {"gemm", "scale"};
 static const size_t compile_defaults[] = {1};
 static const size_t compile_quick[] = {2};
 static const char *const compile_ratios[][2] = {{"warm", "cold"}};
+/* cl/gemm.cl is built with the record's GEMM parameters as defines. */
+static const char *const compile_reach[] = {"gemm", ""};
+_Static_assert(BENCH_COUNT(compile_reach) == BENCH_COUNT(compile_labels),
+               "a reach per case");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec compile_spec = {
@@ -39,6 +43,7 @@ static const bench_spec compile_spec = {
   .summary = "ms to build a kernel file, kiln's cache cold and warm",
   .sizes_value = "FILE,...",
   BENCH_TABLES(compile),
+  .reach = compile_reach, .reach_by_case = 1,
   .selectable = 2,
   .min_size = 1, .max_size = 2, .size_multiple = 1,
   .sizes_help = "kernel file numbers such as 1,2 (1: cl/gemm.cl, 2: cl/scale.cl)",

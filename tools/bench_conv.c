@@ -71,6 +71,10 @@ static const char *const conv_not_built[] = {
 static const size_t conv_defaults[] = {1, 2, 3, 4, 6};
 static const size_t conv_quick[] = {5};
 static const char *const conv_ratios[][2] = {{"best", "openblas"}};
+/* im2col's blocking and the GEMM it runs; the direct kernel's own. */
+static const char *const conv_reach[] = {
+  "conv.col_kib gemm.f32", "conv.qw conv.kb conv.lq conv.lp", "clblast", ""};
+_Static_assert(BENCH_COUNT(conv_reach) == BENCH_COUNT(conv_peers), "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec conv_spec = {
@@ -79,6 +83,7 @@ static const bench_spec conv_spec = {
              "im2col+OpenBLAS",
   .sizes_value = "LAYER,...",
   BENCH_TABLES(conv),
+  .reach = conv_reach,
   .selectable = 4,
   .host_peers = 1,
   .min_size = 1, .max_size = NLAYERS, .size_multiple = 1,

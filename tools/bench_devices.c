@@ -29,6 +29,12 @@ static const size_t devices_defaults[] = {1, 2};
 static const size_t devices_quick[] = {2};
 static const char *const devices_ratios[][2] = {{"group", "one"}};
 static const char *const devices_labels[] = {"gemm", "conv3x3"};
+/* AUTO's GEMM and convolution; the group splits by the speeds kiln tune
+ * measured. */
+static const char *const devices_reach[] = {"gemm.f32 choices clblast measured",
+                                            "conv gemm.f32 choices clblast measured"};
+_Static_assert(BENCH_COUNT(devices_reach) == BENCH_COUNT(devices_labels),
+               "a reach per case");
 /* clang-format off */
 static const bench_spec devices_spec = {
   .op = "devices",
@@ -36,6 +42,7 @@ static const bench_spec devices_spec = {
              "devices alone",
   .sizes_value = "CASE,...",
   BENCH_TABLES(devices),
+  .reach = devices_reach, .reach_by_case = 1,
   .selectable = 2,
   .min_size = 1, .max_size = 2, .size_multiple = 1,
   .sizes_help = "1 (GEMM 2048^3) and 2 (ResNet's 3x3 conv2_x layer, batch 8)",

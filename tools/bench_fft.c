@@ -57,6 +57,8 @@ static const char *const fft_series[] = {"1-D", "2-D", "1-D", "1-D", "2-D"};
 static const size_t fft_defaults[] = {3, 4, 1, 5, 2};
 static const size_t fft_quick[] = {3, 5};
 static const char *const fft_ratios[][2] = {{"best", "fftw-measure"}, {"best", "fftw"}};
+static const char *const fft_reach[] = {"fft", "", "", "", ""};
+_Static_assert(BENCH_COUNT(fft_reach) == BENCH_COUNT(fft_peers), "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec fft_spec = {
@@ -64,6 +66,7 @@ static const bench_spec fft_spec = {
   .summary = "GFLOP/s of 1-D and 2-D FFTs, plan time apart, against FFTW",
   .sizes_value = "CASE,...",
   BENCH_TABLES(fft),
+  .reach = fft_reach,
   .selectable = 5,
   .host_peers = 2, .tuned_peers = 1,
   .min_size = 1, .max_size = 5, .size_multiple = 1,

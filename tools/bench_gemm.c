@@ -23,6 +23,10 @@ static const char *const gemm_not_built[] = {
 static const size_t gemm_defaults[] = {128, 256, 512, 1024, 2048};
 static const size_t gemm_quick[] = {32, 64};
 static const char *const gemm_ratios[][2] = {{"kiln", "openblas"}, {"kiln", "clblast"}};
+/* kiln's GEMM runs with the record's float32 parameters, CLBlast's with
+ * the CLBlast parameters it holds (kiln tune --clblast). */
+static const char *const gemm_reach[] = {"gemm.f32", "clblast", ""};
+_Static_assert(BENCH_COUNT(gemm_reach) == BENCH_COUNT(gemm_peers), "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec gemm_spec = {
@@ -30,6 +34,7 @@ static const bench_spec gemm_spec = {
   .summary = "GFLOP/s of each GEMM backend against OpenBLAS",
   .sizes_value = "N,...",
   BENCH_TABLES(gemm),
+  .reach = gemm_reach,
   .selectable = 3,
   .host_peers = 1,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,

@@ -30,6 +30,9 @@ static const char *const mlp_not_built[] = {
 static const size_t mlp_defaults[] = {64, 256, 1024};
 static const size_t mlp_quick[] = {8};
 static const char *const mlp_ratios[][2] = {{"kiln", "openblas"}};
+/* AUTO's GEMMs (kiln's or CLBlast's) and argmax. */
+static const char *const mlp_reach[] = {"gemm.f32 reduce choices clblast", ""};
+_Static_assert(BENCH_COUNT(mlp_reach) == BENCH_COUNT(mlp_peers), "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec mlp_spec = {
@@ -37,6 +40,7 @@ static const bench_spec mlp_spec = {
   .summary = "a 784-512-10 perceptron's inference on a batch, against OpenBLAS",
   .sizes_value = "BATCH,...",
   BENCH_TABLES(mlp),
+  .reach = mlp_reach,
   .selectable = 2,
   .host_peers = 1,
   .min_size = 1, .max_size = 65536, .size_multiple = 1,

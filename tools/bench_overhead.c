@@ -59,6 +59,17 @@ static const char *const overhead_labels[] = {"gemm64", "conv8", "sum64K", "fft1
 static const size_t overhead_defaults[] = {1, 2, 3, 4, 5, 6, 7};
 static const size_t overhead_quick[] = {1, 2, 3, 4, 5, 6, 7};
 static const char *const overhead_ratios[][2] = {{"kiln", "no-pool"}};
+/* Each case's operation, AUTO's where it picks a backend; the conversion
+ * and the copy have no parameters. */
+static const char *const overhead_reach[] = {"gemm.f32 choices clblast",
+                                             "conv gemm.f32 choices clblast",
+                                             "reduce choices clblast",
+                                             "fft choices",
+                                             "fft choices",
+                                             "",
+                                             ""};
+_Static_assert(BENCH_COUNT(overhead_reach) == BENCH_COUNT(overhead_labels),
+               "a reach per case");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec overhead_spec = {
@@ -67,6 +78,7 @@ static const bench_spec overhead_spec = {
              "the caching pool",
   .sizes_value = "CASE,...",
   BENCH_TABLES(overhead),
+  .reach = overhead_reach, .reach_by_case = 1,
   .selectable = 3,
   .min_size = 1, .max_size = BENCH_COUNT(overhead_labels), .size_multiple = 1,
   .sizes_help = "case numbers such as 1,3 (1: gemm 64^3, 2: conv2d c8 16x16 3x3, "

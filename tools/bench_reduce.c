@@ -31,6 +31,9 @@ static const size_t reduce_defaults[] = {1 * MiB, 16 * MiB, 256 * MiB};
 static const size_t reduce_quick[] = {64 * KiB, 256 * KiB};
 static const char *const reduce_ratios[][2] = {{"kiln", "c-loop"}};
 static const double reduce_tolerance[] = {1e-6, 1e-4, 1e-4};
+static const char *const reduce_reach[] = {"reduce", "clblast", ""};
+_Static_assert(BENCH_COUNT(reduce_reach) == BENCH_COUNT(reduce_peers),
+               "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec reduce_spec = {
@@ -38,6 +41,7 @@ static const bench_spec reduce_spec = {
   .summary = "GB/s of a float32 sum against a threaded C loop over the same bytes",
   .sizes_value = "BYTES,...",
   BENCH_TABLES(reduce),
+  .reach = reduce_reach,
   .selectable = 2,
   .host_peers = 1,
   .byte_sizes = 1, .min_size = 1024, .max_size = (size_t)4 << 30, .size_multiple = 4,

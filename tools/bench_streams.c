@@ -34,6 +34,11 @@ static const char *const streams_not_built[] = {NULL, NULL};
 static const size_t streams_defaults[] = {256, 1024};
 static const size_t streams_quick[] = {32};
 static const char *const streams_ratios[][2] = {{"two-streams", "one-queue"}};
+/* AUTO's GEMM (kiln's or CLBlast's). */
+static const char *const streams_reach[] = {"gemm.f32 choices clblast",
+                                            "gemm.f32 choices clblast"};
+_Static_assert(BENCH_COUNT(streams_reach) == BENCH_COUNT(streams_peers),
+               "a reach per peer");
 /* A spec, its related fields on one line: */
 /* clang-format off */
 static const bench_spec streams_spec = {
@@ -42,6 +47,7 @@ static const bench_spec streams_spec = {
              "transfers on a stream beside the GEMMs",
   .sizes_value = "M,...",
   BENCH_TABLES(streams),
+  .reach = streams_reach,
   .selectable = 2,
   .min_size = 1, .max_size = 8192, .size_multiple = 1,
   .sizes_help = "piece rows m such as 256,1024 (at most 16, each 1 to 8192)",
