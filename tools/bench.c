@@ -702,9 +702,9 @@ static int record_applies, clblast_tuned;
 static const char *reach_of(const bench_record *r)
 {
   const bench_spec *s = r->spec;
-  if (!s->reach)
-    return NULL;
-  return s->reach[s->reach_by_case ? (int)r->size - 1 : peer_index(s, r->backend)];
+  size_t k = s->reach_by_case ? r->size - 1 : (size_t)peer_index(s, r->backend);
+  size_t n = s->reach_by_case ? s->max_size : (size_t)s->npeers;
+  return s->reach && k < n ? s->reach[k] : NULL;
 }
 
 #if HAVE_JSON_C
