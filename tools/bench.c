@@ -722,8 +722,9 @@ static json_object *at_path(json_object *o, const char *path, size_t len)
     const char *dot = memchr(path, '.', (size_t)(end - path));
     char key[64];
     size_t n = (size_t)((dot ? dot : end) - path);
-    if (n >= sizeof key || !memcpy(key, path, n))
+    if (n >= sizeof key)
       return NULL;
+    memcpy(key, path, n);
     key[n] = '\0';
     if (!json_object_object_get_ex(o, key, &o))
       return NULL;
@@ -795,12 +796,12 @@ static double off_one(double ratio)
 /* --untuned: every figure tuned beside untuned (each its median round),
  * their ratio, and its lowest and highest round by round. The noise rows
  * (noise_row()) run the same code on both sides, so how far their ratios
- * stray from 1 is the run's noise: a kiln figure is named slower when it was slower in every
- * round and further below 1 than the noise rows of its case (measured in
- * the same rounds) stray either way, or in a group without any, than the
- * furthest noise row of the run; and never by less than the noise rows'
- * median stray (a case whose one host peer read 1.00 by chance would
- * otherwise name a kiln row at 0.99). */
+ * stray from 1 is the run's noise: a kiln figure is named slower when it
+ * was slower in every round and further below 1 than the noise rows of its
+ * case (measured in the same rounds) stray either way, or in a group
+ * without any, than the furthest noise row of the run; and never by less
+ * than the noise rows' median stray (a case whose one host peer read 1.00
+ * by chance would otherwise name a kiln row at 0.99). */
 static void print_untuned(const bench_records *tuned, const bench_records *untuned,
                           const bench_records *t_rounds, const bench_records *u_rounds,
                           int rounds)
