@@ -12,6 +12,7 @@
 #define KILN_EXPERIMENTAL /* kiln_tuning_stats() */
 #include <assert.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -793,6 +794,16 @@ static double off_one(double ratio)
   return ratio < 1 ? 1 / ratio : ratio;
 }
 
+/* One item of a list on stdout, after a comma from the second on. */
+static void say_item(int *said, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s", (*said)++ ? ", " : "");
+  vprintf(fmt, ap);
+  va_end(ap);
+}
+
 /* --untuned: every figure tuned beside untuned (each its median round),
  * their ratio, and its lowest and highest round by round. The noise rows
  * (noise_row()) run the same code on both sides, so how far their ratios
@@ -855,19 +866,24 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
       lo, hi, typical);
     return;
   }
-  printf("the host peers");
+  int said = 0, host = 0; /* items of the list said so far */
+  for (size_t i = 0; i < tuned->n; i++)
+    host |= tuned->r[i].spec->host_peers > 0;
+  if (host)
+    say_item(&said, "the host peers");
   for (size_t i = 0; i < tuned->n; i++) { /* each group once */
     const bench_spec *g = tuned->r[i].spec;
     if (i && tuned->r[i - 1].spec == g)
       continue;
     if (g->untouched)
-      printf(", the %s group", g->op);
+      say_item(&said, "the %s group", g->op);
     else if (!clblast_tuned && peer_index(g, "clblast") < g->npeers)
-      printf(", %s clblast", g->op);
+      say_item(&said, "%s clblast", g->op);
     for (int k = g->tuned_peers; k && k < g->npeers - g->host_peers; k++)
-      printf(", %s %s", g->op, g->peers[k]);
+      say_item(&said, "%s %s", g->op, g->peers[k]);
   }
-  printf(" (no record reaches them)");
+  if (said)
+    printf(" (no record reaches them)");
   int kept = 0; /* rows at the rules' values: each peer (or case) once */
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
@@ -884,7 +900,10 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
       continue;
     char label[32];
     bench_size_label(t->spec, t->size, label, sizeof label);
-    printf("%s %s %s", kept++ ? "," : ", and where the record holds the rules' values,",
+    printf("%s %s %s",
+           kept++ ? ","
+           : said ? ", and where the record holds the rules' values,"
+                  : "where the record holds the rules' values,",
            t->spec->op, t->spec->reach_by_case ? label : t->backend);
   }
   printf(": tuned/untuned %.2fx to %.2fx, this run's noise (their median strays %.2fx "
