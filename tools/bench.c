@@ -29,6 +29,7 @@
 
 #if HAVE_JSON_C
 #  include <json-c/json.h>
+#  include <json-c/json_pointer.h>
 #endif
 
 /* --quick's repeats at most: the run checks that everything works. */
@@ -715,23 +716,18 @@ static const char *reach_of(const bench_record *r)
 static json_object *tuned_params, *rule_params;
 
 /* The value at the dotted path of len characters ("gemm.f32") in o, or
- * NULL. */
+ * NULL: json-c's JSON pointer ("/gemm/f32"). */
 static json_object *at_path(json_object *o, const char *path, size_t len)
 {
-  const char *end = path + len;
-  while (o && path < end) {
-    const char *dot = memchr(path, '.', (size_t)(end - path));
-    char key[64];
-    size_t n = (size_t)((dot ? dot : end) - path);
-    if (n >= sizeof key)
-      return NULL;
-    memcpy(key, path, n);
-    key[n] = '\0';
-    if (!json_object_object_get_ex(o, key, &o))
-      return NULL;
-    path += n + (dot != NULL);
-  }
-  return o;
+  char pointer[64];
+  json_object *v = NULL;
+  if (!o || len + 1 >= sizeof pointer)
+    return NULL;
+  pointer[0] = '/';
+  for (size_t i = 0; i < len; i++)
+    pointer[i + 1] = path[i] == '.' ? '/' : path[i];
+  pointer[len + 1] = '\0';
+  return json_pointer_get(o, pointer, &v) == 0 ? v : NULL;
 }
 #endif
 
@@ -823,9 +819,11 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   printf("%-9s %-12s %-13s %10s %10s %14s %15s\n", "group", "case", "backend", "tuned",
          "untuned", "tuned/untuned", "rounds");
   double lo = INFINITY, hi = 0, ratio[BENCH_MAX_RECORDS], top[BENCH_MAX_RECORDS];
+  int noisy[BENCH_MAX_RECORDS]; /* noise_row() of each */
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
     const bench_record *u = find(untuned, t->spec, t->size, t->backend);
+    noisy[i] = noise_row(t);
     double least = INFINITY; /* the rounds' lowest ratio; top[i] the highest */
     ratio[i] = NAN, top[i] = 0;
     for (int k = 0; u && k < rounds; k++) {
@@ -844,7 +842,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
     printf("%-9s %-12s %-13s %10.*f %10.*f %13.2fx %7.2f-%.2fx\n", t->spec->op, label,
            t->backend, bench_digits(t->spec), bench_value(t), bench_digits(t->spec),
            bench_value(u), ratio[i], least, top[i]);
-    if (noise_row(t))
+    if (noisy[i])
       lo = fmin(lo, ratio[i]), hi = fmax(hi, ratio[i]);
   }
   if (!hi) {
@@ -855,7 +853,7 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   double noise = fmax(off_one(lo), off_one(hi)), strays[BENCH_MAX_RECORDS];
   size_t nstray = 0;
   for (size_t i = 0; i < tuned->n; i++)
-    if (noise_row(&tuned->r[i]) && !isnan(ratio[i]))
+    if (noisy[i] && !isnan(ratio[i]))
       strays[nstray++] = off_one(ratio[i]);
   double typical = bench_median(strays, (int)nstray);
   if (!record_applies) {
@@ -887,8 +885,8 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   int kept = 0; /* rows at the rules' values: each peer (or case) once */
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
-    const char *parts = reach_of(t);
-    if (unreached(t) || !at_rules(t) || !parts[strspn(parts, " ")])
+    const char *parts = reach_of(t); /* a record applies: noisy is at_rules() */
+    if (!noisy[i] || unreached(t) || !parts[strspn(parts, " ")])
       continue;
     size_t j = 0;
     while (j < i &&
@@ -912,12 +910,12 @@ static void print_untuned(const bench_records *tuned, const bench_records *untun
   int slower = 0;
   for (size_t i = 0; i < tuned->n; i++) {
     const bench_record *t = &tuned->r[i];
-    if (noise_row(t) || !(top[i] < 1))
+    if (noisy[i] || !(top[i] < 1))
       continue;
     double stray = 0; /* the case's noise rows' */
     for (size_t j = 0; j < tuned->n; j++)
-      if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size &&
-          noise_row(&tuned->r[j]) && !isnan(ratio[j]))
+      if (tuned->r[j].spec == t->spec && tuned->r[j].size == t->size && noisy[j] &&
+          !isnan(ratio[j]))
         stray = fmax(stray, off_one(ratio[j]));
     if (!(ratio[i] * fmax(stray > 0 ? stray : noise, typical) < 1))
       continue;
