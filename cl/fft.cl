@@ -8,6 +8,7 @@
  *   kernel void kiln_fft_r<R>v_f32(...the same, p >= 8)
  *   kernel void kiln_fft_r256v_f32(...the same, p >= 8)
  *   kernel void kiln_fft_r16v1_f32(...the same, p = 1 only)
+ *   kernel void kiln_fft_r256v1_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_rowv_f32(...the same, every pass of a row, p unused)
  *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
  *                                        uint p, uint n, uint cols, T sign,
@@ -66,23 +67,25 @@
  * 8, row), whose outputs are each work-item's 16 points side by side: it
  * transposes its 8 lanes' points in registers before whole-vector stores.
  * kiln_fft_r256v does two radix-16 passes' work in one trip through memory
- * (its comment says how). On PoCL (2 cores, AVX-512) a radix-16 vector pass of 2^16 points took
- * 26-33 us, radix 32 vectorised by PoCL 49-72 us and its first pass (16
- * lanes of float16) 80-100 us.
+ * (its comment says how); kiln_fft_r256v1 is its first pass (p = 1), which
+ * stores like r16v1 from its private array (2^16 takes two passes, 256 and
+ * 256, instead of 16, 256 and 16). On PoCL (2 cores, AVX-512) a radix-16
+ * vector pass of 2^16 points took 26-33 us, radix 32 vectorised by PoCL
+ * 49-72 us and its first pass (16 lanes of float16) 80-100 us.
  *
- * Read 25 times after cl/prelude.cl (which says how), one kernel a pass,
+ * Read 26 times after cl/prelude.cl (which says how), one kernel a pass,
  * each with its R a literal: for f32 r2, r4, r8, r32, r32w and the column
  * kernels col_r2, col_r4, col_r8 and col_r32; the same for f64, where the
  * device has it; then f32's vector kernels r2v, r4v, r8v, r16v, r16v1,
- * r256v and rowv (whole rows of up to KILN_FFT_ROW_MAX points, its comment
- * says how).
+ * r256v, rowv (whole rows of up to KILN_FFT_ROW_MAX points, its comment
+ * says how) and r256v1.
  * The first pass of a type also holds its butterflies' constant twiddles
  * (kiln_fft_cos8) and the real-transform kernels.
  */
 #ifndef KILN_PRELUDE
 #error "cl/fft.cl is read after cl/prelude.cl, once per variant: build it through kiln (KILN_CL_DIR), not alone"
 #endif
-#define KILN_PASSES 25
+#define KILN_PASSES 26
 #ifndef KILN_FFT_ROW_MAX /* the longest row kiln_fft_rowv takes, src/tuning.h's */
 #error "KILN_FFT_ROW_MAX comes from kiln (src/tuning.c)"
 #endif
@@ -181,18 +184,19 @@ inline uint kiln_fft_bitrev(uint r, uint len)
 
 /* The pass's variant: passes 1 to 9 are f32's scalar kernels, 10 to 18
  * f64's, at KILN_FFT_AT 1 to 9 of their type (1 to 4 rows, 5 the wide r32w,
- * 6 to 9 columns, radix 2, 4, 8, 32 each); 19 to 22 the vector kernels
- * r2v to r16v, 23 r16v1, 24 r256v, 25 rowv. V names the real type S, LIT makes a literal of
- * type S (float constants need the f suffix where the device has no fp64),
- * T is the type of the points' parts (S, or float8 in the vector kernels);
- * R is the radix, WIDE says whether this is r32w, COL whether it is a column
- * kernel, VECTOR whether a vector kernel, VFIRST whether r16v1, R256
- * whether r256v, ROWV whether rowv, and FIRST
- * whether the pass is its type's first. */
+ * 6 to 9 columns, radix 2, 4, 8, 32 each); 19 to 22 the vector kernels r2v
+ * to r16v, 23 r16v1, 24 r256v, 25 rowv, 26 r256v1. V names the real type S,
+ * LIT makes a literal of type S (float constants need the f suffix where
+ * the device has no fp64), T is the type of the points' parts (S, or float8
+ * in the vector kernels); R is the radix, WIDE says whether this is r32w,
+ * COL whether it is a column kernel, VECTOR whether a vector kernel, VFIRST
+ * whether r16v1, R256 whether r256v or r256v1, R256FIRST whether r256v1,
+ * ROWV whether rowv, and FIRST whether the pass is its type's first. */
 #define VECTOR (KILN_PASS >= 19)
 #define VFIRST (KILN_PASS == 23)
-#define R256 (KILN_PASS == 24)
+#define R256 (KILN_PASS == 24 || KILN_PASS == 26)
 #define ROWV (KILN_PASS == 25)
+#define R256FIRST (KILN_PASS == 26)
 #define KILN_FFT_AT (VECTOR ? 0 : KILN_PASS <= 9 ? KILN_PASS : KILN_PASS - 9)
 #if KILN_PASS <= 9 || VECTOR
 #define V f32
@@ -282,6 +286,8 @@ kernel void NAME(kiln_fft_col_r32)
 #else /* the kernels of rows */
 #if ROWV
 kernel void NAME(kiln_fft_rowv)
+#elif R256FIRST
+kernel void NAME(kiln_fft_r256v1)
 #elif R256
 kernel void NAME(kiln_fft_r256v)
 #elif VFIRST
@@ -316,19 +322,32 @@ kernel void NAME(kiln_fft_r32)
    * over r1 of z, whose output s1 is point s2 + 16 s1. One trip through
    * memory for two radix-16 passes. The table's h is w^16 for this radix,
    * and exp(2 pi i u / 256) for u < 256 follow the passes' entries, at 4 n. */
+#if R256FIRST /* p = 1: no twiddles, k = 0 */
+  uint i = get_global_id(0) * 8, q = n / R;
+  size_t row = get_global_id(1) * (size_t)n * 2;
+#else
   uint k = get_global_id(0) * 8, i = get_global_id(1) * p + k, q = n / R;
   size_t row = get_global_id(2) * (size_t)n * 2;
-  in += row;
-  out += row;
-  global const S *e = tw + 4 * p + k, *unit = tw + 4 * n;
+  global const S *e = tw + 4 * p + k;
   T cr = vload8(0, e), ci = -sign * vload8(0, e + p), hr = vload8(0, e + 2 * p),
     hi = -sign * vload8(0, e + 3 * p);
-  T zr[256], zi[256], ar = 1, ai = 0; /* w^r1 */
+  T ar = 1, ai = 0; /* w^r1 */
+#endif
+  in += row;
+  out += row;
+  global const S *unit = tw + 4 * n;
+  T zr[256], zi[256];
   for (uint r1 = 0; r1 < 16; r1++) {
-    T xr[16], xi[16], br = ar, bi = ai; /* w^(r1 + 16 r2) */
+    T xr[16], xi[16];
+#if !R256FIRST
+    T br = ar, bi = ai; /* w^(r1 + 16 r2) */
+#endif
 #pragma unroll
     for (uint r2 = 0; r2 < 16; r2++) {
       global const S *at = in + 2 * (i + (r1 + 16 * r2) * q);
+#if R256FIRST
+      KILN_FFT_LOAD8(at, xr[r2], xi[r2])
+#else
       T pr, pi;
       KILN_FFT_LOAD8(at, pr, pi)
       xr[r2] = pr * br - pi * bi;
@@ -336,6 +355,7 @@ kernel void NAME(kiln_fft_r32)
       T nr = br * hr - bi * hi, ni = br * hi + bi * hr;
       br = nr;
       bi = ni;
+#endif
     }
     KILN_FFT_DFT(16, T, xr, xi)
 #pragma unroll
@@ -345,11 +365,15 @@ kernel void NAME(kiln_fft_r32)
       zr[16 * r1 + s2] = xr[s] * ur - xi[s] * ui;
       zi[16 * r1 + s2] = xr[s] * ui + xi[s] * ur;
     }
+#if !R256FIRST
     T nr = ar * cr - ai * ci, ni = ar * ci + ai * cr;
     ar = nr;
     ai = ni;
+#endif
   }
+#if !R256FIRST
   uint j = (i - k) * R + k;
+#endif
   for (uint s2 = 0; s2 < 16; s2++) {
     T xr[16], xi[16];
 #pragma unroll
@@ -361,10 +385,29 @@ kernel void NAME(kiln_fft_r32)
 #pragma unroll
     for (uint s1 = 0; s1 < 16; s1++) {
       uint s = kiln_fft_bitrev(s1, 16);
+#if R256FIRST /* back into z, point s2 + 16 s1 where 16 s1 + s2 was read */
+      zr[s2 + 16 * s1] = xr[s];
+      zi[s2 + 16 * s1] = xi[s];
+#else
       global S *o = out + 2 * (j + (s2 + 16 * s1) * p);
       KILN_FFT_STORE8(xr[s], xi[s], o);
+#endif
     }
   }
+#if R256FIRST
+  /* Lane u's 256 points go to 256 (i + u): as r16v1's stores, 8 x 8
+   * transposes of 4 points' parts at a time, each a vector store. */
+  for (uint b = 0; b < R / 4; b++) {
+    float8 v[8];
+#pragma unroll
+    for (uint t = 0; t < 8; t++)
+      v[t] = t & 1 ? zi[4 * b + t / 2] : zr[4 * b + t / 2];
+    KILN_FFT_TRANSPOSE8(v)
+#pragma unroll
+    for (uint u = 0; u < 8; u++)
+      vstore8(v[u], 0, out + 2 * R * (i + u) + 8 * b);
+  }
+#endif
 }
 #elif ROWV
 {
@@ -627,4 +670,5 @@ kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count
 #undef VECTOR
 #undef VFIRST
 #undef R256
+#undef R256FIRST
 #undef ROWV

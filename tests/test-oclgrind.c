@@ -1087,7 +1087,8 @@ static void test_oclgrind_fft_c2c(void **state)
   fft_c2c(gpu_rt, KILN_F64, 512, 1, 1, KILN_FFT_NORM_BACKWARD);
   /* the CPU's vector kernels: the first pass kiln_fft_r16v1, then r8v
    * (128), r16v (256), r16v and r2v (512), r16v and r4v (1024), r256v
-   * (4096), r256v and r2v (8192) */
+   * (4096); on Oclgrind's one compute unit 8192's 4 work-items of radix
+   * 256 take the first pass, kiln_fft_r256v1, then r16v and r2v */
   fft_c2c(cpu_rt, KILN_F32, 128, 2, 0, KILN_FFT_NORM_BACKWARD);
   fft_c2c(cpu_rt, KILN_F32, 256, 1, 1, KILN_FFT_NORM_ORTHO);
   fft_c2c(cpu_rt, KILN_F32, 512, 1, 0, KILN_FFT_NORM_BACKWARD);

@@ -12,17 +12,19 @@
  * smaller R, the less scattered. Where the tuning says so (CPUs) rows of
  * float32 of 2^7 points or more run the vector kernels instead: a radix-16
  * first pass, kiln_fft_r16v1 (which transposes its lanes' points in
- * registers and writes whole vectors), radix-256 passes (two radix-16 ones
- * in one trip through memory) while they fit, a radix-16 one, and the pass
- * of radix 2, 4 or 8 for what is left last, where its writes are
- * contiguous; rows of up to the tuning's row_max points (CPUs: 2048) run
- * those passes all in one launch, kiln_fft_rowv, a row a work-item in its
- * private memory (radix 16 while more than 16 points are left, then the
- * rest). The last axis (rows) runs the row kernels;
- * the others run the column kernels in place of a transpose: an axis of n
- * points whose neighbours along it are `cols` elements apart (the product of
- * the later lengths) is `batch` arrays of (n, cols), and a column pass reads
- * and writes whole rows of them (cl/fft.cl). Axes run last first.
+ * registers and writes whole vectors), or a radix-256 one, kiln_fft_r256v1,
+ * where the batch gives it enough work-items (plan_axis()), radix-256
+ * passes (two radix-16 ones in one trip through memory) while they fit, a
+ * radix-16 one, and the pass of radix 2, 4 or 8 for what is left last,
+ * where its writes are contiguous; rows of up to the tuning's row_max
+ * points (CPUs: 2048) run those passes all in one launch, kiln_fft_rowv, a
+ * row a work-item in its private memory (radix 16 while more than 16
+ * points are left, then the rest). The last axis (rows) runs the row
+ * kernels; the others run the column kernels in place of a transpose: an
+ * axis of n points whose neighbours along it are `cols` elements apart (the
+ * product of the later lengths) is `batch` arrays of (n, cols), and a
+ * column pass reads and writes whole rows of them (cl/fft.cl). Axes run
+ * last first.
  *
  * The plan owns one twiddle table per distinct length (computed in double
  * on the host, so each entry is correctly rounded to the transform's type;
@@ -102,18 +104,18 @@ static void kiln_release(kiln_runtime *rt, void *p)
   free(plan);
 }
 
-/* The passes of n = 2^m: on the vector kernels radix 16 first, then 256
- * while 8 bits are left, 16 while 4 are, and the rest; else the smallest
- * radix first, then radix 32. */
-static void split(fft_axis *ax, unsigned m)
+/* The passes of n = 2^m: on the vector kernels radix 16 or, with
+ * `first256`, radix 256 first, then 256 while 8 bits are left, 16 while 4
+ * are, and the rest; else the smallest radix first, then radix 32. */
+static void split(fft_axis *ax, unsigned m, int first256)
 {
   /* Rows whole in one launch (m <= 11: no radix 256) get the passes
    * kiln_fft_rowv runs: radix 16 while more than 16 points are left, then
    * the rest. */
   assert(!ax->row || m <= 11);
   if (ax->vec) { /* m >= 7 */
-    unsigned left = m - 4;
-    ax->radix[ax->npass++] = 16;
+    unsigned first = first256 ? 8 : 4, left = m - first;
+    ax->radix[ax->npass++] = 1u << first;
     for (; left >= 8; left -= 8)
       ax->radix[ax->npass++] = 256;
     if (left >= 4) {
@@ -204,7 +206,18 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
   ax->vec =
     rt->tuning->t.fft.vec_first && ax->cols == 1 && f->d.dtype == KILN_F32 && m >= 7;
   ax->row = ax->vec && ax->n <= rt->tuning->t.fft.row_max;
-  split(ax, m);
+  /* The vector first pass of radix 256 (r256v1) where it has at least 4
+   * work-items (of 2048 points) a compute unit, else of radix 16. On PoCL
+   * (2 cores), back to back, 2^14 to 2^17 points took 5-15% less time so
+   * (2^16 and 2^17 a launch fewer: 256, 256 for 16, 256, 16), 2^18 to 2^21
+   * about the same, and 2^12 and 2^13 (2 and 4 work-items) 10-30% more;
+   * batches of 4 rows of 2^12 or 2 of 2^13 (8 work-items) 10-40% less. In
+   * `kiln bench fft` 2^20 (256, 256, 16) ran at 37-41 GFLOP/s against
+   * 31-33 (16, 256, 256). */
+  unsigned cu = kiln_runtime_device(rt)->compute_units;
+  int first256 =
+    ax->vec && !ax->row && ax->batch * (ax->n >> 11) >= 4 * (size_t)(cu ? cu : 1);
+  split(ax, m, first256);
   plan->nlaunch += ax->row ? 1 : ax->npass;
   /* an earlier axis's table when its passes are the same (the rows' vector
    * passes and the columns' differ) */
@@ -243,12 +256,12 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
 }
 
 /* Pass s of axis ax, at stride p, from src to dst. Rows: the vector first
- * pass over (i / 8, row) in groups as the driver likes; the other vector
- * passes over (k / 8, block, row), in groups of t.group points along k and
- * then blocks; wide passes (p >= t.wide_from) over (k, block, row) in
- * groups of t.group along k; the others over (i, row), in groups as the
- * driver likes; columns: (column, i, array), in groups of t.group along the
- * columns. */
+ * pass over (i / 8, row), r16v1 in groups as the driver likes, r256v1 in
+ * groups of one; the other vector passes over (k / 8, block, row), in
+ * groups of t.group points along k and then blocks; wide passes (p >=
+ * t.wide_from) over (k, block, row) in groups of t.group along k; the
+ * others over (i, row), in groups as the driver likes; columns: (column, i,
+ * array), in groups of t.group along the columns. */
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
                             double sign, int f64, cl_mem src, cl_mem dst)
 {
@@ -270,11 +283,11 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
                             ax->twiddles);
   }
   if (ax->vec) { /* 8 items a work-item */
-    assert(!f64 && (s == 0 ? r == 16 && ax->n / r >= 8 : p >= 8));
-    if (s == 0) {
-      size_t global[2] = {ax->n / r / 8, ax->batch};
-      return kiln__launch_fft(rt, what, "r16v1_f32", 2, global, NULL, src, dst, p, n,
-                              sign, ax->twiddles);
+    assert(!f64 && (s == 0 ? (r == 16 || r == 256) && ax->n / r >= 8 : p >= 8));
+    if (s == 0) { /* r256v1's work-items, 2048 points each, shared out one by one */
+      size_t global[2] = {ax->n / r / 8, ax->batch}, one[2] = {1, 1};
+      return kiln__launch_fft(rt, what, r == 256 ? "r256v1_f32" : "r16v1_f32", 2, global,
+                              r == 256 ? one : NULL, src, dst, p, n, sign, ax->twiddles);
     }
     size_t blocks = ax->n / r / p, items = t.group > 8 ? t.group / 8 : 1;
     size_t global[3] = {p / 8, blocks, ax->batch};
