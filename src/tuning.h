@@ -45,10 +45,11 @@ typedef struct kiln__reduce_tuning {
 /* kiln's own FFT (cl/fft.cl): scalar passes whose stride p is at least
  * wide_from run the 2-D indexed kernel in groups of `group` work-items
  * along k; vec_first 1: float32 rows of 2^7 points or more run the vector
- * kernels (radix 16, 8 points' parts in float8s a work-item, in groups of
- * `group` points), 0: the scalar ones; with them, rows of up to row_max
- * points (0: none) run every pass in one launch, a row a work-item
- * (kiln_fft_rowv), at most KILN__FFT_ROW_MAX (its private arrays). */
+ * kernels (8 points' parts in float8s a work-item, radix 16 in groups of
+ * `group` points, radix 256 in groups of one), 0: the scalar ones; with
+ * them, rows of up to row_max points (0: none) run every pass in one
+ * launch, a row a work-item (kiln_fft_rowv), at most KILN__FFT_ROW_MAX
+ * (its private arrays). */
 #define KILN__FFT_ROW_MAX 2048
 typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
