@@ -129,19 +129,24 @@ inline uint kiln_fft_bitrev(uint r, uint len)
     } \
   }
 /* 8 points from the 16 floats (re, im, re, ...) at `at` into xr and xi, and
- * back to o: one vload16 split component by component, where two vload8
- * and shuffle2, or a vload16 and shuffle(), became eight 8-byte loads and
- * 14 shuffles on PoCL 3.1 (LLVM folds the loads into the shuffles); a third
- * of a radix-16 pass's time. (Not .even and .odd, as fast: unoptimised,
- * Oclgrind 21.10 reads their result as uninitialised.) */
+ * back to o, as two float8s split component by component. Nothing wider
+ * than a float8 crosses a call: a float16 argument or result of vload16,
+ * vstore16 or shuffle2 is passed in memory where the target has no 512-bit
+ * registers (an AVX2 CPU; clang warns that the ABI changes), and float8 is
+ * what such a CPU holds in one register. (Not .even and .odd: unoptimised,
+ * Oclgrind 21.10 reads their result as uninitialised; not shuffle2 of two
+ * vload8s: PoCL's LLVM folded it into 8-byte loads.) */
 #define KILN_FFT_LOAD8(at, xr, xi) \
   { \
-    float16 v_ = vload16(0, at); \
-    xr = (float8)(v_.s0, v_.s2, v_.s4, v_.s6, v_.s8, v_.sa, v_.sc, v_.se); \
-    xi = (float8)(v_.s1, v_.s3, v_.s5, v_.s7, v_.s9, v_.sb, v_.sd, v_.sf); \
+    float8 a_ = vload8(0, at), b_ = vload8(1, at); \
+    xr = (float8)(a_.s0, a_.s2, a_.s4, a_.s6, b_.s0, b_.s2, b_.s4, b_.s6); \
+    xi = (float8)(a_.s1, a_.s3, a_.s5, a_.s7, b_.s1, b_.s3, b_.s5, b_.s7); \
   }
 #define KILN_FFT_STORE8(xr, xi, o) \
-  vstore16(shuffle2(xr, xi, (uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)), 0, o)
+  { \
+    vstore8((float8)(xr.s0, xi.s0, xr.s1, xi.s1, xr.s2, xi.s2, xr.s3, xi.s3), 0, o); \
+    vstore8((float8)(xr.s4, xi.s4, xr.s5, xi.s5, xr.s6, xi.s6, xr.s7, xi.s7), 1, o); \
+  }
 /* Multiplies points r of the length-len xr and xi (arrays of TT) by w^r,
  * in place, from w = (cr, ci) and h = w^(len/2) = (hr, hi): points r >=
  * len/2 by h, then points r and r + len/2 by w^(r mod len/2), a product of

@@ -39,6 +39,14 @@
 #define CONVERT_ACC16(v) (v)
 #endif
 
+/* The CPU shape's vectors: KILN_REDUCE_LANES, the float lanes of the
+ * device's widest registers (src/tuning.c), 16 or 8. Nothing wider may
+ * cross a builtin's call: a target without 512-bit registers (AVX2) passes
+ * a float16 or double8 in memory, and clang warns that the ABI changes. */
+#ifndef KILN_REDUCE_LANES
+#error "cl/reduce.cl needs kiln's -DKILN_REDUCE_LANES option (src/tuning.c)"
+#endif
+
 /* The GPU shape's group size is kiln's -D option (src/tuning.c). */
 #ifndef KILN_REDUCE_WG
 #error "cl/reduce.cl needs kiln's -DKILN_REDUCE_WG option (src/tuning.c)"
@@ -102,7 +110,7 @@ inline share share_of(ulong n, ulong chunk)
 /* The pass's variant: V names the input's type ST; VT is the type min, max,
  * argmin and argmax compare in, OT the type a sum is written in; SUMS says
  * whether the sums below are this variant's (i32's are written out apart),
- * VEC16 whether stage 1 reads 16 lanes at a time. */
+ * VEC16 and VEC8 whether stage 1 reads 16 or 8 lanes at a time. */
 #if KILN_PASS == 1
 #define V f32
 #define ST float
@@ -110,7 +118,8 @@ inline share share_of(ulong n, ulong chunk)
 #define OT float
 #define IS_NAN(v) isnan(v)
 #define SUMS 1
-#define VEC16 1
+#define VEC16 (KILN_REDUCE_LANES >= 16)
+#define VEC8 (KILN_REDUCE_LANES < 16)
 #elif KILN_PASS == 2
 #define V f16
 #define ST half
@@ -119,6 +128,7 @@ inline share share_of(ulong n, ulong chunk)
 #define IS_NAN(v) isnan(v)
 #define SUMS 1
 #define VEC16 0
+#define VEC8 0
 #elif KILN_PASS == 3
 #define V i32
 #define ST int
@@ -133,6 +143,7 @@ inline share share_of(ulong n, ulong chunk)
 #define IS_NAN(v) isnan(v)
 #define SUMS 1
 #define VEC16 0
+#define VEC8 0
 #endif
 
 #ifdef V
@@ -141,7 +152,7 @@ inline share share_of(ulong n, ulong chunk)
 #if SUMS
 
 /* Stage 1, CPU: work-item g sums x[g*chunk .. min(n, (g+1)*chunk)). The
- * float32 body reads 16 lanes at a time into 16 accumulators. */
+ * float32 body reads 16 (or 8) lanes at a time into as many accumulators. */
 kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
                                          ulong chunk, int mode, global ACC *partial)
 {
@@ -168,6 +179,39 @@ kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
     ACC lane[16];
     vstore16(s, 0, lane);
     for (int l = 0; l < 16; l++)
+      k = kadd(k, lane[l]);
+  }
+#elif VEC8 /* the same in 8 lanes; doubles as two double4s */
+  {
+#ifdef KILN_HAS_FP64
+    double4 s0 = 0, s1 = 0;
+    for (; i + 8 <= hi; i += 8) {
+      float8 f = vload8(0, x + i);
+      double4 a = convert_double4(f.lo), b = convert_double4(f.hi);
+      if (mode == 2) {
+        a *= a;
+        b *= b;
+      }
+      s0 += a;
+      s1 += b;
+    }
+    ACC lane[8];
+    vstore4(s0, 0, lane);
+    vstore4(s1, 1, lane);
+#else
+    float8 s = 0, c = 0;
+    for (; i + 8 <= hi; i += 8) {
+      float8 v = vload8(0, x + i);
+      if (mode == 2)
+        v *= v;
+      float8 y_ = v - c, t_ = s + y_;
+      c = select((float8)0, (t_ - s) - y_, isfinite(t_));
+      s = t_;
+    }
+    ACC lane[8];
+    vstore8(s, 0, lane);
+#endif
+    for (int l = 0; l < 8; l++)
       k = kadd(k, lane[l]);
   }
 #endif
@@ -443,4 +487,5 @@ kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,
 #undef IS_NAN
 #undef SUMS
 #undef VEC16
+#undef VEC8
 #endif /* V */

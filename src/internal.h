@@ -232,6 +232,12 @@ void kiln__device_derive(kiln_device_info *info);
  * kiln's operations keep within it, or refuse the problem, saying why. */
 size_t kiln__loop_limit(const kiln_device_info *info);
 
+/* The float lanes of the device's widest vector registers, which the CPU
+ * rules shape kernels by (tuning.c): CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
+ * save where a driver is known to report more than its target has (PoCL
+ * names its target CPU and reports 16 for all of them). Pure. */
+unsigned kiln__vector_lanes_float(const kiln_device_info *info);
+
 /* ---- selection (select.c) ------------------------------------------------ */
 
 /* Keeps only the devices the mask (KILN_VISIBLE_DEVICES' grammar) matches,

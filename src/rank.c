@@ -99,7 +99,7 @@ static unsigned nvidia_lanes(uint32_t major, uint32_t minor)
 static unsigned lanes_per_cu(const kiln_device_info *d)
 {
   if (d->type & KILN_DEVICE_CPU) /* a CU is a hardware thread; see below */
-    return d->native_vector_width_float ? d->native_vector_width_float : 1;
+    return kiln__vector_lanes_float(d);
   switch (d->vendor_family) {
   case KILN_VENDOR_NVIDIA: return nvidia_lanes(d->arch_major, d->arch_minor);
   case KILN_VENDOR_AMD: return d->arch_major >= 11 ? 128 : 64; /* RDNA3 dual issue */
@@ -161,6 +161,66 @@ size_t kiln__loop_limit(const kiln_device_info *d)
   return d->vendor_family == KILN_VENDOR_MESA && strncmp(d->name, "llvmpipe", 8) == 0
            ? 65535 / 2
            : 0;
+}
+
+/* LLVM's x86 CPU names by the width of their widest float vectors, in bits;
+ * the longest matching prefix wins ("skylake-avx512" over "skylake"). */
+static const struct {
+  const char *cpu;
+  unsigned bits;
+} x86_cpu_bits[] = {
+  {"skylake-avx512", 512}, {"cascadelake", 512},   {"cooperlake", 512},
+  {"cannonlake", 512},     {"icelake", 512},       {"tigerlake", 512},
+  {"rocketlake", 512},     {"sapphirerapids", 512}, {"emeraldrapids", 512},
+  {"graniterapids", 512},  {"diamondrapids", 512}, {"knl", 512},
+  {"knm", 512},            {"znver4", 512},        {"znver5", 512},
+  {"x86-64-v4", 512},      {"haswell", 256},       {"broadwell", 256},
+  {"skylake", 256},        {"alderlake", 256},     {"raptorlake", 256},
+  {"meteorlake", 256},     {"arrowlake", 256},     {"lunarlake", 256},
+  {"gracemont", 256},      {"sierraforest", 256},  {"grandridge", 256},
+  {"znver1", 256},         {"znver2", 256},        {"znver3", 256},
+  {"bdver", 256},          {"btver2", 256},        {"sandybridge", 256},
+  {"ivybridge", 256},      {"corei7-avx", 256},    {"core-avx", 256},
+  {"x86-64-v3", 256},      {"x86-64-v2", 128},     {"x86-64", 128},
+  {"nehalem", 128},        {"westmere", 128},      {"corei7", 128},
+  {"core2", 128},          {"penryn", 128},        {"silvermont", 128},
+  {"goldmont", 128},       {"tremont", 128},       {"btver1", 128},
+};
+
+/* The CPU PoCL compiles for, from its device name ("pthread-haswell-AMD
+ * EPYC", "cpu-znver3-..."): the text after the driver's prefix. */
+static const char *pocl_cpu_name(const kiln_device_info *d)
+{
+  static const char *const prefixes[] = {"pthread-", "basic-", "cpu-", "cpu-minimal-"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+    size_t n = strlen(prefixes[i]);
+    if (strncmp(d->name, prefixes[i], n) == 0)
+      return d->name + n;
+  }
+  return NULL;
+}
+
+unsigned kiln__vector_lanes_float(const kiln_device_info *d)
+{
+  unsigned w = d->native_vector_width_float ? d->native_vector_width_float : 1;
+  /* PoCL 3.1 (Debian 12) reports 16 float lanes (native and preferred) for
+   * every x86 target it compiles for: `POCL_KERNELLIB_NAME=avx2
+   * POCL_LLVM_CPU_NAME=haswell clinfo` on an AVX-512 machine says
+   * "pthread-haswell-..." and 16, and so did a real AVX2 machine, where
+   * kernels shaped for 16 lanes ran at half the speed of 8 and clang warned
+   * that float16 arguments change the ABI. Its target CPU is in the device
+   * name: its registers decide. */
+  const char *cpu = d->vendor_family == KILN_VENDOR_POCL ? pocl_cpu_name(d) : NULL;
+  size_t best = 0;
+  unsigned bits = 0;
+  for (size_t i = 0; cpu && i < sizeof x86_cpu_bits / sizeof *x86_cpu_bits; i++) {
+    size_t n = strlen(x86_cpu_bits[i].cpu);
+    if (n > best && strncmp(cpu, x86_cpu_bits[i].cpu, n) == 0) {
+      best = n;
+      bits = x86_cpu_bits[i].bits;
+    }
+  }
+  return bits && bits / 32 < w ? bits / 32 : w;
 }
 
 /* The kinds of device, best first. */

@@ -13,10 +13,11 @@
 
 /*
  * GEMM. On a CPU device (PoCL) a work-item owns TM rows x 2 vectors of VW
- * lanes of C in registers: with VW the device's native float width (16 on
- * AVX-512) that is 16 accumulators, half the vector registers, which leaves
- * room for the B vectors and keeps both FMA pipes busy; double takes half
- * the lanes. On GPUs and accelerators, 64 x 64 tiles with 16-deep
+ * lanes of C in registers, VW the lanes of the device's widest vectors
+ * (kiln__vector_lanes_float): on AVX-512, 16 lanes and TM 8 make 16
+ * accumulators, half the 32 vector registers, which leaves room for the B
+ * vectors and keeps both FMA pipes busy; on AVX2, 8 lanes and TM 6 make 12
+ * of its 16 (TM 8 would spill); double takes half the lanes. On GPUs and accelerators, 64 x 64 tiles with 16-deep
  * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
  * group), or 32 x 32 tiles where a group cannot hold 256.
  */
@@ -43,13 +44,16 @@
 
 static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {
-  unsigned w = dev->native_vector_width_float;
+  unsigned w = kiln__vector_lanes_float(dev);
   unsigned vw = w >= 16 ? 16 : w >= 8 ? 8 : 4;
+  /* x86 has 32 vector registers with AVX-512 and 16 below it: TM x 2
+   * accumulators, 2 vectors of B and A's broadcast must fit. */
+  unsigned tm = w >= 16 ? 8 : 6;
   uint64_t akib = dev->global_mem_cache_bytes / A_BLOCK_PART / 1024;
   for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
     g[v] = (kiln__gemm_tuning){
       .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
-      .tm = 8,
+      .tm = tm,
       .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
       .small = SMALL_RULE,
       .akib = (unsigned)(akib < A_BLOCK_MAX_KIB ? akib : A_BLOCK_MAX_KIB),
@@ -293,5 +297,8 @@ void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
     kiln__str_appendf(out, " -DKILN_HAS_FP64=1");
   if (dev->has_fp16)
     kiln__str_appendf(out, " -DKILN_HAS_FP16=1");
+  if (strcmp(program, "reduce") == 0)
+    kiln__str_appendf(out, " -DKILN_REDUCE_LANES=%u",
+                      kiln__vector_lanes_float(dev) >= 16 ? 16 : 8);
   kiln__tuning_defines(t, program, out);
 }

@@ -9,6 +9,7 @@
 #include "common.h"
 
 #include "internal.h"
+#include "tuning.h"
 
 #include <math.h>
 
@@ -385,6 +386,20 @@ static void test_rank_peak_lanes_per_vendor(void **state)
      0x1002, CPU, 32, 5700, 16, 0, 0, 16},
     {"PoCL on a Cortex-A76, width 0", "Portable Computing Language", "ARM", 0x13B5, CPU,
      4, 2400, 0, 0, 0, 1},
+    /* PoCL reports 16 whatever it compiles for; its target's registers count. */
+#define POCL "Portable Computing Language", "GenuineIntel", 0x8086, CPU
+    {"pthread-haswell-Intel(R) Xeon(R) CPU E5-2680 v3", POCL, 24, 2500, 16, 0, 0, 8},
+    {"pthread-skylake-avx512-Intel(R) Xeon(R) Gold 6154", POCL, 36, 3000, 16, 0, 0, 16},
+    {"pthread-skylake-Intel(R) Core(TM) i7-6700", POCL, 8, 3400, 16, 0, 0, 8},
+    {"cpu-znver3-AMD EPYC 7763", POCL, 128, 2450, 16, 0, 0, 8},
+    {"cpu-znver4-AMD Ryzen 9 7950X", POCL, 32, 4500, 16, 0, 0, 16},
+    {"basic-x86-64-v2-QEMU Virtual CPU", POCL, 2, 2000, 16, 0, 0, 4},
+    {"pthread-haswell-..., width 4", POCL, 2, 2000, 4, 0, 0, 4},
+    {"pthread-a-cpu-llvm-names-later", POCL, 2, 2000, 16, 0, 0, 16},
+#undef POCL
+    /* Another platform's name is no PoCL target. */
+    {"pthread-haswell on Intel's CPU runtime", "Intel(R) OpenCL", "Intel(R) Corporation",
+     0x8086, CPU, 8, 3000, 8, 0, 0, 8},
     /* Simulators: no peak, however many units they claim. */
     {"Oclgrind, 8 CUs", "Oclgrind", "University of Bristol", 0x0042, GPU, 8, 1000, 1, 0,
      0, 0},
@@ -400,6 +415,45 @@ static void test_rank_peak_lanes_per_vendor(void **state)
     if (!(fabs(d.peak_gflops - want) <= 1e-9 * want))
       fail_msg("%s: peak %.2f GFLOP/s, expected %.2f (%u lanes per CU)", cases[i].what,
                d.peak_gflops, want, (unsigned)cases[i].lanes);
+  }
+}
+
+/* The CPU rules shape GEMM's register tile by the target's vectors: 16
+ * lanes and 8 rows where there are 32 registers (AVX-512), 8 lanes and 6
+ * rows in AVX2's 16; the reduction's options say the same lanes, and f64
+ * takes half. Whatever the driver reports as its native width. */
+static void test_rank_cpu_rules_follow_the_target(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *name;
+    unsigned vw, tm, lanes;
+  } cases[] = {
+    {"pthread-skylake-avx512-Intel(R) Xeon(R) Gold 6154", 16, 8, 16},
+    {"pthread-haswell-Intel(R) Xeon(R) CPU E5-2680 v3", 8, 6, 8},
+    {"cpu-znver3-AMD EPYC 7763", 8, 6, 8},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kiln_device_info info =
+      ROW("Portable Computing Language", "", cases[i].name, "GenuineIntel", 0x8086,
+          "OpenCL 3.0 ", "", CPU, 4, 3000, 8 * GIB, 2 * GIB, 16, 1, 0, 0);
+    info.global_mem_cache_bytes = 32 * MIB;
+    info.max_work_group_size = 4096;
+    kiln__device_derive(&info);
+    kiln__tuning t;
+    kiln__tuning_defaults(&info, &t);
+    const kiln__gemm_tuning *f32 = &t.gemm[KILN__GEMM_F32], *f64 = &t.gemm[KILN__GEMM_F64];
+    if (f32->vw != cases[i].vw || f32->tm != cases[i].tm || f64->vw != cases[i].vw / 2)
+      fail_msg("%s: gemm f32 vw %u tm %u, f64 vw %u; expected %u, %u, %u", cases[i].name,
+               f32->vw, f32->tm, f64->vw, cases[i].vw, cases[i].tm, cases[i].vw / 2);
+    kiln__str opts = {0};
+    kiln__builtin_options(&info, &t, "reduce", &opts);
+    char want[64];
+    snprintf(want, sizeof want, "-DKILN_REDUCE_LANES=%u ", cases[i].lanes);
+    if (!opts.data || !strstr(opts.data, want))
+      fail_msg("%s: reduce's options '%s' lack '%s'", cases[i].name,
+               opts.data ? opts.data : "", want);
+    kiln__str_free(&opts);
   }
 }
 
@@ -660,6 +714,7 @@ int main(void)
     cmocka_unit_test(test_rank_later_keys_and_tie_breaks),
     cmocka_unit_test(test_rank_antisymmetric_and_transitive),
     cmocka_unit_test(test_rank_reasons),
+    cmocka_unit_test(test_rank_cpu_rules_follow_the_target),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
