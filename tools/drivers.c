@@ -88,8 +88,8 @@ int kiln_cli_icd_dir(const char *dir)
               d->icd_name, d->vendor, d->library, where_name(d->where));
     else
       fprintf(stderr,
-              "left out: %s's driver %s, which no .icd file names (%s): not a GPU "
-              "vendor's, and others are registered\n",
+              "left out: %s's driver %s, which no .icd file names (%s): kiln adds "
+              "a GPU vendor's, and another only where none is registered\n",
               d->vendor, d->library, where_name(d->where));
     /* The loader must find the libraries beside such a driver too. */
     if (d->advised && d->where == KILN_DRIVER_VENDOR_FOLDER && nlib < 16)
