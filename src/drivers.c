@@ -128,9 +128,11 @@ enum { KILN__ICD_DIR, KILN__ICD_FILE, KILN__ICD_LIBRARY };
 
 /* ---- files ---------------------------------------------------------------- */
 
+/* A copy of s, or NULL with l->failed set (also for s NULL: a string
+ * that could not be made). */
 static char *dup_or_fail(struct kiln_driver_list *l, const char *s)
 {
-  char *d = strdup(s ? s : "");
+  char *d = s ? strdup(s) : NULL;
   l->failed |= !d;
   return d;
 }
@@ -229,7 +231,7 @@ static void ldcache_load(ldcache *c, const char *path)
   if (!f)
     return;
   struct stat st;
-  /* A real cache is well under a megabyte; a bigger file is not one. */
+  /* A real cache is tens of kilobytes: 64 MiB is not one. */
   if (fstat(fileno(f), &st) == 0 && st.st_size > 48 && st.st_size < (64 << 20))
     c->data = malloc((size_t)st.st_size + 1);
   if (c->data)
