@@ -19,8 +19,9 @@
 #
 # An OpenCL driver that no .icd file names (NVIDIA's container images keep
 # libnvidia-opencl.so.1 with no .icd; so can AMD's and Intel's installers)
-# is looked for where those images and installers put it, and named in a
-# private .icd folder (OCL_ICD_VENDORS) for this run.
+# is found by kiln once it is built (`kiln devices --icd-dir`: libkiln knows
+# where each vendor's library goes), and named in a private .icd folder
+# (OCL_ICD_VENDORS) for this run.
 #
 # Exit status: 0 when every step ran and passed; 1 when one failed (the
 # report says which); 2 for a usage error; 77 when kiln sees no GPU (the
@@ -57,6 +58,8 @@ options:
   --prefix P         with --debs: where to unpack (default: DIR/root)
   --print-env        set up (the prefix, the .icd folder), print the
                      environment as shell exports, and stop
+  --no-driver-search register the drivers the .icd files name, and no
+                     other: kiln does not look for drivers that none names
   --suite NAME       run this meson suite alone (repeatable; default: all)
   --test NAME        run this test alone (repeatable; default: all)
   --tune-args ARGS   arguments for `kiln tune` (default: none: every kernel,
@@ -85,7 +88,7 @@ usage_error() {
 
 # ---- options ---------------------------------------------------------------
 fetch_dir="" debs_dir="" prefix="" out="" builddir="" workdir="" device=gpu
-allow_cpu=0 install=1 build=1 print_env=0 dry_run=0
+allow_cpu=0 install=1 build=1 print_env=0 dry_run=0 driver_search=1
 suites=() tests=() tune_args=() bench_args=()
 args_given=("$@")
 while [ $# -gt 0 ]; do
@@ -124,6 +127,7 @@ while [ $# -gt 0 ]; do
     --no-install) install=0 ;;
     --no-build) build=0 ;;
     --print-env) print_env=1 ;;
+    --no-driver-search) driver_search=0 ;;
     --dry-run) dry_run=1 ;;
     -h | --help)
       usage
@@ -143,7 +147,7 @@ fi
 if [ -n "$fetch_dir" ]; then
   for o in "$out" "$builddir" "$workdir" "${suites[*]}" "${tests[*]}" \
     "${tune_args[*]}" "${bench_args[*]}" "${device#gpu}" "${allow_cpu#0}" "${install#1}" \
-    "${build#1}" "${print_env#0}"; do
+    "${build#1}" "${print_env#0}" "${driver_search#1}"; do
     [ -z "$o" ] || usage_error "--fetch only downloads: it takes --dry-run alone"
   done
 fi
@@ -403,43 +407,11 @@ prefix_env() {
 }
 
 # ---- the OpenCL drivers ----------------------------------------------------
-# Each vendor's OpenCL driver by the library it installs.
-gpu_drivers=(
-  "nvidia libnvidia-opencl.so.1"
-  "amd libamdocl64.so"
-  "intel libigdrcl.so"
-)
-
-# Where the drivers are when no .icd file names them: NVIDIA's container
-# toolkit mounts them into /usr/lib/<triplet> (Debian/Ubuntu images) or
-# /usr/lib64 (RHEL images), or /usr/local/nvidia/lib64 (older images and
-# Kubernetes' device plugin; CUDA images put it on LD_LIBRARY_PATH); Debian's
-# driver packages use /usr/lib/<triplet>/nvidia/current; ROCm /opt/rocm/lib;
-# Intel's compute runtime /usr/lib/<triplet>/intel-opencl. KILN_GPU_SH_LIBDIRS
-# (colon-separated) replaces the list, ldconfig's cache included (tests).
-driver_dirs() {
-  local t
-  t=$(triplet)
-  if [ -n "${KILN_GPU_SH_LIBDIRS:-}" ]; then
-    tr ':' '\n' <<<"$KILN_GPU_SH_LIBDIRS"
-    return
-  fi
-  tr ':' '\n' <<<"${LD_LIBRARY_PATH:-}"
-  printf '%s\n' /usr/local/nvidia/lib64 /usr/local/nvidia/lib "/usr/lib/$t" /usr/lib64 \
-    /usr/lib "/usr/lib/$t/nvidia/current" /usr/lib64/nvidia /opt/rocm/lib \
-    /opt/rocm/opencl/lib /opt/amdgpu-pro/lib64 /opt/amdgpu/lib64 \
-    "/usr/lib/$t/intel-opencl" /usr/local/lib/intel-opencl /usr/local/lib
-  # ldconfig's cache: "\tlibfoo.so.1 (libc6,x86-64) => /path/libfoo.so.1"
-  { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } |
-    awk '$NF ~ /^\// { sub(/\/[^\/]*$/, "", $NF); print $NF }'
-}
-
 # Makes the .icd folder of this run (OCL_ICD_VENDORS): the .icd files the
-# ICD loader would read (OCL_ICD_VENDORS's, else /etc/OpenCL/vendors), the
-# prefix's, and one for each driver found with no .icd naming it. What it
-# found goes to $work/drivers.txt for the report.
+# ICD loader would read (OCL_ICD_VENDORS's, else /etc/OpenCL/vendors) and
+# the prefix's. What it copied goes to $work/drivers.txt for the report.
 make_vendors() {
-  local vendors=$work/vendors notes=$work/drivers.txt f src_dir entry vendor lib d found
+  local vendors=$work/vendors notes=$work/drivers.txt f src_dir
   rm -rf "$vendors"
   mkdir -p "$vendors" || die 1 "cannot make $vendors"
   : >"$notes"
@@ -462,28 +434,35 @@ make_vendors() {
       echo "$f: $(head -n 1 "$f")" >>"$notes"
     done
   done
-  for entry in "${gpu_drivers[@]}"; do
-    read -r vendor lib <<<"$entry"
-    if grep -qsF "$lib" "$vendors"/*.icd; then
-      continue
-    fi
-    found=""
-    while IFS= read -r d; do
-      if [ -n "$d" ] && [ -f "$d/$lib" ]; then
-        found=$d/$lib
-        break
-      fi
-    done < <(driver_dirs)
-    [ -n "$found" ] || continue
-    echo "$found" >"$vendors/$vendor-gpu-sh.icd"
-    echo "$vendor: no .icd file names $lib; found $found, named in $vendor-gpu-sh.icd" >>"$notes"
-    # Its own libraries (libcuda.so.1 beside libnvidia-opencl.so.1) load
-    # from the same folder.
-    export LD_LIBRARY_PATH="${found%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  done
-  [ -s "$notes" ] || echo "no .icd file and no vendor driver found" >>"$notes"
   export OCL_ICD_VENDORS=$vendors
-  env_names+=(OCL_ICD_VENDORS LD_LIBRARY_PATH)
+  env_names+=(OCL_ICD_VENDORS)
+}
+
+# Drivers that no .icd file names: kiln looks for each vendor's library
+# where the dynamic loader and the vendors' installers put it, adds an .icd
+# file for each to the run's folder, and prints the exports that apply it
+# (LD_LIBRARY_PATH too for a driver outside the loader's path). Needs the
+# built kiln.
+register_drivers() {
+  local notes=$work/drivers.txt exports said=$work/drivers-kiln.txt
+  if [ "$driver_search" -eq 0 ]; then
+    echo "--no-driver-search: no driver that no .icd file names was looked for" >>"$notes"
+    return 0
+  fi
+  if [ ! -x "$kiln" ]; then
+    echo "kiln is not built: drivers that no .icd file names were not looked for" >>"$notes"
+    return 0
+  fi
+  if ! exports=$("$kiln" devices --icd-dir "$OCL_ICD_VENDORS" 2>"$said"); then
+    say "kiln devices --icd-dir failed: $(tail -n 1 "$said")"
+    cat "$said" >>"$notes"
+    return 0
+  fi
+  # what it added, not the copies of the folder's own files
+  grep -vF ": a copy of $OCL_ICD_VENDORS/" "$said" >>"$notes"
+  eval "$exports"
+  [[ $exports != *"export LD_LIBRARY_PATH="* ]] || env_names+=(LD_LIBRARY_PATH)
+  [ -s "$notes" ] || echo "no .icd file and no vendor driver found" >>"$notes"
 }
 
 # ---- the steps ------------------------------------------------------------
@@ -707,8 +686,10 @@ elif [ "$print_env" -eq 0 ]; then
   install_packages
 fi
 make_vendors
+kiln=$builddir/tools/kiln
 
 if [ "$print_env" -eq 1 ]; then
+  register_drivers
   for name in $(printf '%s\n' "${env_names[@]}" | sort -u); do
     [ -z "${!name-}" ] || printf 'export %s=%q\n' "$name" "${!name}" >&3
   done
@@ -721,7 +702,6 @@ if [ -z "$out" ]; then
 fi
 touch "$out" 2>/dev/null || die 1 "cannot write the report '$out'"
 out=$(cd "$(dirname "$out")" && pwd)/${out##*/}
-kiln=$builddir/tools/kiln
 device_note="" device_matched=0
 # The kernel cache and the tuning record of this run, apart from the user's.
 export KILN_CACHE_DIR=$work/cache
@@ -732,6 +712,7 @@ if ! build_kiln; then
   exit 1
 fi
 [ -x "$kiln" ] || die 1 "no kiln command in $builddir (built with tools disabled, or not built: --no-build)"
+register_drivers
 run_step version "$kiln" --version
 run_step info "$kiln" info
 if KILN_DEVICE=$device run_step devices "$kiln" devices; then

@@ -47,8 +47,12 @@ KILN_API kiln_status kiln_device_list_create(const kiln_options *opts,
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_device_list_create: allocating the list failed");
   st = kiln__devices_discover(&list->devices);
-  if (st == KILN_OK && list->devices.platforms == 0) {
+  if (st == KILN_OK && list->devices.platforms == 0)
     kiln__note_no_platform(&list->devices.notes, &cfg);
+  if (st == KILN_OK) {
+    size_t best = kiln__devices_best(&list->devices);
+    kiln__drivers_note(&list->devices.notes, &cfg, &list->devices,
+                       best == SIZE_MAX ? NULL : &list->devices.items[best].info);
     if (list->devices.notes.failed)
       st = KILN_ERR_OUT_OF_HOST_MEMORY;
   }

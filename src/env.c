@@ -158,6 +158,8 @@ KILN__READ_PATH(read_cl_dir, cl_dir, 0)
 KILN__READ_PATH(read_xdg_cache_home, xdg_cache_home, 0)
 KILN__READ_PATH(read_home, home, 0)
 KILN__READ_PATH(read_icd_vendors, icd_vendors, 0)
+KILN__READ_PATH(read_vendor_path, vendor_path, 0)
+KILN__READ_PATH(read_ld_library_path, ld_library_path, 0)
 #undef KILN__READ_PATH
 
 /* The 0-or-1 variables: what an option already set stays (a flag set by the

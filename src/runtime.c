@@ -34,6 +34,7 @@ static kiln_status fail_no_device(const kiln__device_list *list, const kiln__con
                       "device that reports CL_DEVICE_AVAILABLE and "
                       "CL_DEVICE_COMPILER_AVAILABLE\n",
                       list->count, list->count == 1 ? "" : "s");
+  kiln__drivers_note(&msg, cfg, list, NULL);
   kiln_status st = kiln__fail(NULL, KILN_ERR_NO_DEVICE, "kiln_runtime_create: %s%s%s",
                               kiln__str_get(&msg), *notes ? "notes:\n" : "", notes);
   kiln__str_free(&msg);
@@ -194,6 +195,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
     return st;
   }
   set_memory_limit(rt, &cfg);
+  kiln__drivers_note(&rt->devices.notes, &cfg, &rt->devices,
+                     &kiln__runtime_device(rt)->info);
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &rt->tuning->t);

@@ -9,9 +9,10 @@
 #     2-second `kiln tune` and `kiln bench launch --quick`: exit 0, and the
 #     report has every section, in order, the tests' counts, a tuning record
 #     and a `kiln bench --json` document that parse, for the picked device;
-#   - a driver no .icd names (a stand-in libnvidia-opencl.so.1 where NVIDIA's
-#     container images keep it) gets an .icd of its own; one an .icd names
-#     does not;
+#   - a driver no .icd names (a stand-in libnvidia-opencl.so.1 on
+#     LD_LIBRARY_PATH, as NVIDIA's CUDA images keep it) gets an .icd of its
+#     own through `kiln devices --icd-dir`, and the report says so; one an
+#     .icd names does not; --no-driver-search looks for none;
 #   - --debs: .deb files made here, unpacked into a private prefix (none of
 #     it into /), links, #! lines, pkg-config files and linker scripts
 #     pointed into it, libc6 kept apart, the environment (--print-env) that
@@ -49,12 +50,12 @@ fi
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# PoCL alone, whatever else this machine has, and no driver found by path
-# but the stand-ins below: a machine without a GPU, on any machine.
-mkdir -p "$dir/icd" "$dir/nolibs"
+# PoCL alone, whatever else this machine has, and (--no-driver-search) no
+# driver found by path: a machine without a GPU, on any machine.
+mkdir -p "$dir/icd"
 cp "$pocl_icd" "$dir/icd/"
-export OCL_ICD_VENDORS=$dir/icd KILN_GPU_SH_LIBDIRS=$dir/nolibs
-unset KILN_DEVICE KILN_VISIBLE_DEVICES
+export OCL_ICD_VENDORS=$dir/icd
+unset KILN_DEVICE KILN_VISIBLE_DEVICES OPENCL_VENDOR_PATH
 on_build=(--build "$build" --no-build --no-install)
 
 # ---- usage ---------------------------------------------------------------
@@ -79,7 +80,7 @@ expect "--debs of a folder that is not there" 1 "is not a folder"
 
 # ---- no GPU --------------------------------------------------------------
 report=$dir/report-77.txt
-run "${on_build[@]}" --work "$dir/w77" --out "$report"
+run "${on_build[@]}" --work "$dir/w77" --out "$report" --no-driver-search
 expect "no GPU: exit 77, said" 77 "^gpu.sh: no GPU: kiln sees no device for KILN_DEVICE=gpu" \
   "Portable Computing Language"
 check "no GPU: the report says so" grep -q "^result:   NO GPU" "$report"
@@ -87,7 +88,7 @@ check "no GPU: the report has kiln's view" grep -q "^==== kiln devices ====" "$r
 
 # ---- the whole script on PoCL (--allow-cpu) --------------------------------
 report=$dir/report.txt
-run "${on_build[@]}" --work "$dir/w" --out "$report" --allow-cpu \
+run "${on_build[@]}" --work "$dir/w" --out "$report" --allow-cpu --no-driver-search \
   --test status --test runtime --tune-args "--only reduce --budget 2" \
   --bench-args "launch --quick"
 expect "--allow-cpu: every step runs" 0 "--allow-cpu: running on the CPU" \
@@ -127,23 +128,31 @@ has_record() { compgen -G "$1/tuning-*.json" >/dev/null; }
 check "the tuning record stays in the run's cache, not the user's" has_record "$dir/w/cache"
 
 # ---- drivers no .icd names -------------------------------------------------
+# The stand-in is the first bytes of the kiln program: an ELF file of this
+# machine, as kiln wants a driver to be; nothing loads it.
 mkdir -p "$dir/nvidia/lib64"
-: >"$dir/nvidia/lib64/libnvidia-opencl.so.1"
-KILN_GPU_SH_LIBDIRS=$dir/nolibs:$dir/nvidia/lib64 run "${on_build[@]}" \
-  --work "$dir/wnv" --print-env
+lib=$dir/nvidia/lib64/libnvidia-opencl.so.1
+head -c 64 "$build/tools/kiln" >"$lib"
+nv_path=$dir/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+LD_LIBRARY_PATH=$nv_path run "${on_build[@]}" --work "$dir/wnv" --print-env
 vendors=$dir/wnv/vendors
-expect "--print-env prints the .icd folder" 0 "^export OCL_ICD_VENDORS=$vendors$" \
-  "^export LD_LIBRARY_PATH=$dir/nvidia/lib64"
-check "NVIDIA's driver without an .icd gets one" \
-  grep -qx "$dir/nvidia/lib64/libnvidia-opencl.so.1" "$vendors/nvidia-gpu-sh.icd"
+expect "--print-env prints the .icd folder" 0 "^export OCL_ICD_VENDORS=$vendors$"
+check "NVIDIA's driver without an .icd gets one" grep -qx "$lib" "$vendors/nvidia.icd"
 check "the machine's .icd files are kept" cmp -s "$pocl_icd" "$vendors/pocl.icd"
-check "what was found is noted for the report" \
-  grep -q "^nvidia: no .icd file names libnvidia-opencl.so.1; found $dir/nvidia/lib64/" \
+check "what was found is noted for the report" grep -qF \
+  "$vendors/nvidia.icd: names NVIDIA's driver $lib, which no .icd file named (found on LD_LIBRARY_PATH)" \
   "$dir/wnv/drivers.txt"
+report=$dir/report-nv.txt
+LD_LIBRARY_PATH=$nv_path run "${on_build[@]}" --work "$dir/wnv" --out "$report" \
+  --allow-cpu --test status --tune-args "--only reduce --budget 1" --bench-args "launch --quick"
+check "the report's drivers section names it" grep -qF \
+  "$vendors/nvidia.icd: names NVIDIA's driver $lib" "$report"
+LD_LIBRARY_PATH=$nv_path run "${on_build[@]}" --work "$dir/wnv" --print-env --no-driver-search
+check "--no-driver-search: none looked for" test ! -e "$vendors/nvidia.icd"
 echo "libnvidia-opencl.so.1" >"$dir/icd/nvidia.icd"
-KILN_GPU_SH_LIBDIRS=$dir/nvidia/lib64 run "${on_build[@]}" --work "$dir/wnv" --print-env
+LD_LIBRARY_PATH=$nv_path run "${on_build[@]}" --work "$dir/wnv" --print-env
 check "a driver an .icd names gets no second one" \
-  test -f "$vendors/nvidia.icd" -a ! -e "$vendors/nvidia-gpu-sh.icd"
+  test "$(cat "$vendors/nvidia.icd")" = libnvidia-opencl.so.1 -a ! -e "$vendors/nvidia-kiln.icd"
 rm "$dir/icd/nvidia.icd"
 
 # ---- --debs ----------------------------------------------------------------

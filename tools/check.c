@@ -419,6 +419,7 @@ static int run_check(int argc, char **argv)
   printf("kiln check on %s: each operation on random data against a CPU reference in "
          "double; the time of a second call\n",
          kiln_runtime_device(c.rt)->name);
+  kiln_cli_print_driver_notes(stdout, kiln_runtime_diagnostics(c.rt));
   check_gemm(&c);
   check_conv(&c);
   check_reduce(&c);

@@ -64,6 +64,16 @@ int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt);
  * diagnostics say it, with the fix. */
 void kiln_cli_print_cache(FILE *out, kiln_runtime *rt);
 
+/* The notes of diagnostics (a runtime's or a device list's) on installed
+ * OpenCL drivers that no .icd file names, one "note: " line each with the
+ * fix (drivers.c). */
+void kiln_cli_print_driver_notes(FILE *out, const char *diagnostics);
+
+/* `kiln devices --icd-dir DIR` (drivers.c): writes DIR for OCL_ICD_VENDORS
+ * (kiln_driver_list_write_icd_dir()), says what it wrote on stderr, and
+ * prints the export lines alone on stdout. Returns the exit status. */
+int kiln_cli_icd_dir(const char *dir);
+
 /* What every command does with its runtime at the end (kiln.c): with
  * profiling on (KILN_PROFILE=1, KILN_TRACE), waits for the queue and prints
  * the profile table on stdout; then destroys the runtime, and says on

@@ -130,15 +130,31 @@ void kiln_cli_runtime_destroy(kiln_runtime *rt)
  * then the device group kiln_group_create() would form (KILN_DEVICES). */
 static int run_devices(int argc, char **argv);
 
+typedef struct devices_args {
+  const char *icd_dir;
+} devices_args;
+
+static const cli_option devices_rows[] = {
+  {"--icd-dir", NULL, CLI_TEXT_AT(devices_args, icd_dir), "DIR",
+   "list no device: make DIR a folder for OCL_ICD_VENDORS, with a copy of each .icd "
+   "file in use and one naming each installed driver that no .icd file names; say "
+   "what it wrote on stderr, and print the export lines to eval on stdout",
+   .def_text = "none"},
+};
+
 static const cli_command devices_command = {
   .name = "kiln devices",
   .summary = "rank the devices, and say which one kiln picks and why",
+  CLI_ROWS(devices_rows),
   .about = "Each device's ranking keys, in order: its type (a discrete GPU first), its\n"
            "estimated fp32 peak, its memory, its OpenCL version. The device is chosen\n"
-           "as always: KILN_DEVICE and KILN_VISIBLE_DEVICES (kiln help env). Last, the\n"
-           "device group that `kiln run --devices` and kiln_group_create() form\n"
-           "(KILN_DEVICES), and why each other device is left out.",
-  .example = "KILN_DEVICE=gpu,cpu kiln devices",
+           "as always: KILN_DEVICE and KILN_VISIBLE_DEVICES (kiln help env). Then a\n"
+           "note for each installed GPU driver that no .icd file names (OpenCL cannot\n"
+           "see it), with the fix. Last, the device group that `kiln run --devices`\n"
+           "and kiln_group_create() form (KILN_DEVICES), and why each other device is\n"
+           "left out.",
+  .example = "KILN_DEVICE=gpu,cpu kiln devices\n"
+             "eval \"$(kiln devices --icd-dir ~/.local/share/kiln/vendors)\"",
   .run = run_devices,
 };
 
@@ -165,9 +181,12 @@ static int print_group(void)
 
 static int run_devices(int argc, char **argv)
 {
-  int rc = kiln_cli_parse(&devices_command, &(int){0}, argc, argv, NULL);
+  devices_args args = {0};
+  int rc = kiln_cli_parse(&devices_command, &args, argc, argv, NULL);
   if (rc >= 0)
     return rc;
+  if (args.icd_dir)
+    return kiln_cli_icd_dir(args.icd_dir);
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
@@ -204,6 +223,7 @@ static int run_devices(int argc, char **argv)
                       "ranked device is picked\n");
   kiln_cli_print_cache(stdout, rt);
   kiln_cli_print_tuning(stdout, rt);
+  kiln_cli_print_driver_notes(stdout, kiln_runtime_diagnostics(rt));
   free(order);
   kiln_cli_runtime_destroy(rt);
   return print_group();

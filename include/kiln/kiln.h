@@ -2264,6 +2264,104 @@ static inline void kiln_tune_options_init(kiln_tune_options *opts)
  *           json-c. */
 KILN_API kiln_status kiln_tune(kiln_runtime *rt, const kiln_tune_options *opts);
 
+/* OpenCL drivers on this machine, found without loading them: which vendor
+ * libraries are installed, where the dynamic loader would find each, and
+ * which .icd file (if any) names it to the ICD loader. A driver no .icd
+ * file names is invisible to OpenCL: NVIDIA's container images keep
+ * libnvidia-opencl.so.1 without one. Linux only; elsewhere the list is
+ * empty. */
+
+/*! kiln_driver_where : where a driver's library was found. */
+typedef enum kiln_driver_where {
+  KILN_DRIVER_NOT_FOUND = 0,       /* nowhere kiln looks */
+  KILN_DRIVER_LD_LIBRARY_PATH = 1, /* in a folder of LD_LIBRARY_PATH */
+  KILN_DRIVER_LOADER_CACHE = 2,    /* in the loader's cache (/etc/ld.so.cache) */
+  KILN_DRIVER_SYSTEM_FOLDER = 3,   /* in a folder the loader always searches
+                                      (/usr/lib/<triplet>, /usr/lib64, ...) */
+  KILN_DRIVER_VENDOR_FOLDER = 4,   /* where its vendor puts it, a folder the
+                                      loader does not search by itself */
+  KILN_DRIVER_ICD_PATH = 5         /* at the path its .icd file names */
+} kiln_driver_where;
+
+/*! kiln_driver : one OpenCL driver library, or one .icd file in use. Owned
+ * by its list; strings valid until the list is destroyed. Grows at the end:
+ * read it through kiln's pointers only. */
+typedef struct kiln_driver {
+  /* "NVIDIA", "AMD", "Intel", "PoCL", "Mesa (rusticl)", ...; "" for a
+   * library kiln's table does not know */
+  const char *vendor;
+  /* kiln's short name ("nvidia"), or the .icd file's name without ".icd"
+   * for a library kiln does not know */
+  const char *name;
+  /* the library: an absolute path where found, else as its .icd file
+   * names it */
+  const char *library;
+  kiln_driver_where where;
+  int gpu; /* a GPU vendor's driver (NVIDIA, AMD, Intel's GPUs) */
+  /* the ICD loader loads it: an .icd file in use names it, or
+   * OCL_ICD_VENDORS names the library itself */
+  int registered;
+  const char *icd; /* the .icd file that names it; NULL when none does */
+  /* what names it: the .icd file's first line, or OCL_ICD_VENDORS's
+   * value; NULL when not registered */
+  const char *icd_line;
+  /* the file name kiln_driver_list_write_icd_dir() gives it: the .icd
+   * file's own, or NAME.icd */
+  const char *icd_name;
+  /* not registered, and kiln advises registering it: a GPU vendor's
+   * driver; where none is registered at all, any but a simulator. A CPU
+   * runtime or Mesa's library left out of an .icd folder is most often
+   * left out on purpose. */
+  int advised;
+} kiln_driver;
+
+typedef struct kiln_driver_list kiln_driver_list;
+
+/*! kiln_driver_list_create() :
+ * Lists the .icd files the ICD loader reads, as ocl-icd finds them
+ * (OCL_ICD_VENDORS: a folder, an .icd file or a library; else
+ * OPENCL_VENDOR_PATH; else /etc/OpenCL/vendors), one record each, in file
+ * name order; then one record for each vendor library kiln knows that no
+ * .icd file names but that is installed (a driver neither installed nor
+ * named has no record): looked up by name where the
+ * dynamic loader would look (LD_LIBRARY_PATH, /etc/ld.so.cache, the system
+ * folders), then in its vendor's usual folders. Nothing is loaded: a file
+ * counts when it is an ELF shared library of this process's architecture.
+ * @opts : NULL for the defaults; checked as kiln_runtime_create() does.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (out NULL),
+ *           KILN_ERR_INVALID_ENV, KILN_ERR_OUT_OF_HOST_MEMORY. */
+KILN_API kiln_status kiln_driver_list_create(const kiln_options *opts,
+                                             kiln_driver_list **out);
+
+/*! kiln_driver_list_destroy() : frees the list. NULL is ignored. KILN_OK. */
+KILN_API kiln_status kiln_driver_list_destroy(kiln_driver_list *list);
+
+/*! kiln_driver_list_count(), kiln_driver_list_at() :
+ * The records; kiln_driver_list_at() returns NULL for i out of range or
+ * a NULL list. Owned by the list. */
+KILN_API size_t kiln_driver_list_count(const kiln_driver_list *list);
+KILN_API const kiln_driver *kiln_driver_list_at(const kiln_driver_list *list, size_t i);
+
+/*! kiln_driver_list_icd_source() :
+ * @return : where the ICD loader takes its .icd files from, as a user would
+ *           write it: "/etc/OpenCL/vendors", "OCL_ICD_VENDORS=/some/dir".
+ *           Owned by the list; NULL for NULL. */
+KILN_API const char *kiln_driver_list_icd_source(const kiln_driver_list *list);
+
+/*! kiln_driver_list_write_icd_dir() :
+ * Makes dir (and its parents) a folder for OCL_ICD_VENDORS that registers
+ * the drivers of the list: a copy of each .icd file in use and an .icd
+ * file naming each driver found that kiln advises registering (advised),
+ * each as its record's icd_name. Files dir has that are not .icd files are left alone; an .icd
+ * file dir has with another content, or that the list would not write,
+ * is refused, so that no driver is registered twice.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL, or dir holds another
+ *           .icd file: the message names it); KILN_ERR_IO when a folder or
+ *           file cannot be made or written (the message says which and why).
+ *           kiln_last_error(NULL) has the message. */
+KILN_API kiln_status kiln_driver_list_write_icd_dir(const kiln_driver_list *list,
+                                                    const char *dir);
+
 #endif /* KILN_EXPERIMENTAL */
 
 #ifdef __cplusplus
