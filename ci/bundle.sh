@@ -235,7 +235,7 @@ if [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]
 fi
 {
   echo "kiln $version, commit $commit, $(uname -m)"
-  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release 2>/dev/null)"
   echo "build type $(python3 -c 'import json,sys; print([o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "buildtype"][0])' "$build/meson-info/intro-buildoptions.json")"
   echo "needs glibc $(ldd --version | awk 'NR == 1 { print $NF }') or newer, python3 for bin/kiln-gpu-check"
   echo

@@ -111,22 +111,27 @@ class Run:
         print(f"[{now() - self.t0:5.0f}s] {text}", flush=True)
 
     # ---- running a command with a deadline --------------------------------
-    def execute(self, cmd, log, limit, env=None, cwd=None, echo=False):
+    def execute(self, cmd, log, limit, env=None, cwd=None, echo=False, stdout_file=None):
         """Runs cmd (its output to the file log, and to the terminal when
-        echo) for at most limit seconds; returns (exit status or 'timeout',
-        seconds)."""
+        echo; its stdout alone to stdout_file when given) for at most limit
+        seconds; returns (exit status or 'timeout', seconds)."""
         start = now()
         with open(log, "w", errors="replace") as f:
+            out = open(stdout_file, "wb") if stdout_file else None
             try:
-                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                p = subprocess.Popen(cmd, stdout=out or subprocess.PIPE,
+                                     stderr=subprocess.PIPE if out else subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env or self.env,
                                      cwd=cwd or self.work, start_new_session=True)
             except OSError as e:
                 f.write(f"cannot run {cmd[0]}: {e}\n")
                 return 127, 0.0
+            finally:
+                if out:
+                    out.close()
 
             def pump():
-                for raw in p.stdout:
+                for raw in p.stderr if stdout_file else p.stdout:
                     line = raw.decode(errors="replace")
                     f.write(line)
                     f.flush()
@@ -158,10 +163,10 @@ class Run:
             self.pack()
             return "no time"
         self.say(f"{name}: {' '.join(short(c) for c in cmd)} (cap {limit:.0f} s)")
-        rc, sec = self.execute(cmd, log, limit, env=env, echo=self.args.verbose)
-        if stdout_to:
-            # a JSON piece (kiln info --json, kiln tune --export -) as its own file
-            shutil.copy(log, os.path.join(self.rep, stdout_to))
+        # a JSON piece (kiln info --json, kiln tune --export -) as its own
+        # file, its notes on stderr in the log
+        rc, sec = self.execute(cmd, log, limit, env=env, echo=self.args.verbose,
+                               stdout_file=stdout_to and os.path.join(self.rep, stdout_to))
         self.steps.append({"name": name, "rc": rc, "seconds": round(sec, 1), "cap": round(limit),
                            "cmd": cmd})
         last = tail(log, 1)
@@ -348,6 +353,7 @@ def find_drivers(run):
                          "(kiln devices --icd-dir)")
     elif rc == 2:
         run.steps[-1]["expected"] = True
+        run.say("icd: this kiln has no --icd-dir: the machine's .icd files alone")
         run.notes.append("this kiln has no `kiln devices --icd-dir`: a driver that no .icd "
                          "file names is not looked for")
     else:
