@@ -26,6 +26,8 @@ kiln_packages=(
   # tests; numpy for the checks against numpy (tests/meson.build finds the
   # python3 it is for)
   libcmocka-dev python3-numpy
+  # ci/bundle.sh gives the bundle's files $ORIGIN run paths (the bundle test)
+  patchelf
   # examples/blur.c reads and writes its image with libpng (optional)
   libpng-dev
   # libkiln-mpi, its examples and the mpi test suite (meson feature mpi, auto):
