@@ -386,7 +386,7 @@ static void test_rank_peak_lanes_per_vendor(void **state)
      0x1002, CPU, 32, 5700, 16, 0, 0, 16},
     {"PoCL on a Cortex-A76, width 0", "Portable Computing Language", "ARM", 0x13B5, CPU,
      4, 2400, 0, 0, 0, 1},
-    /* PoCL reports 16 whatever it compiles for; its target's registers count. */
+  /* PoCL reports 16 whatever it compiles for; its target's registers count. */
 #define POCL "Portable Computing Language", "GenuineIntel", 0x8086, CPU
     {"pthread-haswell-Intel(R) Xeon(R) CPU E5-2680 v3", POCL, 24, 2500, 16, 0, 0, 8},
     {"pthread-skylake-avx512-Intel(R) Xeon(R) Gold 6154", POCL, 36, 3000, 16, 0, 0, 16},
@@ -442,7 +442,8 @@ static void test_rank_cpu_rules_follow_the_target(void **state)
     kiln__device_derive(&info);
     kiln__tuning t;
     kiln__tuning_defaults(&info, &t);
-    const kiln__gemm_tuning *f32 = &t.gemm[KILN__GEMM_F32], *f64 = &t.gemm[KILN__GEMM_F64];
+    const kiln__gemm_tuning *f32 = &t.gemm[KILN__GEMM_F32],
+                            *f64 = &t.gemm[KILN__GEMM_F64];
     if (f32->vw != cases[i].vw || f32->tm != cases[i].tm || f64->vw != cases[i].vw / 2)
       fail_msg("%s: gemm f32 vw %u tm %u, f64 vw %u; expected %u, %u, %u", cases[i].name,
                f32->vw, f32->tm, f64->vw, cases[i].vw, cases[i].tm, cases[i].vw / 2);
