@@ -524,6 +524,15 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
    * VkFFT's 64 ran 1-D 2^20 15% faster (`kiln bench fft`). */
   if (!kiln__gpu_shape(rt))
     c.coalescedMemory = 32;
+  /* Twiddles from VkFFT's lookup table (computed on the host in double) on
+   * every device. Left to itself, VkFFT computes float twiddles on the fly
+   * with native_sin and native_cos on NVIDIA, AMD and unknown vendors, whose
+   * accuracy OpenCL leaves to the driver, and reads a table on Intel and
+   * PoCL: the same call then differs in its error by vendor, and in its
+   * plan's memory too (on the H200 a 64-point inverse held no table, so
+   * plan_bytes showed kiln's input copy alone; KILN_TEST_SHAPE=gpu makes
+   * PoCL take that path). One table, counted in plan_bytes, everywhere. */
+  c.useLUT = 1;
   locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
   if (c_locale == (locale_t)0) {
     free(plan);
