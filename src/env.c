@@ -246,6 +246,21 @@ static kiln_status read_oom_wait(const char *name, const char *value, kiln__conf
   return KILN_OK;
 }
 
+/* KILN_TEST_SHAPE, a seam for kiln's tests: the kind of device whose
+ * rules (tuning.c) shape the kernels, workspaces and backend order, so that
+ * a GPU's shape runs and is checked on PoCL. Which device runs is not
+ * changed, nor what kiln reports of it. Read even under ignore_env. */
+static kiln_status read_test_shape(const char *name, const char *value, kiln__config *cfg)
+{
+  if (strcmp(value, "gpu") != 0 && strcmp(value, "cpu") != 0)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ENV,
+                      "%s='%s' is not a device shape; expected gpu or cpu (for "
+                      "kiln's tests)",
+                      name, value);
+  cfg->shape = value[0] == 'g' ? KILN_DEVICE_GPU : KILN_DEVICE_CPU;
+  return KILN_OK;
+}
+
 /* env.def, as env.c reads it. */
 static const struct {
   const char *name;
@@ -267,13 +282,16 @@ void kiln__local_rank_vars(kiln__str *s)
 }
 
 /* Reads every variable of env.def that is set, in its order; KILN_* ones
- * only when the caller did not ask to ignore them. */
+ * only when the caller did not ask to ignore them, but KILN_TEST_SHAPE
+ * always: it stands for the kind of device the tests run as, which a test's
+ * runtime that ignores the user's settings still runs as. */
 static kiln_status read_environment(const kiln_options *opts, kiln__config *cfg)
 {
   for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
     const char *value = getenv(env_vars[i].name);
     if (!env_vars[i].read || !value || !*value ||
-        (opts->ignore_env && strncmp(env_vars[i].name, "KILN_", 5) == 0))
+        (opts->ignore_env && strncmp(env_vars[i].name, "KILN_", 5) == 0 &&
+         env_vars[i].read != read_test_shape))
       continue;
     kiln_status st = env_vars[i].read(env_vars[i].name, value, cfg);
     if (st != KILN_OK)

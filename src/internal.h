@@ -158,6 +158,7 @@ typedef struct kiln__config {
   int no_memory_pool;        /* buffers' memory straight back to the driver */
   unsigned oom_wait_ms;      /* a refused allocation retries for this long */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
+  kiln_device_type shape;    /* KILN_TEST_SHAPE's kind, 0: the device's */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
   int profile;               /* kiln_options.profile or KILN_PROFILE */
   const char *trace;         /* kiln_options.trace or KILN_TRACE, or NULL */
@@ -537,6 +538,7 @@ struct kiln_runtime {
   char *cl_dir;               /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
+  kiln_device_type shape;               /* the kind rules shape for (tuning.c) */
   uint64_t compiles;                    /* programs built from source: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */

@@ -199,9 +199,9 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
                      &kiln__runtime_device(rt)->info);
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
-  kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &rt->tuning->t);
+  kiln__tuning_shape(rt, cfg.shape);
   rt->tuning->benchmark = cfg.benchmark;
-  if (!cfg.no_tuning)
+  if (!cfg.no_tuning && !cfg.shape) /* a record is measured in the device's shape */
     kiln__record_load(rt);
   st = kiln__profile_init(rt, &cfg);
   if (st != KILN_OK) {

@@ -145,6 +145,20 @@ void kiln__tuning_defaults(const kiln_device_info *dev, kiln__tuning *t)
   conv_defaults(dev, &t->conv);
 }
 
+void kiln__tuning_shape(kiln_runtime *rt, kiln_device_type shape)
+{
+  kiln_device_info dev = kiln__runtime_device(rt)->info;
+  if (shape)
+    dev.type = shape;
+  rt->shape = dev.type;
+  kiln__tuning_defaults(&dev, &rt->tuning->t);
+}
+
+int kiln__gpu_shape(const kiln_runtime *rt)
+{
+  return (rt->shape & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0;
+}
+
 enum kiln__gemm_variant kiln__gemm_variant_of(kiln_dtype dtype)
 {
   return dtype == KILN_F64   ? KILN__GEMM_F64

@@ -130,6 +130,15 @@ typedef struct kiln__tuning_state {
 /* The rules' values for a device: what applies without a record. */
 void kiln__tuning_defaults(const kiln_device_info *dev, kiln__tuning *t);
 
+/* Sets rt's parameters to the rules' values for its device, shaped for
+ * `shape` (KILN_TEST_SHAPE's KILN_DEVICE_GPU or KILN_DEVICE_CPU), or for the
+ * device's own type when shape is 0: rt->shape says which. */
+void kiln__tuning_shape(kiln_runtime *rt, kiln_device_type shape);
+
+/* Whether rt's kernels, workspaces and backend order take a GPU's shape
+ * (a GPU or an accelerator, or KILN_TEST_SHAPE=gpu) rather than a CPU's. */
+int kiln__gpu_shape(const kiln_runtime *rt);
+
 /* Whether dev can run t: 0, or -1 with what is wrong appended to why (a
  * group larger than the device's, local memory it lacks, a value outside
  * what the kernels take). Every value from a record passes here first. */

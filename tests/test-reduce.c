@@ -781,6 +781,38 @@ static void test_reduce_host_chunked(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
+/* Budgets too small for anything: kiln_reduce_host() with 4 bytes left
+ * for a piece, and kiln_reduce() with none left for one partial, each
+ * OUT_OF_MEMORY saying what it needed; the runtime goes on. */
+static void test_reduce_host_chunked_no_room(void **state)
+{
+  (void)state;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.memory_limit = 8192;
+  opts.no_memory_pool = 1; /* the budget to the byte */
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  kiln_buffer *held = NULL, *out = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 2047, KILN_BUFFER_ZERO, &held));
+  float x[4] = {1, 2, 3, 4}, y = 0;
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_MAX, KILN_F32, 4);
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY,
+                    "a piece of one float32 element needs 4 bytes",
+                    kiln_reduce_host(rt, &d, x, &y));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &out));
+  d.shape[0] = 2047;
+  assert_kiln_fails(rt, KILN_ERR_OUT_OF_MEMORY, "its partials of",
+                    kiln_reduce(rt, &d, held, out));
+  kiln_buffer_destroy(held);
+  d.shape[0] = 4;
+  assert_kiln_ok(rt, kiln_reduce_host(rt, &d, x, &y));
+  assert_true(y == 4);
+  kiln_buffer_destroy(out);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
 static void test_reduce_on_oclgrind(void **state)
 {
   (void)state;
@@ -809,9 +841,11 @@ static void test_reduce_on_oclgrind(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
   kiln_test_require_device();
+  if (argc > 1) /* a pattern of test names: the budget cases alone, as meson runs them */
+    cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reduce_out_dtype_names_desc),
     cmocka_unit_test(test_reduce_errors),
@@ -821,6 +855,7 @@ int main(void)
     cmocka_unit_test(test_reduce_int32),
     cmocka_unit_test(test_reduce_float32_sum_1e8),
     cmocka_unit_test(test_reduce_host_chunked),
+    cmocka_unit_test(test_reduce_host_chunked_no_room),
     cmocka_unit_test(test_reduce_on_oclgrind),
   };
   return cmocka_run_group_tests(tests, kiln_test_runtime_setup,

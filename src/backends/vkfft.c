@@ -54,6 +54,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "ops/ops.h"
+#include "tuning.h"
 
 /* VkFFT turns each failed OpenCL call into a code of its own
  * (VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL, ...) and drops the OpenCL error,
@@ -158,6 +159,26 @@ static void vk_mem_free(vk_mem *m)
   m->n = m->cap = 0;
 }
 
+/* VkFFT picks its defaults by the device's vendor id (vkFFT.h's
+ * setConfigurationVkFFT: NVIDIA's and AMD's twiddles computed on the fly
+ * in float, Intel's and PoCL's from a lookup table, warp sizes, register
+ * use). Under KILN_TEST_SHAPE=gpu on a device that is not a GPU, VkFFT is
+ * told NVIDIA's id, so that the path it takes on the GPU kiln was checked
+ * on runs in the tests on PoCL. */
+#define VK_NVIDIA 0x10DE
+static cl_int vk_clGetDeviceInfo(cl_device_id d, cl_device_info p, size_t size,
+                                 void *value, size_t *ret)
+{
+  kiln_runtime *rt = vk_owner ? vk_owner->rt : NULL;
+  cl_int err = vk_note(clGetDeviceInfo(d, p, size, value, ret), "clGetDeviceInfo");
+  if (err == CL_SUCCESS && rt && p == CL_DEVICE_VENDOR_ID && kiln__gpu_shape(rt) &&
+      !(kiln__runtime_device(rt)->info.type &
+        (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) &&
+      value && size >= sizeof(cl_uint))
+    *(cl_uint *)value = VK_NVIDIA;
+  return err;
+}
+
 /* A call that returns its error; one that returns an object and reports
  * through its parameter e. */
 #define VK_INT(name, params, args)                                                       \
@@ -206,6 +227,7 @@ VK_OBJ(cl_command_queue, clCreateCommandQueue,
 #define clEnqueueWriteBuffer vk_clEnqueueWriteBuffer
 #define clSetKernelArg vk_clSetKernelArg
 #define clFinish vk_clFinish
+#define clGetDeviceInfo vk_clGetDeviceInfo
 #define clCreateBuffer vk_clCreateBuffer
 #define clReleaseMemObject vk_clReleaseMemObject
 #define clCreateProgramWithSource vk_clCreateProgramWithSource
@@ -239,6 +261,7 @@ static char *vkfft_setlocale(int category, const char *name)
 #undef clEnqueueWriteBuffer
 #undef clSetKernelArg
 #undef clFinish
+#undef clGetDeviceInfo
 #undef clCreateBuffer
 #undef clReleaseMemObject
 #undef clCreateProgramWithSource
@@ -499,8 +522,17 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
 
   /* On CPUs (PoCL), grouping strided accesses by 32 bytes instead of
    * VkFFT's 64 ran 1-D 2^20 15% faster (`kiln bench fft`). */
-  if (dev->info.type & KILN_DEVICE_CPU)
+  if (!kiln__gpu_shape(rt))
     c.coalescedMemory = 32;
+  /* Twiddles from VkFFT's lookup table (computed on the host in double) on
+   * every device. Left to itself, VkFFT computes float twiddles on the fly
+   * with native_sin and native_cos on NVIDIA, AMD and unknown vendors, whose
+   * accuracy OpenCL leaves to the driver, and reads a table on Intel and
+   * PoCL: the same call then differs in its error by vendor, and in its
+   * plan's memory too (on the H200 a 64-point inverse held no table, so
+   * plan_bytes showed kiln's input copy alone; KILN_TEST_SHAPE=gpu makes
+   * PoCL take that path). One table, counted in plan_bytes, everywhere. */
+  c.useLUT = 1;
   locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
   if (c_locale == (locale_t)0) {
     free(plan);

@@ -194,9 +194,15 @@ static uint64_t weights_pack(const kiln__conv *cv, const kiln__gemm_packing *pk)
 static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compute,
                        size_t *elements)
 {
-  size_t pq = cv->p * cv->q, rows, ph;
-  step sp = {.count = 1, .rows = pq};
+  size_t pq = cv->p * cv->q, rows, ph, unit;
+  step sp = {.count = 1, .rows = 1};
   kiln__gemm_packing pk;
+  /* Chunks are whole panels of a one-row step: the CPU shape's panel (tn
+   * rows) or the GPU shape's tile (tsm rows). The GPU shape packs a step as
+   * one panel as tall as the step, so a whole image's panel would leave no
+   * chunk smaller than the image. */
+  packed_size(rt, cv, &sp, &pk, &rows, &unit);
+  sp.rows = pq;
   packed_size(rt, cv, &sp, &pk, &rows, &ph);
   uint64_t es = kiln_dtype_size(pk.compute), wp = weights_pack(cv, &pk),
            per = (uint64_t)rows * pk.kp * es + wp;
@@ -210,8 +216,8 @@ static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compu
   if (want >= per) {
     sp.count = want / per < cv->d.n ? (size_t)(want / per) : cv->d.n;
   } else {
-    uint64_t panels = want > wp ? (want - wp) / ((uint64_t)ph * pk.kp * es) : 0;
-    sp.rows = panels < 1 ? ph : (size_t)panels * ph;
+    uint64_t panels = want > wp ? (want - wp) / ((uint64_t)unit * pk.kp * es) : 0;
+    sp.rows = panels < 1 ? unit : (size_t)panels * unit;
     if (sp.rows > pq)
       sp.rows = pq;
     packed_size(rt, cv, &sp, &pk, &rows, &ph);
@@ -220,7 +226,7 @@ static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compu
   size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
   if (limit && rows > limit) { /* a chunk of one image */
     sp.count = 1;
-    sp.rows = limit / ph * ph;
+    sp.rows = limit / unit * unit;
     packed_size(rt, cv, &sp, &pk, &rows, &ph);
   }
   *compute = pk.compute;
@@ -278,15 +284,18 @@ uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backe
     return (uint64_t)kiln__pool_block_bytes(rt, pk.mp * pk.kp * g.batch * es) +
            kiln__pool_block_bytes(rt, pk.np * pk.kp * g.batch * es);
   }
-  /* first_step() takes at most half of what is left, and one panel with the
-   * weights' pack at least: twice that (the two buffers as the pool rounds
-   * them) leaves room for both. */
+  /* The least first_step() takes: one panel of a one-row step and the
+   * weights' pack, as the pool rounds them. With that much left it takes
+   * either this or at most half of what is left (a quarter more where the
+   * pool rounds up), so the caller need keep no more; keeping twice this
+   * refused budgets that run, most of all in the GPU shape, whose 64-row
+   * tiles make the least several times the CPU shape's. */
   step one = {.count = 1, .rows = 1};
   size_t rows, ph;
   packed_size(rt, cv, &one, &pk, &rows, &ph);
   size_t col = rows * pk.kp * kiln_dtype_size(pk.compute);
-  return 2 * ((uint64_t)kiln__pool_block_bytes(rt, col) +
-              kiln__pool_block_bytes(rt, (size_t)weights_pack(cv, &pk)));
+  return (uint64_t)kiln__pool_block_bytes(rt, col) +
+         kiln__pool_block_bytes(rt, (size_t)weights_pack(cv, &pk));
 }
 
 static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)

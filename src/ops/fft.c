@@ -208,7 +208,7 @@ static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
 {
   const kiln__fft_backend *kiln = &kiln__fft_kiln,
                           *vkfft = backend_of(KILN_BACKEND_VKFFT);
-  int cpu = (kiln_runtime_device(rt)->type & KILN_DEVICE_CPU) != 0;
+  int cpu = !kiln__gpu_shape(rt);
   order[0] = cpu ? kiln : vkfft;
   order[1] = cpu ? vkfft : kiln;
   order[2] = backend_of(KILN_BACKEND_CLFFT);

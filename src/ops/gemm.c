@@ -275,9 +275,8 @@ static kiln_status resolve(kiln_runtime *rt, const kiln_gemm_desc *d,
  */
 static kiln_backend auto_choice(kiln_runtime *rt, const kiln__gemm *g)
 {
-  const kiln_device_info *dev = kiln_runtime_device(rt);
   const kiln__gemm_backend *clblast = backend_table(KILN_BACKEND_CLBLAST);
-  if ((dev->type & KILN_DEVICE_CPU) || !clblast || clblast->cannot(rt, g))
+  if (!kiln__gpu_shape(rt) || !clblast || clblast->cannot(rt, g))
     return KILN_BACKEND_KILN;
   return KILN_BACKEND_CLBLAST;
 }

@@ -262,9 +262,19 @@ KILN_API kiln_status kiln_reduce_host(kiln_runtime *rt, const kiln_reduce_desc *
   const unsigned char *src =
     (const unsigned char *)in + desc->offset * kiln_dtype_size(desc->dtype);
   size_t per = piece_elements(rt, kiln_dtype_size(desc->dtype));
-  if (per == 0)
+  if (per == 0) {
+    kiln_memory_usage mu;
+    kiln_memory_usage_init(&mu);
+    kiln_memory_stats(rt, &mu);
     return kiln__fail(rt, KILN_ERR_OUT_OF_MEMORY,
-                      "kiln_reduce_host: no device memory is left of the budget");
+                      "kiln_reduce_host: a piece of one %s element needs %zu bytes "
+                      "of the memory budget and a quarter of what is left for its "
+                      "partials, but kiln holds %llu of the %llu-byte budget; destroy "
+                      "buffers or raise the limit",
+                      kiln_dtype_name(desc->dtype), kiln_dtype_size(desc->dtype),
+                      (unsigned long long)mu.current_bytes,
+                      (unsigned long long)mu.limit_bytes);
+  }
   if (r.len == 0) { /* the identity, or the error, through a one-element buffer */
     kiln_buffer *b = NULL;
     st = kiln_buffer_create(rt, r.out_type, outputs, 0, &b);

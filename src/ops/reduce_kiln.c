@@ -73,6 +73,39 @@ static kiln_dtype partial_type(kiln_runtime *rt, const kiln__reduce *r, family f
   return r->in_type == KILN_F16 ? KILN_F32 : r->in_type;
 }
 
+/* Stage 1's partials for len elements, each `bytes` on the device (value
+ * and index): the rules' count (chunks on a CPU; on a GPU, `groups` groups
+ * of wg work-items, one partial a group where `per_group`, else one a
+ * work-item), but no more than one a group or a work-item has elements
+ * for, nor than half of what is left of the memory budget holds (the other
+ * half covers the pool's rounding up and the result): the GPU rules' 8
+ * groups of 256 a compute unit are a megabyte of partials on a large GPU,
+ * whatever the input or the budget. At least one, and at least what keeps
+ * every loop within the driver's limit (kiln__loop_limit(); cannot() bounds
+ * len): a budget too small for those fails in kiln__workspace(), which
+ * names the partials and the bytes they need. */
+static size_t partial_count(kiln_runtime *rt, const kiln__reduce *r,
+                            const kiln__reduce_tuning *t, int per_group, size_t bytes)
+{
+  size_t wg = per_group ? t->wg : 1, len = r->len ? r->len : 1;
+  size_t np = !t->gpu_shape ? t->chunks
+              : per_group   ? t->groups
+                            : (size_t)t->groups * t->wg;
+  size_t most = (len + wg - 1) / wg;
+  kiln_memory_usage mu;
+  kiln_memory_usage_init(&mu);
+  kiln_memory_stats(rt, &mu);
+  uint64_t left =
+    mu.limit_bytes > mu.current_bytes ? mu.limit_bytes - mu.current_bytes : 0;
+  if (left / 2 / bytes < most)
+    most = (size_t)(left / 2 / bytes);
+  if (np > most)
+    np = most;
+  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
+  size_t per = wg * limit, least = limit ? (len + per - 1) / per : 1;
+  return np > least ? np : least;
+}
+
 /* Reduces len contiguous elements from offset into out[out_offset]. */
 static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t offset,
                              size_t out_offset)
@@ -87,25 +120,15 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
    * sums, exact and rare, contiguous chunks. */
   int sum = fam == SUM, ints = r->in_type == KILN_I32;
   int groups = t.gpu_shape && sum && !ints, stride = t.gpu_shape && !sum;
-  /* Where the driver ends loops early, enough chunks or groups that no
-   * work-item loops more than the limit allows (cannot() bounds len). */
-  size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
-  size_t per = t.gpu_shape ? (size_t)t.wg * limit : limit;
-  size_t need = limit ? (r->len + per - 1) / per : 0;
-  unsigned *count = t.gpu_shape ? &t.groups : &t.chunks;
-  if (need > *count)
-    *count = (unsigned)need;
-  size_t np = t.gpu_shape ? (size_t)t.groups * t.wg : t.chunks;
-  size_t global = np, local = t.wg;
+  kiln_dtype pt = partial_type(rt, r, fam), it = fam == EXT ? KILN_I32 : KILN_I64;
+  size_t np = partial_count(rt, r, &t, groups,
+                            kiln_dtype_size(pt) + (sum ? 0 : kiln_dtype_size(it)));
+  size_t global = groups ? np * t.wg : np, local = t.wg;
   size_t chunk = stride || groups ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
-  if (groups)
-    np = t.groups;
   kiln_buffer *pv = NULL, *pi = NULL;
-  kiln_status st =
-    kiln__workspace(rt, "kiln_reduce", "partials", partial_type(rt, r, fam), np, &pv);
+  kiln_status st = kiln__workspace(rt, "kiln_reduce", "partials", pt, np, &pv);
   if (st == KILN_OK && !sum) /* min/max: which chunks had any; arg: indices */
-    st = kiln__workspace(rt, "kiln_reduce", "partial indices",
-                         fam == EXT ? KILN_I32 : KILN_I64, np, &pi);
+    st = kiln__workspace(rt, "kiln_reduce", "partial indices", it, np, &pi);
   cl_mem in = r->in, a = kiln_buffer_cl_mem(pv), b = kiln_buffer_cl_mem(pi);
   /* Chunks run one work-item a group: a driver free to choose might put
    * them all in one group, which PoCL runs on a single core. */
