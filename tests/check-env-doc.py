@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""check-env-doc.py KILN README.md SRC_DIR — the environment variables are
-one table (src/env.def): `kiln help env` prints it, and the README's
-"Environment variables" table must list the same variables in the same
+"""check-env-doc.py KILN DOC SRC_DIR — the environment variables are
+one table (src/env.def): `kiln help env` prints it, and the table of the
+page DOC (docs/environment.md) must list the same variables in the same
 order, with the same kiln_options fields, each meaning starting with the
 table's one line. And no file of the library but env.c reads the
 environment, so the table is the whole of it."""
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-kiln, readme, src = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+kiln, doc_page, src = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 failures = []
 
 
@@ -34,9 +34,17 @@ def help_rows():
     return rows
 
 
-def readme_rows():
-    text = readme.read_text()
-    section = text.split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+def doc_rows():
+    """The rows of the table under the page's "Environment variables"
+    heading, up to the next heading of its level or above."""
+    text = doc_page.read_text()
+    head = re.search(r"^(#+) Environment variables\s*$", text, re.M)
+    if not head:
+        failures.append(f"{doc_page} has no \"Environment variables\" heading")
+        return []
+    rest = text[head.end():]
+    end = re.search(r"^#{1,%d} " % len(head.group(1)), rest, re.M)
+    section = rest[:end.start()] if end else rest
     rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -46,20 +54,20 @@ def readme_rows():
     return rows
 
 
-got, doc = help_rows(), readme_rows()
+got, doc = help_rows(), doc_rows()
 if not got:
     failures.append("kiln help env printed no variable")
 names, doc_names = [r[0] for r in got], [r[0] for r in doc]
 if names != doc_names:
-    failures.append(f"the variables differ:\n  kiln help env: {names}\n  README:        {doc_names}")
+    failures.append(f"the variables differ:\n  kiln help env: {names}\n  {doc_page}: {doc_names}")
 for (name, meaning, option), d in zip(got, doc):
     if name != d[0]:
         continue
     if not d[1].startswith(meaning):
-        failures.append(f"{name}: the README's meaning does not start with the table's:\n"
-                        f"  table:  {meaning}\n  README: {d[1]}")
+        failures.append(f"{name}: {doc_page}'s meaning does not start with the table's:\n"
+                        f"  table:  {meaning}\n  page:   {d[1]}")
     if option != d[2]:
-        failures.append(f"{name}: option '{option}' in the table, '{d[2]}' in the README")
+        failures.append(f"{name}: option '{option}' in the table, '{d[2]}' in {doc_page}")
 
 for path in sorted(src.rglob("*.c")):
     if path.name == "env.c":
@@ -70,5 +78,5 @@ for path in sorted(src.rglob("*.c")):
 
 for f in failures:
     print("FAIL:", f)
-print(f"{len(got)} variables; {'FAILED' if failures else 'the table, the help and the README agree'}")
+print(f"{len(got)} variables; {'FAILED' if failures else 'the table, the help and ' + str(doc_page) + ' agree'}")
 sys.exit(1 if failures else 0)

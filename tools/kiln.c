@@ -89,7 +89,7 @@ static int help_env(void)
     if (*vars[i].option)
       printf("  %-21s option: %s\n", "", vars[i].option);
   }
-  printf("\nThe README's \"Environment variables\" says more of each.\n");
+  printf("\ndocs/environment.md says more of each.\n");
   return 0;
 }
 
