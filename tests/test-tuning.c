@@ -451,8 +451,9 @@ static void slow_seam(kiln_backend id)
  * next call. */
 static const kiln_profile_row *profile_row(kiln_runtime *rt, const char *op)
 {
-  static kiln_profile_row rows[16], none;
+  static kiln_profile_row rows[64], none; /* builds and loads too */
   size_t n = 0;
+  assert_kiln_ok(rt, kiln_finish(rt)); /* rows are of finished calls */
   for (size_t i = 0; i < COUNT(rows); i++)
     kiln_profile_row_init(&rows[i]);
   assert_kiln_ok(rt, kiln_profile_rows(rt, rows, COUNT(rows), &n));
