@@ -26,7 +26,11 @@ check "version" 0 "^kiln [0-9]+\.[0-9]+\.[0-9]+$" version
 check "--version names the backends built in" 0 "^backends: kiln(, [a-z]+)*$" --version
 check "devices ranks and picks" 0 "<- picked" devices
 check "devices says why" 0 "^picked [0-9]+:[0-9]+ " devices
-KILN_DEVICE=name=pthread check "devices shows the selector" 0 "KILN_DEVICE='name=pthread': 'name=pthread' picks" devices
+# name= of the picked device's first word (PoCL's "pthread-...", "NVIDIA H200"),
+# whatever the device is
+name=$("$kiln" devices 2>/dev/null | sed -n 's/^picked [0-9]*:[0-9]* \([A-Za-z0-9_]*\).*/\1/p')
+KILN_DEVICE=name=$name check "devices shows the selector" 0 \
+  "KILN_DEVICE='name=$name': 'name=$name' picks" devices
 KILN_DEVICE=bogus check "a bad selector" 1 "'bogus' is not a device selector" devices
 KILN_MEMORY_LIMIT=lots check "a bad environment value" 1 "KILN_MEMORY_LIMIT='lots'" devices
 KILN_PROFILE=yes check "KILN_PROFILE must be 0 or 1" 1 "KILN_PROFILE='yes' is not 0 or 1" devices
@@ -38,7 +42,21 @@ KILN_TRACE=/nonexistent-kiln/t.json check "a trace that cannot be written is sai
 # tools/check.c); with profiling on, the table follows.
 check "check runs every operation" 0 "every result within its bound" check
 check "check reports each" 0 "^kernel +saxpy.* ok$" check
-KILN_PROFILE=1 check "check prints the profile" 0 "^gemm +kiln +2 " check
+# The profile's rows: gemm's names the backend that the report's line names
+# (kiln's own on a CPU, CLBlast on a GPU), each operation called twice.
+out=$(KILN_PROFILE=1 "$kiln" check 2>&1)
+gemm_backend=$(awk '$1 == "gemm" && /error\/bound/ { for (i = 3; i <= NF; i++)
+  if ($i == "ms") { print $(i - 2); exit } }' <<<"$out")
+for row in "gemm +${gemm_backend:-none} +2 " "conv2d +[a-z0-9]+ +2 " "fft +[a-z0-9]+ +2 " \
+           "reduce\.sum +[a-z0-9]+ +2 "; do
+  if grep -qE "^$row" <<<"$out"; then
+    echo "ok: check prints the profile: $row"
+  else
+    echo "FAIL: check prints the profile: no row '$row' (gemm ran on '$gemm_backend'), output:"
+    sed 's/^/    /' <<<"$out"
+    failures=$((failures + 1))
+  fi
+done
 check "check takes no argument" 2 "unexpected argument 'x'" check x
 
 # The kernel cache, in a folder of this run's own.

@@ -67,6 +67,34 @@ static inline uint64_t kiln_test_random(uint64_t *state)
       fail_msg("%s: the message does not mention '%s': %s", #expr, (needle), msg_);      \
   } while (0)
 
+/* What a test needs of the machine beyond one device (PoCL's two devices, a
+ * second platform...): where `holds` is 0, says so on stderr ("skipped:
+ * needs ...") and skips, the cmocka test it is called in or, from main()
+ * (in_main), the whole program (exit 77). Under CI, on PoCL with the
+ * platforms meson registers, every need is met, so there a missing one is a
+ * failure, not a skip. Returns only where the need holds. */
+static inline void kiln_test_require_at(int holds, int in_main, const char *need)
+{
+  if (holds)
+    return;
+  const char *ci = getenv("CI");
+  if (ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0) {
+    if (in_main) {
+      fprintf(stderr, "failed: needs %s (under CI every need is met)\n", need);
+      exit(1);
+    }
+    fail_msg("needs %s (under CI every need is met)", need);
+  }
+  fprintf(stderr, "skipped: needs %s\n", need);
+  if (in_main)
+    exit(KILN_TEST_SKIP);
+  skip();
+}
+
+/* kiln_test_require_at() inside a cmocka test, and from main(). */
+#define kiln_test_require(holds, need) kiln_test_require_at((holds), 0, (need))
+#define kiln_test_require_main(holds, need) kiln_test_require_at((holds), 1, (need))
+
 /* Called from main() of a device test before the tests run: with no OpenCL
  * device, exit 77 (skipped), except under CI, where PoCL is always installed
  * and a missing device is a failure. */
@@ -79,7 +107,25 @@ static inline void kiln_test_require_device(void)
     return;
   }
   fprintf(stderr, "no OpenCL device: %s\n", kiln_last_error(NULL));
-  exit(getenv("CI") ? 1 : KILN_TEST_SKIP);
+  kiln_test_require_main(0, "an OpenCL device");
+}
+
+/* How many of the usable devices PoCL gives (KILN_DEVICE and
+ * KILN_VISIBLE_DEVICES ignored): meson's environments ask it for two or
+ * three (POCL_DEVICES); a machine's own PoCL gives one. */
+static inline size_t kiln_test_pocl_devices(void)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.ignore_env = 1;
+  kiln_runtime *rt = NULL;
+  if (kiln_runtime_create(&opts, &rt) != KILN_OK)
+    return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < kiln_runtime_device_count(rt); i++)
+    n += kiln_runtime_device_at(rt, i)->vendor_family == KILN_VENDOR_POCL;
+  kiln_runtime_destroy(rt);
+  return n;
 }
 
 /* Runs a group of tests with OCL_ICD_VENDORS at a new empty folder, set
@@ -163,6 +209,28 @@ static inline size_t kiln_test_devices(void)
   return 2 + (size_t)kiln_test_has_oclgrind() + (size_t)kiln_test_has_rusticl();
 }
 
+/* Whether the machine's devices are those meson registers for the tests
+ * (tests/icd, POCL_DEVICES="pthread pthread"): kiln_test_devices() of them,
+ * PoCL's two among them. A GPU machine runs the tests with its own drivers
+ * instead; the cases that count devices need this. */
+static inline int kiln_test_meson_devices(void)
+{
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.ignore_env = 1;
+  kiln_runtime *rt = NULL;
+  if (kiln_runtime_create(&opts, &rt) != KILN_OK)
+    return 0;
+  size_t n = kiln_runtime_device_count(rt);
+  kiln_runtime_destroy(rt);
+  return n == kiln_test_devices() && kiln_test_pocl_devices() == 2;
+}
+
+/* The need kiln_test_meson_devices() checks, in words. */
+#define KILN_TEST_MESON_DEVICES                                                          \
+  "PoCL's two devices (POCL_DEVICES='pthread pthread') and the platforms meson "         \
+  "registers (tests/icd), as KILN_TEST_PLATFORMS counts them"
+
 /* Whether rt runs on Mesa's llvmpipe, whose work-items stop looping after
  * 65535 iterations in all: kiln refuses what it cannot fit there, saying so
  * (src/rank.c's kiln__loop_limit()), and the tests expect that. */
@@ -192,8 +260,8 @@ static inline void kiln_test_refuses_fp64(kiln_runtime *rt, kiln_status st,
  * where Oclgrind is not registered. */
 static inline kiln_runtime *kiln_test_oclgrind_runtime(void)
 {
-  if (!kiln_test_has_oclgrind())
-    skip();
+  kiln_test_require(kiln_test_has_oclgrind(),
+                    "Oclgrind as a second platform (KILN_TEST_OCLGRIND=1, tests/icd)");
   return kiln_test_runtime_on("oclgrind", NULL, 0);
 }
 

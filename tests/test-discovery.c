@@ -5,7 +5,8 @@
  * meson when they are installed; common.h's kiln_test_platforms() and
  * kiln_test_devices() count them) and POCL_DEVICES="pthread pthread", so
  * there are up to three platforms and four devices. clfault makes chosen
- * OpenCL queries fail.
+ * OpenCL queries fail. On a machine's own devices (one GPU) what counts
+ * devices is skipped, saying what it needs (common.h).
  */
 #include "common.h"
 
@@ -41,8 +42,11 @@ static void test_discovery_finds_every_device(void **state)
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
   size_t n = kiln_runtime_device_count(rt);
+  int meson = kiln_test_meson_devices();
   /* Two PoCL devices, plus Oclgrind's and llvmpipe when registered. */
-  assert_int_equal(n, kiln_test_devices());
+  if (meson)
+    assert_int_equal(n, kiln_test_devices());
+  assert_true(n >= 1);
   unsigned platforms_seen = 0;
   for (size_t i = 0; i < n; i++) {
     const kiln_device_info *d = kiln_runtime_device_at(rt, i);
@@ -52,6 +56,9 @@ static void test_discovery_finds_every_device(void **state)
     if (strcmp(d->platform_name, "Oclgrind") == 0)
       assert_ptr_not_equal(d, kiln_runtime_device(rt));
   }
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_test_require(meson, KILN_TEST_MESON_DEVICES);
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
   /* PoCL, a real CPU device some 30 times faster than llvmpipe, is picked. */
   assert_non_null(strstr(kiln_runtime_device(rt)->platform_name, "Portable"));
   assert_int_equal(platforms_seen, (1u << kiln_test_platforms()) - 1);
@@ -109,11 +116,18 @@ static void test_discovery_skips_failing_device(void **state)
   size_t all = baseline_devices();
   kiln_runtime *rt = NULL;
   /* The first query of the first device is its name, which kiln requires. */
-  assert_kiln_ok(NULL, create_with_fault("clGetDeviceInfo", 1, CL_INVALID_DEVICE, &rt));
+  kiln_status st = create_with_fault("clGetDeviceInfo", 1, CL_INVALID_DEVICE, &rt);
+  const char *why = "platform 0 device 0 skipped: clGetDeviceInfo(CL_DEVICE_NAME) "
+                    "failed with CL_INVALID_DEVICE (-33)";
+  if (all == 1) { /* the only device is gone: no device, and the note says why */
+    assert_int_equal(st, KILN_ERR_NO_DEVICE);
+    assert_non_null(strstr(kiln_last_error(NULL), why));
+    assert_null(rt);
+    return;
+  }
+  assert_kiln_ok(NULL, st);
   assert_int_equal(kiln_runtime_device_count(rt), all - 1);
-  assert_non_null(strstr(kiln_runtime_diagnostics(rt),
-                         "platform 0 device 0 skipped: clGetDeviceInfo(CL_DEVICE_NAME) "
-                         "failed with CL_INVALID_DEVICE (-33)"));
+  assert_non_null(strstr(kiln_runtime_diagnostics(rt), why));
   const kiln_device_info *first = kiln_runtime_device_at(rt, 0);
   assert_false(first->platform_index == 0 && first->device_index == 0);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
@@ -130,7 +144,9 @@ static void test_discovery_optional_property_reads_empty(void **state)
   assert_int_equal(n, baseline_devices());
   assert_string_equal(kiln_runtime_device_at(rt, 0)->vendor, "");
   assert_true(strlen(kiln_runtime_device_at(rt, 0)->name) > 0);
-  assert_true(strlen(kiln_runtime_device_at(rt, n - 1)->vendor) > 0);
+  /* the other devices' queries did not fail */
+  for (size_t i = 1; i < n; i++)
+    assert_true(strlen(kiln_runtime_device_at(rt, i)->vendor) > 0);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 

@@ -602,9 +602,23 @@ static void test_group_four_threads(void **state)
     pthread_join(th[i], NULL);
 }
 
+/* The size of the group kiln makes by default (0 where it makes none). */
+static size_t default_group_size(void)
+{
+  kiln_group *g = NULL;
+  if (kiln_group_create(NULL, &g) != KILN_OK)
+    return 0;
+  size_t n = kiln_group_size(g);
+  kiln_group_destroy(g);
+  return n;
+}
+
 int main(void)
 {
   kiln_test_require_device();
+  kiln_test_require_main(default_group_size() >= 3,
+                         "three devices for a group (PoCL's three: "
+                         "POCL_DEVICES='pthread pthread pthread')");
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_group_devices),
     cmocka_unit_test(test_group_gemm),

@@ -6,7 +6,8 @@
  *
  * Run with PoCL, Oclgrind and rusticl registered (OCL_ICD_VENDORS; common.h
  * counts them) and POCL_DEVICES="pthread pthread". With
- * --no-platform it runs with OCL_ICD_VENDORS at an empty folder.
+ * --no-platform it runs with OCL_ICD_VENDORS at an empty folder. On a
+ * machine's own devices (one GPU) the counts are skipped, saying so.
  */
 #include "common.h"
 
@@ -59,10 +60,14 @@ static void test_info_list_without_runtime(void **state)
 {
   const kiln_device_list *list = *state;
   size_t n = kiln_device_list_count(list), total = 0;
+  int meson = kiln_test_meson_devices();
   /* Two PoCL devices, plus Oclgrind's and llvmpipe when registered. */
-  assert_int_equal(n, kiln_test_devices());
-  assert_int_equal(kiln_device_list_platform_count(list), kiln_test_platforms());
-  assert_string_equal(kiln_device_list_diagnostics(list), "");
+  if (meson) {
+    assert_int_equal(n, kiln_test_devices());
+    assert_int_equal(kiln_device_list_platform_count(list), kiln_test_platforms());
+    assert_string_equal(kiln_device_list_diagnostics(list), "");
+  }
+  assert_true(n >= 1);
   for (size_t p = 0; p < kiln_device_list_platform_count(list); p++) {
     const kiln_platform_info *plat = kiln_device_list_platform(list, p);
     assert_non_null(plat);
@@ -79,6 +84,7 @@ static void test_info_list_without_runtime(void **state)
     assert_int_equal(plat->index, d->platform_index);
     assert_ptr_equal(plat->name, d->platform_name);
   }
+  kiln_test_require(meson, KILN_TEST_MESON_DEVICES);
 }
 
 static void test_info_required_properties(void **state)
@@ -202,6 +208,16 @@ static void test_info_value_formats(void **state)
   }
 }
 
+/* Whether d's extensions include ext (a whole word of the list). */
+static int has_extension(const kiln_device_info *d, const char *ext)
+{
+  size_t n = strlen(ext);
+  for (const char *p = d->extensions; p && (p = strstr(p, ext)) != NULL; p += n)
+    if ((p == d->extensions || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+      return 1;
+  return 0;
+}
+
 /* A 3.0 query on a device below 3.0, and a vendor extension's query on a
  * device without it, read "n/a" and say why; the fields read 0. */
 static void test_info_unsupported_reads_na(void **state)
@@ -221,10 +237,19 @@ static void test_info_unsupported_reads_na(void **state)
       assert_string_equal(v.human, "n/a");
       assert_non_null(strstr(v.why, "needs OpenCL 3.0"));
     }
+    /* NVIDIA's extension: read where the device has it (the field is the
+     * value), "n/a" and why where not (the field is 0) */
     kiln_property nv = device_prop(d, "CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV");
+    if (has_extension(d, "cl_nv_device_attribute_query")) {
+      assert_true(nv.available);
+      assert_true(d->arch_major > 0);
+      assert_int_equal(strtoul(nv.raw, NULL, 10), d->arch_major);
+      continue;
+    }
     assert_false(nv.available);
     assert_non_null(strstr(nv.why, "cl_nv_device_attribute_query"));
-    assert_int_equal(d->arch_major, 0);
+    if (d->vendor_family != KILN_VENDOR_AMD) /* arch_major is also AMD's GFX IP */
+      assert_int_equal(d->arch_major, 0);
   }
   /* Oclgrind is OpenCL 1.2: registered, it must have been seen. */
   if (kiln_test_has_oclgrind())
@@ -270,7 +295,9 @@ static void test_info_failed_query_reads_na(void **state)
   assert_string_equal(d->vendor, "");
   assert_true(device_prop(d, "CL_DEVICE_VENDOR_ID").available);
   assert_true(device_prop(d, "CL_DEVICE_MAX_COMPUTE_UNITS").available);
-  assert_true(device_prop(kiln_device_list_at(list, 1), "CL_DEVICE_VENDOR").available);
+  /* the other devices' queries did not fail */
+  for (size_t i = 1; i < kiln_device_list_count(list); i++)
+    assert_true(device_prop(kiln_device_list_at(list, i), "CL_DEVICE_VENDOR").available);
   assert_kiln_ok(NULL, kiln_device_list_destroy(list));
 }
 

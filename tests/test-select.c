@@ -3,7 +3,9 @@
  * equivalents, on the real platforms: PoCL with two devices
  * (POCL_DEVICES="pthread pthread") and, when meson found it, Oclgrind
  * and rusticl (tests/icd). Expectations are computed from the unmasked list,
- * since the ICD loader decides the platform order.
+ * since the ICD loader decides the platform order. On a machine's own
+ * devices (one GPU) each test checks what holds there, then skips what
+ * needs PoCL's two devices, saying so (common.h's kiln_test_require()).
  */
 #include "common.h"
 
@@ -13,6 +15,9 @@ typedef struct machine {
   unsigned oclgrind; /* Oclgrind's platform index */
   size_t count;      /* devices in all */
   size_t others;     /* devices of none of the tests' platforms: a developer's GPU */
+  unsigned best_p, best_d; /* the ranking's pick */
+  unsigned other_p,
+    other_d; /* another real device, the best's platform first; or the best */
 } machine;
 
 static machine look(void)
@@ -24,6 +29,16 @@ static machine look(void)
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
   m.count = kiln_runtime_device_count(rt);
+  const kiln_device_info *best = kiln_runtime_device(rt), *other = best;
+  for (size_t i = 0; i < m.count; i++) {
+    const kiln_device_info *d = kiln_runtime_device_at(rt, i);
+    int better = other == best || (other->platform_index != best->platform_index &&
+                                   d->platform_index == best->platform_index);
+    if (d != best && !d->is_simulator && better)
+      other = d;
+  }
+  m.best_p = best->platform_index, m.best_d = best->device_index;
+  m.other_p = other->platform_index, m.other_d = other->device_index;
   for (size_t i = 0; i < m.count; i++) {
     const kiln_device_info *d = kiln_runtime_device_at(rt, i);
     if (d->vendor_family == KILN_VENDOR_POCL)
@@ -66,9 +81,11 @@ static void test_select_default_is_best_ranked(void **state)
 {
   (void)state;
   machine m = look();
+  expect_env_pick(NULL, NULL, m.best_p, m.best_d);
+  expect_env_pick("", "", m.best_p, m.best_d); /* empty counts as unset */
+  kiln_test_require(kiln_test_meson_devices(), KILN_TEST_MESON_DEVICES);
   /* Two identical PoCL devices: the lower device index; never Oclgrind. */
   expect_env_pick(NULL, NULL, m.pocl, 0);
-  expect_env_pick("", "", m.pocl, 0); /* empty counts as unset */
 }
 
 static void test_select_each_term_kind(void **state)
@@ -76,14 +93,10 @@ static void test_select_each_term_kind(void **state)
   (void)state;
   machine m = look();
   char pd[32];
-  snprintf(pd, sizeof pd, "%u:1", m.pocl);
-  expect_env_pick(pd, NULL, m.pocl, 1);
-  expect_env_pick("pocl", NULL, m.pocl, 0);
-  expect_env_pick("POCL", NULL, m.pocl, 0);
-  expect_env_pick("cpu", NULL, m.pocl, 0);
-  expect_env_pick("name=pthread", NULL, m.pocl, 0);
-  expect_env_pick(" nvidia , amd,intel , cpu ", NULL, m.pocl, 0);
-  /* N counts the visible devices in listing order. */
+  /* On any machine: P:D picks that device, and N counts the visible
+   * devices in listing order. */
+  snprintf(pd, sizeof pd, "%u:%u", m.other_p, m.other_d);
+  expect_env_pick(pd, NULL, m.other_p, m.other_d);
   kiln_options opts;
   kiln_options_init(&opts);
   opts.ignore_env = 1;
@@ -96,6 +109,14 @@ static void test_select_each_term_kind(void **state)
     expect_env_pick(n, NULL, d->platform_index, d->device_index);
   }
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_test_require(kiln_test_meson_devices(), KILN_TEST_MESON_DEVICES);
+  snprintf(pd, sizeof pd, "%u:1", m.pocl);
+  expect_env_pick(pd, NULL, m.pocl, 1);
+  expect_env_pick("pocl", NULL, m.pocl, 0);
+  expect_env_pick("POCL", NULL, m.pocl, 0);
+  expect_env_pick("cpu", NULL, m.pocl, 0);
+  expect_env_pick("name=pthread", NULL, m.pocl, 0);
+  expect_env_pick(" nvidia , amd,intel , cpu ", NULL, m.pocl, 0);
   if (m.has_oclgrind) {
     /* Asked for by name, the simulator is picked. */
     expect_env_pick("oclgrind", NULL, m.oclgrind, 0);
@@ -110,15 +131,16 @@ static void test_select_options_win_over_env(void **state)
   kiln_options opts;
   kiln_options_init(&opts);
   char pd[32];
-  snprintf(pd, sizeof pd, "%u:1", m.pocl);
+  /* On PoCL's two devices 0 is the first, so the option's pick shows. */
+  snprintf(pd, sizeof pd, "%u:%u", m.other_p, m.other_d);
   opts.device = pd;
   setenv("KILN_DEVICE", "0", 1);
-  expect_pick(&opts, m.pocl, 1);
+  expect_pick(&opts, m.other_p, m.other_d);
   /* ignore_env: KILN_DEVICE is not even parsed. */
   setenv("KILN_DEVICE", "no such thing", 1);
   kiln_options_init(&opts);
   opts.ignore_env = 1;
-  expect_pick(&opts, m.pocl, 0);
+  expect_pick(&opts, m.best_p, m.best_d);
   unsetenv("KILN_DEVICE");
 }
 
@@ -155,10 +177,9 @@ static void test_select_refuses_what_does_not_parse(void **state)
 static void test_select_refuses_what_matches_nothing(void **state)
 {
   (void)state;
-  if (look().others) {
-    fprintf(stderr, "a GPU or other device is present: 'gpu' and 'nvidia' may match\n");
-    skip();
-  }
+  kiln_test_require(!look().others && kiln_test_meson_devices(),
+                    "no GPU or other device beyond the tests' platforms ('gpu' and "
+                    "'nvidia' must match nothing), and " KILN_TEST_MESON_DEVICES);
   expect_refused("nvidia", NULL, "KILN_DEVICE='nvidia' matches no usable device");
   expect_refused("99", NULL, "KILN_DEVICE='99' matches no usable device");
   expect_refused("7:0", NULL, "matches no usable device");
@@ -176,8 +197,20 @@ static void test_select_visible_devices_mask_and_renumber(void **state)
 {
   (void)state;
   machine m = look();
-  setenv("KILN_VISIBLE_DEVICES", "pocl", 1);
+  /* On any machine: one device made visible is the only one, numbered 0. */
+  char one[32];
+  snprintf(one, sizeof one, "%u:%u", m.other_p, m.other_d);
+  setenv("KILN_VISIBLE_DEVICES", one, 1);
   kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  assert_int_equal(kiln_runtime_device_count(rt), 1);
+  assert_int_equal(kiln_runtime_device_at(rt, 0)->platform_index, m.other_p);
+  assert_int_equal(kiln_runtime_device_at(rt, 0)->device_index, m.other_d);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  expect_env_pick("0", one, m.other_p, m.other_d);
+  unsetenv("KILN_VISIBLE_DEVICES");
+  kiln_test_require(kiln_test_meson_devices(), KILN_TEST_MESON_DEVICES);
+  setenv("KILN_VISIBLE_DEVICES", "pocl", 1);
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
   assert_int_equal(kiln_runtime_device_count(rt), 2);
   for (size_t i = 0; i < 2; i++) {
@@ -213,21 +246,27 @@ static void test_select_explains_itself(void **state)
 {
   (void)state;
   machine m = look();
-  char pd[32];
-  snprintf(pd, sizeof pd, "nvidia,%u:1", m.pocl);
+  char pd[48];
+  /* "name=" of no device, then the other device: the second term picks. */
+  snprintf(pd, sizeof pd, "name=no such device,%u:%u", m.other_p, m.other_d);
   setenv("KILN_DEVICE", pd, 1);
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
   const char *why = kiln_runtime_selection(rt);
   char want[96];
-  snprintf(want, sizeof want, "'%u:1' picks %u:1", m.pocl, m.pocl);
-  assert_non_null(strstr(why, want));
-  assert_non_null(strstr(why, "the ranking alone would pick"));
+  snprintf(want, sizeof want, "'%u:%u' picks %u:%u", m.other_p, m.other_d, m.other_p,
+           m.other_d);
+  if (!strstr(why, want))
+    fail_msg("the selection does not say \"%s\": %s", want, why);
+  /* where the pick is not the ranking's, that is said too */
+  int differs = m.other_p != m.best_p || m.other_d != m.best_d;
+  assert_int_equal(strstr(why, "the ranking alone would pick") != NULL, differs);
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
   unsetenv("KILN_DEVICE");
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
   assert_string_equal(kiln_runtime_selection(rt), "");
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  kiln_test_require(differs, "a second device (PoCL's two devices)");
 }
 
 int main(void)
