@@ -231,6 +231,25 @@ static inline int kiln_test_meson_devices(void)
   "PoCL's two devices (POCL_DEVICES='pthread pthread') and the platforms meson "         \
   "registers (tests/icd), as KILN_TEST_PLATFORMS counts them"
 
+/* Fails unless every line of a runtime's or a device list's diagnostics is
+ * a note about an installed driver that no .icd file names: the tests
+ * choose their own .icd folders, so a machine's GPU driver (registered in
+ * /etc/OpenCL/vendors or not) may be named there. Any other line is a
+ * device or platform that failed. */
+static inline void kiln_test_assert_no_failures(const char *diagnostics)
+{
+  assert_non_null(diagnostics);
+  for (const char *line = diagnostics; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+    if (len && !strstr(buf, "no .icd file names it"))
+      fail_msg("diagnostics name a failure: %s", buf);
+    line += len + (end != NULL);
+  }
+}
+
 /* Whether rt runs on Mesa's llvmpipe, whose work-items stop looping after
  * 65535 iterations in all: kiln refuses what it cannot fit there, saying so
  * (src/rank.c's kiln__loop_limit()), and the tests expect that. */
