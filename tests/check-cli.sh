@@ -54,7 +54,7 @@ check "cache is empty" 0 "entries +0$" cache
 check "cache --warm builds" 0 "^  reduce +[1-9][0-9]* kernels ready" cache --warm reduce
 KILN_PROFILE=1 check "a call after --warm only loads" 0 \
   "^load cl/reduce\.cl kiln_reduce_sum_chunks_f32 +opencl +1 " check
-check "cache --warm refuses another name" 1 "'nope' is no operation" cache --warm nope
+check "cache --warm refuses another name" 2 "--warm 'nope' is not a value it takes" cache --warm nope
 check "cache clears after --warm" 0 "files removed" cache --clear
 # Profiling: building kiln's kernels is a row of the builds' section, not
 # the first call's; with the cache filled, a load.

@@ -50,6 +50,7 @@ static const cli_option cache_rows[] = {
    CLI_TEXT_AT(cache_args, warm),
    .value = "OPS",
    .bare = "all",
+   .def_text = "none",
    .help = "build ahead, on the picked device, the float32 kernels of these "
            "operations (comma-separated: gemm, conv2d, reduce, fft, convert, scale; "
            "alone: all), so that their first calls wait for no compiler"},
@@ -82,26 +83,34 @@ static int listed(const char *list, const char *op)
   return 0;
 }
 
-/* --warm: each operation of the list in turn, with its time, so that a
- * long build is seen to progress. A name that is no operation fails before
- * anything is built (kiln_runtime_warm() says which). */
-static kiln_status warm(kiln_runtime *rt, const char *list)
+static const char *const warm_ops[] = {"gemm",    "conv2d", "reduce",
+                                       "fft",     "convert", "scale"};
+#define NWARM (sizeof warm_ops / sizeof *warm_ops)
+
+/* The first name of --warm's list that is no operation, or NULL. */
+static const char *not_an_op(const char *list, char *one, size_t size)
 {
-  static const char *const ops[] = {"gemm", "conv2d", "reduce", "fft", "convert", "scale"};
   for (const char *at = list; strcmp(list, "all") && at; at = strchr(at, ',')) {
     at += *at == ',';
-    char one[32];
-    snprintf(one, sizeof one, "%.*s", (int)strcspn(at, ","), at);
+    snprintf(one, size, "%.*s", (int)strcspn(at, ","), at);
     size_t i = 0;
-    while (i < sizeof ops / sizeof *ops && strcmp(ops[i], one))
+    while (i < NWARM && strcmp(warm_ops[i], one))
       i++;
-    if (i == sizeof ops / sizeof *ops)
-      return kiln_runtime_warm(rt, one, NULL); /* the message */
+    if (i == NWARM)
+      return one;
   }
+  return NULL;
+}
+
+/* --warm: each operation of the list in turn, with its time, so that a
+ * long build is seen to progress. */
+static kiln_status warm(kiln_runtime *rt, const char *list)
+{
+  static const char *const *ops = warm_ops;
   printf("building ahead on %s\n", kiln_runtime_device(rt)->name);
   double t0 = now_ms();
   kiln_status st = KILN_OK;
-  for (size_t i = 0; i < sizeof ops / sizeof *ops && st == KILN_OK; i++) {
+  for (size_t i = 0; i < NWARM && st == KILN_OK; i++) {
     if (!listed(list, ops[i]))
       continue;
     printf("  %-8s ", ops[i]);
@@ -131,6 +140,10 @@ static int run_cache(int argc, char **argv)
   if (rc >= 0)
     return rc;
   int clear = a.clear;
+  char one[64];
+  if (a.warm && not_an_op(a.warm, one, sizeof one))
+    return kiln_cli_usage_error(&kiln_cache_command, "--warm", "--warm '%s' is not a value "
+                                "it takes", a.warm);
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
