@@ -109,6 +109,7 @@ KILN_CONV_DIRECT_SUM(NAME(conv_direct_sum1), 1)
  * be thin; and on GPUs, where its blocks keep inputs in registers. KB
  * channels share their inputs when they are of one group (kg a multiple
  * of KB); else (depthwise) each channel reads its own. */
+#if KILN_BUILDS(kiln_conv_direct)
 kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
                                    global const ST *bias, int has_bias, int act,
                                    int nhwc, uint n, uint c, uint h, uint w, uint k,
@@ -163,6 +164,7 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
       STORE(V, v, y, YAT(ni, ki0 + b, pi, q0 + j));
     }
 }
+#endif
 
 #undef QW
 #undef KB
@@ -188,6 +190,7 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
  * ResNet's 7x7/2 layer's im2col took 31 ms beside a 13 ms product (PoCL, 2
  * cores), and a GPU had only Kp x images work-items.
  */
+#if KILN_BUILDS(kiln_conv_im2col_packed)
 kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
                                           uint gi, uint c, uint h, uint w, uint r,
                                           uint s, uint sh, uint sw, uint pt, uint pl,
@@ -231,6 +234,7 @@ kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
     for (uint l = 0; l < L; l++)
       out[(size_t)rsc * PH + l] = 0;
 }
+#endif
 
 #undef V
 #undef ST

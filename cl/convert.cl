@@ -87,6 +87,7 @@
 #define CVT APPLY(CVT_OF, PAIR)
 #define V CAT(CAT(FROM, _), TO)
 
+#if KILN_BUILDS(kiln_convert)
 kernel void NAME(kiln_convert)(global const TYPE(FROM) *src, global TYPE(TO) *dst,
                                ulong n)
 {
@@ -94,6 +95,7 @@ kernel void NAME(kiln_convert)(global const TYPE(FROM) *src, global TYPE(TO) *ds
   if (i < n)
     STORE(TO, CVT(LOAD(FROM, src, i)), dst, i);
 }
+#endif
 
 #undef PAIR
 #undef FROM

@@ -278,46 +278,51 @@ inline S NAME(kiln_fft_cos8)(uint j)
  * The vector kernels: the header comment. */
 #if COL
 #if R == 2
-kernel void NAME(kiln_fft_col_r2)
+#define FNAME kiln_fft_col_r2
 #elif R == 4
-kernel void NAME(kiln_fft_col_r4)
+#define FNAME kiln_fft_col_r4
 #elif R == 8
-kernel void NAME(kiln_fft_col_r8)
+#define FNAME kiln_fft_col_r8
 #else
-kernel void NAME(kiln_fft_col_r32)
+#define FNAME kiln_fft_col_r32
 #endif
-  (global const S *in, global S *out, uint p, uint n, uint cols, S sign,
-   global const S *tw)
 #else /* the kernels of rows */
 #if ROWV
-kernel void NAME(kiln_fft_rowv)
+#define FNAME kiln_fft_rowv
 #elif R256FIRST
-kernel void NAME(kiln_fft_r256v1)
+#define FNAME kiln_fft_r256v1
 #elif R256
-kernel void NAME(kiln_fft_r256v)
+#define FNAME kiln_fft_r256v
 #elif VFIRST
-kernel void NAME(kiln_fft_r16v1)
+#define FNAME kiln_fft_r16v1
 #elif VECTOR && R == 2
-kernel void NAME(kiln_fft_r2v)
+#define FNAME kiln_fft_r2v
 #elif VECTOR && R == 4
-kernel void NAME(kiln_fft_r4v)
+#define FNAME kiln_fft_r4v
 #elif VECTOR && R == 8
-kernel void NAME(kiln_fft_r8v)
+#define FNAME kiln_fft_r8v
 #elif VECTOR
-kernel void NAME(kiln_fft_r16v)
+#define FNAME kiln_fft_r16v
 #elif WIDE
-kernel void NAME(kiln_fft_r32w)
+#define FNAME kiln_fft_r32w
 #elif R == 2
-kernel void NAME(kiln_fft_r2)
+#define FNAME kiln_fft_r2
 #elif R == 4
-kernel void NAME(kiln_fft_r4)
+#define FNAME kiln_fft_r4
 #elif R == 8
-kernel void NAME(kiln_fft_r8)
+#define FNAME kiln_fft_r8
 #else
-kernel void NAME(kiln_fft_r32)
+#define FNAME kiln_fft_r32
 #endif
-  (global const S *in, global S *out, uint p, uint n, S sign, global const S *tw)
 #endif /* COL */
+#if KILN_BUILDS(FNAME)
+#if COL
+kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, uint cols,
+                        S sign, global const S *tw)
+#else
+kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sign,
+                        global const S *tw)
+#endif
 #if R256
 {
   /* Radix 256 as two radix-16 steps, r = r1 + 16 r2 and output s2 + 16 s1:
@@ -607,6 +612,8 @@ kernel void NAME(kiln_fft_r32)
 #undef AT
 }
 #endif /* R256 */
+#endif /* KILN_BUILDS(FNAME) */
+#undef FNAME
 
 #if FIRST
 /* ---- real transforms as complex ones (src/ops/fft_real.c) ----------------
@@ -614,6 +621,7 @@ kernel void NAME(kiln_fft_r32)
  * h = n/2 + 1 points of each complex row of length n; the full Hermitian
  * spectrum from its half (X[-k] = conj X[k] over every axis); real parts.
  * Shapes are (batch, n0, n1, n2) with n2 the last axis, lower ones 1. */
+#if KILN_BUILDS(kiln_fft_promote)
 kernel void NAME(kiln_fft_promote)(global const T *x, global T *z, ulong count)
 {
   size_t i = get_global_id(0);
@@ -622,7 +630,9 @@ kernel void NAME(kiln_fft_promote)(global const T *x, global T *z, ulong count)
     z[2 * i + 1] = 0;
   }
 }
+#endif
 
+#if KILN_BUILDS(kiln_fft_crop)
 kernel void NAME(kiln_fft_crop)(global const T *full, global T *part, ulong rows,
                                 ulong n, ulong h)
 {
@@ -633,7 +643,9 @@ kernel void NAME(kiln_fft_crop)(global const T *full, global T *part, ulong rows
     part[2 * i + 1] = full[2 * (r * n + k) + 1];
   }
 }
+#endif
 
+#if KILN_BUILDS(kiln_fft_extend)
 kernel void NAME(kiln_fft_extend)(global const T *part, global T *full, ulong count,
                                   ulong n0, ulong n1, ulong n2)
 {
@@ -653,13 +665,16 @@ kernel void NAME(kiln_fft_extend)(global const T *part, global T *full, ulong co
   full[2 * i] = part[2 * at];
   full[2 * i + 1] = sign * part[2 * at + 1];
 }
+#endif
 
+#if KILN_BUILDS(kiln_fft_real_part)
 kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count)
 {
   size_t i = get_global_id(0);
   if (i < count)
     x[i] = z[2 * i];
 }
+#endif
 #endif /* FIRST */
 
 #undef V

@@ -99,6 +99,7 @@ inline RT NAME(kiln_gemm_epi)(RT v, global const ST *bb, size_t i, size_t j, int
  * or (Rp / W, Kp, batch) by k_first. No division per element: with one
  * work-item per element, the packs took half as long as the product.
  */
+#if KILN_BUILDS(kiln_gemm_pack)
 kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulong sp,
                                  ulong sb, uint R, uint K, uint Kp, uint PH, uint W,
                                  int k_first, global RT *dst, ulong db)
@@ -113,6 +114,7 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
   for (uint i = live; i < W; i++)
     out[i] = 0;
 }
+#endif
 
 /*
  * kiln_gemm_pack with W = PH where X's rows are contiguous (sr = 1: op(B)
@@ -128,6 +130,7 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
  * work-item, 4.5 with 4 panels, 2.6 to 2.9 with P = 16 and D = 16 (about
  * what the same copy of A takes).
  */
+#if KILN_BUILDS(kiln_gemm_pack_runs)
 kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp, ulong sb,
                                       uint R, uint K, uint Kp, uint PH, uint D, uint P,
                                       global RT *dst, ulong db)
@@ -148,6 +151,7 @@ kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp,
         out[i] = 0;
     }
 }
+#endif
 
 /* The CPU shapes' register tile: TM rows of two VW-lane vectors. ROW_FMA
  * adds row r's A value times the B vectors b0, b1; STORE_TILE updates the
@@ -213,6 +217,7 @@ kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp,
  * the block stays in the last-level cache until every B panel has met it.
  * Work-items past A's last panel (in a short last block) return at once.
  */
+#if KILN_BUILDS(kiln_gemm_cpu)
 kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong da,
                                 ulong dbb, uint Kp, uint mb, uint blocks,
                                 global ST *c, ulong offc, ulong ldc, ulong sc, uint M,
@@ -241,6 +246,7 @@ kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong 
   global ST *cb = c + offc + b * sc;
   STORE_TILE(cb, ib * TM, jb * (2 * VW));
 }
+#endif
 
 #if KILN_PASS != 2
 /*
@@ -253,6 +259,7 @@ kernel void NAME(kiln_gemm_cpu)(global const RT *ap, global const RT *bp, ulong 
  * 1 and are not stored. Float and double only: half storage packs.
  * Global size (ceil(M / TM), ceil(N / TN), batch).
  */
+#if KILN_BUILDS(kiln_gemm_small)
 kernel void NAME(kiln_gemm_small)(global const ST *a, ulong offa, ulong sar, ulong sap,
                                   ulong sab, global const ST *b, ulong offb, ulong ldb,
                                   ulong sbb, uint K, global ST *c, ulong offc, ulong ldc,
@@ -295,6 +302,7 @@ kernel void NAME(kiln_gemm_small)(global const ST *a, ulong offa, ulong sar, ulo
   STORE_TILE(cb, i0, j0);
 }
 #endif
+#endif
 
 /*
  * The GPU shape. A and B are packed as single panels: at[p * Mp + i] and
@@ -303,6 +311,7 @@ kernel void NAME(kiln_gemm_small)(global const ST *a, ulong offa, ulong sar, ulo
  * owns outputs (tm + wm * RTS, tn + wn * RTS), so writes are coalesced.
  * Local size (RTS, RTS, 1).
  */
+#if KILN_BUILDS(kiln_gemm_gpu)
 kernel __attribute__((reqd_work_group_size(RTS, RTS, 1))) void
 NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong dbb,
                     uint Mp, uint Np, uint Kp, global ST *c, ulong offc, ulong ldc,
@@ -347,9 +356,11 @@ NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong db
         UPDATE(cb, bb, i, j, acc[wm][wn]);
     }
 }
+#endif
 
 /* The epilogue alone, on C as a backend that cannot fuse it left it:
  * work-item (j, i, b). Global size (n, m, batch). */
+#if KILN_BUILDS(kiln_gemm_epilogue)
 kernel void NAME(kiln_gemm_epilogue)(global ST *c, ulong offc, ulong ldc, ulong sc,
                                      global const ST *bias, ulong offbias, ulong sbias,
                                      int epi)
@@ -359,6 +370,7 @@ kernel void NAME(kiln_gemm_epilogue)(global ST *c, ulong offc, ulong ldc, ulong 
   STORE(V, NAME(kiln_gemm_epi)(LOAD(V, c, at), bias + offbias + b * sbias, i, j, epi), c,
         at);
 }
+#endif
 
 #undef V
 #undef ST

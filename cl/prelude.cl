@@ -14,6 +14,13 @@
  * ordinary code in terms of them, named NAME(kiln_<family>), and the pass
  * ends by undefining them. What a file needs once (helpers, tables) sits
  * under `#if KILN_PASS == 1`.
+ *
+ * Each kernel sits under `#if KILN_BUILDS(kiln_<family>)` (the pass's
+ * variant added, as NAME does) or `#if KILN_WANTS(<whole name>)`: a build
+ * with -DKILN_ONLY holds only the kernels it names -DKILN_WANT_<name>, so
+ * that an operation's first call compiles the one or two kernels it runs,
+ * not every kernel and variant of the file (src/program.c). An identifier
+ * that names no macro is 0 in #if, which drops the rest.
  */
 #define KILN_PRELUDE 1
 
@@ -26,6 +33,13 @@
 
 /* NAME(kiln_gemm_pack) is kiln_gemm_pack_<V>: the pass's variant. */
 #define NAME(x) CAT(CAT(x, _), V)
+
+#ifdef KILN_ONLY
+#define KILN_WANTS(k) CAT(KILN_WANT_, k)
+#else
+#define KILN_WANTS(k) 1
+#endif
+#define KILN_BUILDS(x) KILN_WANTS(NAME(x))
 
 /* The vector of W lanes of type T, and its loads and stores. */
 #define VEC(T, W) CAT(T, W)

@@ -153,6 +153,7 @@ inline share share_of(ulong n, ulong chunk)
 
 /* Stage 1, CPU: work-item g sums x[g*chunk .. min(n, (g+1)*chunk)). The
  * float32 body reads 16 (or 8) lanes at a time into as many accumulators. */
+#if KILN_BUILDS(kiln_reduce_sum_chunks)
 kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
                                          ulong chunk, int mode, global ACC *partial)
 {
@@ -219,8 +220,10 @@ kernel void NAME(kiln_reduce_sum_chunks)(global const ST *x, ulong off, ulong n,
     k = kadd(k, TERM(LOAD(V, x, i), mode));
   partial[g] = lo < hi ? k.s : 0;
 }
+#endif
 
 /* Stage 1, GPU: group g sums a grid-stride share, then a local tree. */
+#if KILN_BUILDS(kiln_reduce_sum_groups)
 kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 NAME(kiln_reduce_sum_groups)(global const ST *x, ulong off, ulong n, ulong chunk,
                              int mode, global ACC *partial)
@@ -241,8 +244,10 @@ NAME(kiln_reduce_sum_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   if (l == 0)
     partial[get_group_id(0)] = part[0];
 }
+#endif
 
 /* Stage 2: partials in order, then mean or norm. */
+#if KILN_BUILDS(kiln_reduce_sum_final)
 kernel void NAME(kiln_reduce_sum_final)(global const ACC *partial, ulong np, ulong n,
                                         int mode, global OT *out, ulong out_off)
 {
@@ -251,8 +256,10 @@ kernel void NAME(kiln_reduce_sum_final)(global const ACC *partial, ulong np, ulo
     k = kadd(k, partial[i]);
   out[out_off] = (OT)FINISH(k.s, n, mode);
 }
+#endif
 
 /* Along an axis: output (o, i) sums x[(o*len + j)*inner + i] over j. */
+#if KILN_BUILDS(kiln_reduce_sum_axis)
 kernel void NAME(kiln_reduce_sum_axis)(global const ST *x, ulong off, ulong len,
                                        ulong inner, int mode, global OT *out,
                                        ulong out_off)
@@ -266,6 +273,7 @@ kernel void NAME(kiln_reduce_sum_axis)(global const ST *x, ulong off, ulong len,
     k = kadd(k, TERM(LOAD(V, p, j * inner), mode));
   out[out_off + o * inner + i] = (OT)FINISH(k.s, len, mode);
 }
+#endif
 
 #else /* the int32 sums */
 
@@ -303,6 +311,7 @@ inline void put_i32(global void *out, ulong at, isum s, ulong n, int mode)
 }
 
 /* Partials are longs, or doubles for a norm: 8 bytes either way. */
+#if KILN_WANTS(kiln_reduce_sum_chunks_i32)
 kernel void kiln_reduce_sum_chunks_i32(global const int *x, ulong off, ulong n,
                                        ulong chunk, int mode, global isum *partial)
 {
@@ -314,7 +323,9 @@ kernel void kiln_reduce_sum_chunks_i32(global const int *x, ulong off, ulong n,
     s = iadd(s, x[i], mode);
   partial[g] = s;
 }
+#endif
 
+#if KILN_WANTS(kiln_reduce_sum_final_i32)
 kernel void kiln_reduce_sum_final_i32(global const isum *partial, ulong np, ulong n,
                                       int mode, global void *out, ulong out_off)
 {
@@ -330,7 +341,9 @@ kernel void kiln_reduce_sum_final_i32(global const isum *partial, ulong np, ulon
   }
   put_i32(out, out_off, s, n, mode);
 }
+#endif
 
+#if KILN_WANTS(kiln_reduce_sum_axis_i32)
 kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
                                      ulong inner, int mode, global void *out,
                                      ulong out_off)
@@ -344,6 +357,7 @@ kernel void kiln_reduce_sum_axis_i32(global const int *x, ulong off, ulong len,
     s = iadd(s, p[j * inner], mode);
   put_i32(out, out_off + o * inner + i, s, len, mode);
 }
+#endif
 
 #endif /* SUMS */
 
@@ -382,6 +396,7 @@ inline long NAME(arg_scan)(global const ST *x, ulong stride, ulong lo, ulong ste
 /* ---- min and max ----------------------------------------------------------- */
 
 /* Stage 1 for both shapes: work-item g takes its share (share_of()). */
+#if KILN_BUILDS(kiln_reduce_ext_chunks)
 kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
                                          ulong chunk, int want_max, global VT *partial,
                                          global int *some)
@@ -393,6 +408,7 @@ kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
     return;
   partial[g] = NAME(ext_scan)(x + off, 1, s.lo, s.step, s.hi, want_max);
 }
+#endif
 
 /* Stage 2 of min, max, argmin and argmax: the partials of the chunks that had
  * any elements, in order, in one loop. (Mesa 22's rusticl miscompiled the
@@ -400,6 +416,7 @@ kernel void NAME(kiln_reduce_ext_chunks)(global const ST *x, ulong off, ulong n,
  * there: it dropped later chunks.) The loop keeps both extremes and
  * want_max picks one after it: Mesa warns when a kernel argument is read
  * under a condition that depends on data. */
+#if KILN_BUILDS(kiln_reduce_ext_final)
 kernel void NAME(kiln_reduce_ext_final)(global const VT *partial, global const int *some,
                                         ulong np, int want_max, global ST *out,
                                         ulong out_off)
@@ -415,7 +432,9 @@ kernel void NAME(kiln_reduce_ext_final)(global const VT *partial, global const i
     }
   STORE(V, want_max ? hi : lo, out, out_off);
 }
+#endif
 
+#if KILN_BUILDS(kiln_reduce_ext_axis)
 kernel void NAME(kiln_reduce_ext_axis)(global const ST *x, ulong off, ulong len,
                                        ulong inner, int want_max, global ST *out,
                                        ulong out_off)
@@ -427,9 +446,11 @@ kernel void NAME(kiln_reduce_ext_axis)(global const ST *x, ulong off, ulong len,
   VT e = NAME(ext_scan)(p, inner, 0, 1, len, want_max);
   STORE(V, e, out, out_off + o * inner + i);
 }
+#endif
 
 /* ---- argmin and argmax ----------------------------------------------------- */
 
+#if KILN_BUILDS(kiln_reduce_arg_chunks)
 kernel void NAME(kiln_reduce_arg_chunks)(global const ST *x, ulong off, ulong n,
                                          ulong chunk, int want_max, global VT *pv,
                                          global long *pi)
@@ -444,7 +465,9 @@ kernel void NAME(kiln_reduce_arg_chunks)(global const ST *x, ulong off, ulong n,
   pv[g] = e;
   pi[g] = b;
 }
+#endif
 
+#if KILN_BUILDS(kiln_reduce_arg_final)
 kernel void NAME(kiln_reduce_arg_final)(global const VT *pv, global const long *pi,
                                         ulong np, int want_max, global long *out,
                                         ulong out_off)
@@ -467,7 +490,9 @@ kernel void NAME(kiln_reduce_arg_final)(global const VT *pv, global const long *
   }
   out[out_off] = want_max ? bhi : blo;
 }
+#endif
 
+#if KILN_BUILDS(kiln_reduce_arg_axis)
 kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,
                                        ulong inner, int want_max, global long *out,
                                        ulong out_off)
@@ -479,6 +504,7 @@ kernel void NAME(kiln_reduce_arg_axis)(global const ST *x, ulong off, ulong len,
   VT e;
   out[out_off + o * inner + i] = NAME(arg_scan)(p, inner, 0, 1, len, want_max, &e);
 }
+#endif
 
 #undef V
 #undef ST

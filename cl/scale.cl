@@ -21,12 +21,14 @@
 #endif
 
 #ifdef V
+#if KILN_BUILDS(kiln_scale)
 kernel void NAME(kiln_scale)(global T *x, ulong n, T factor)
 {
   size_t i = get_global_id(0);
   if (i < n)
     x[i] *= factor;
 }
+#endif
 #undef V
 #undef T
 #endif

@@ -171,8 +171,32 @@ KILN__READ_PATH(read_ld_library_path, ld_library_path, 0)
     return cfg->field ? KILN_OK                                                          \
                       : parse_flag(name, value, expected, inverted, &cfg->field);        \
   }
-KILN__READ_FLAG(read_cache, no_cache, 1,
-                "0 to turn the on-disk kernel cache off, or 1 for the default (on)")
+#undef KILN__READ_FLAG
+
+/* KILN_CACHE: 0 turns the cache off; 1 keeps kiln's binaries even on a
+ * driver that keeps its own build cache (kiln__driver_cache()). */
+static kiln_status read_cache(const char *name, const char *value, kiln__config *cfg)
+{
+  int off = 0;
+  kiln_status st = cfg->no_cache ? KILN_OK
+                                 : parse_flag(name, value,
+                                              "0 to turn the on-disk kernel cache off, "
+                                              "or 1 to keep kiln's binaries even where "
+                                              "the driver caches its own builds",
+                                              1, &off);
+  if (st == KILN_OK && !cfg->no_cache) {
+    cfg->no_cache = off;
+    cfg->cache_binaries = !off;
+  }
+  return st;
+}
+
+#define KILN__READ_FLAG(reader, field, inverted, expected)                               \
+  static kiln_status reader(const char *name, const char *value, kiln__config *cfg)      \
+  {                                                                                      \
+    return cfg->field ? KILN_OK                                                          \
+                      : parse_flag(name, value, expected, inverted, &cfg->field);        \
+  }
 KILN__READ_FLAG(read_cache_shared, cache_shared, 0,
                 "1 to accept a team cache folder shared by its group, or 0 for "
                 "the default (off)")

@@ -152,6 +152,8 @@ typedef struct kiln__config {
   const char *cache_dir;             /* NULL: the default below */
   const char *xdg_cache_home, *home; /* for the default cache folder */
   int no_cache;
+  int cache_binaries;        /* KILN_CACHE=1: kiln's binaries where the driver
+                                keeps its own too (kiln__driver_cache()) */
   int cache_shared;          /* a team folder is acceptable */
   int no_tuning;             /* the rules' parameters, whatever the record */
   int benchmark;             /* benchmark mode (choice.c) */
@@ -278,6 +280,11 @@ void kiln__device_derive(kiln_device_info *info);
  * kiln's operations keep within it, or refuse the problem, saying why. */
 size_t kiln__loop_limit(const kiln_device_info *info);
 
+/* Why kiln keeps no binaries of its own on this driver, which keeps a build
+ * cache of its own where reading binaries back costs more than it saves
+ * (static text), or NULL where kiln's cache pays (rank.c). */
+const char *kiln__driver_cache(const kiln_device_info *info);
+
 /* The float lanes of the device's widest vector registers, which the CPU
  * rules shape kernels by (tuning.c): CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
  * save where a driver is known to report more than its target has (PoCL
@@ -358,6 +365,7 @@ typedef struct kiln__cache {
   /* counters, for tests and `kiln cache`; guarded by the runtime's lock */
   uint64_t hits, misses, stores, rejected, untrusted;
   char untrusted_note[256]; /* why the last untrusted entry was left alone */
+  const char *binaries_off;  /* kiln__driver_cache(): no binaries kept, or NULL */
 } kiln__cache;
 
 /* Resolves the folder (cfg->cache_dir, else $XDG_CACHE_HOME/kiln, else
@@ -535,11 +543,13 @@ struct kiln_runtime {
   /* kernels: the builtin programs, built on first use (program.c) */
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
+  struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
   char *cl_dir;               /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
   kiln_device_type shape;               /* the kind rules shape for (tuning.c) */
   uint64_t compiles;                    /* programs built from source: for tests */
+  uint64_t kernels_compiled;            /* the kernels in them: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */
   struct kiln__fft_plan *fft_plans;     /* cached FFT plans, a list (fft.c) */

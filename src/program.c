@@ -127,8 +127,10 @@ static kiln_status build_or_load(kiln_runtime *rt, const char *fn, const char *s
 {
   const kiln__device *dev = kiln__runtime_device(rt);
   kiln__cache_key key = kiln__cache_key_of(src, len, options, &dev->info);
+  int binaries = !rt->cache.binaries_off; /* the driver's cache instead */
   *out = NULL;
-  build_from_cache(rt, &key, options, out);
+  if (binaries)
+    build_from_cache(rt, &key, options, out);
   *loaded = *out != NULL;
   if (*out) {
     *log = strdup("");
@@ -141,6 +143,10 @@ static kiln_status build_or_load(kiln_runtime *rt, const char *fn, const char *s
                          fn);
   err = clBuildProgram(p, 1, &dev->id, options, NULL, NULL);
   counted(rt, &rt->compiles, 1);
+  size_t nk = 0;
+  if (err == CL_SUCCESS &&
+      clGetProgramInfo(p, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL) == CL_SUCCESS)
+    counted(rt, &rt->kernels_compiled, (int)nk);
   *log = build_log(p, dev->id);
   if (err != CL_SUCCESS) {
     kiln_status st = kiln__fail(rt, kiln__status_from_cl(err),
@@ -153,7 +159,8 @@ static kiln_status build_or_load(kiln_runtime *rt, const char *fn, const char *s
     clReleaseProgram(p);
     return st;
   }
-  store_binary(rt, &key, p);
+  if (binaries)
+    store_binary(rt, &key, p);
   *out = p;
   return *log ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
 }
@@ -465,21 +472,149 @@ KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *n
   return program_new(rt, p, log, out);
 }
 
+/*
+ * One kernel's programs. An operation's first call builds only the kernels
+ * it launches, each a program of its own: the file's text with -DKILN_ONLY
+ * -DKILN_WANT_<kernel> (cl/prelude.cl), so that the compiler sees one
+ * kernel, not every kernel and variant of the file (cl/fft.cl has 29 a
+ * type). A kernel is built once a runtime: the first thread to want it
+ * builds it outside build_lock, and others that want it wait on `built`;
+ * threads that want other kernels build those meanwhile.
+ */
+typedef struct kernel_program {
+  char name[64];
+  cl_program program; /* NULL while building */
+  int stale;          /* the tuning changed while it was built: not kept */
+} kernel_program;
+
+struct kiln__kernel_programs {
+  pthread_cond_t built;
+  kernel_program *at;
+  size_t n, cap;
+};
+
+/* The table, made on first use. Called with rt->build_lock held. */
+static struct kiln__kernel_programs *kernel_table(kiln_runtime *rt)
+{
+  KILN__ASSERT_HELD(&rt->build_lock);
+  if (!rt->kernel_programs) {
+    struct kiln__kernel_programs *t = calloc(1, sizeof *t);
+    if (t && pthread_cond_init(&t->built, NULL) != 0) {
+      free(t);
+      t = NULL;
+    }
+    rt->kernel_programs = t;
+  }
+  return rt->kernel_programs;
+}
+
+static kernel_program *kernel_find(struct kiln__kernel_programs *t, const char *name)
+{
+  for (size_t i = 0; i < t->n; i++)
+    if (!strcmp(t->at[i].name, name))
+      return &t->at[i];
+  return NULL;
+}
+
+static void kernel_remove(struct kiln__kernel_programs *t, const char *name)
+{
+  kernel_program *e = kernel_find(t, name);
+  if (e)
+    *e = t->at[--t->n];
+}
+
+/* Builds kernel `kernel` of builtin i alone into *out: the source and
+ * options are read under build_lock, the build runs outside it. Called
+ * with build_lock held; returns with it held. */
+static kiln_status kernel_build(kiln_runtime *rt, const char *fn, size_t i,
+                                const char *kernel, cl_program *out)
+{
+  KILN__ASSERT_HELD(&rt->build_lock);
+  const kiln__builtin_source *b = &kiln__builtin_sources[i];
+  char *text = NULL, what[96];
+  size_t len = b->size;
+  kiln_status st = KILN_OK;
+  if (rt->cl_dir && (st = read_from_cl_dir(rt, fn, b, &text, &len)) != KILN_OK)
+    return st;
+  const char *src = text ? text : (const char *)b->bytes;
+  kiln__str options = {0};
+  kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, b->name,
+                        &options);
+  kiln__str_appendf(&options, " -DKILN_ONLY -DKILN_WANT_%s", kernel);
+  snprintf(what, sizeof what, "cl/%s.cl %s", b->name, kernel);
+  char *log = NULL;
+  pthread_mutex_unlock(&rt->build_lock);
+  st = options.failed
+         ? kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn)
+         : build(rt, fn, what, src, len, kiln__str_get(&options), out, &log);
+  pthread_mutex_lock(&rt->build_lock);
+  free(log);
+  free(text);
+  kiln__str_free(&options);
+  return st;
+}
+
+/* The program that holds kernel `kernel` of builtin i, retained for the
+ * caller: the whole file's when kiln_program_create_builtin() built it,
+ * else the kernel's own, built or waited for. Called with build_lock held. */
+static kiln_status kernel_program_get(kiln_runtime *rt, const char *fn, size_t i,
+                                      const char *kernel, cl_program *out)
+{
+  struct kiln__kernel_programs *t = kernel_table(rt);
+  if (!t)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+  kernel_program *e;
+  while ((e = kernel_find(t, kernel)) != NULL && !e->program)
+    pthread_cond_wait(&t->built, &rt->build_lock);
+  cl_program p = rt->builtins[i] ? rt->builtins[i] : e ? e->program : NULL;
+  if (p) {
+    clRetainProgram(p);
+    *out = p;
+    return KILN_OK;
+  }
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 32;
+    kernel_program *at = realloc(t->at, cap * sizeof *at);
+    if (!at)
+      return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    t->at = at, t->cap = cap;
+  }
+  e = &t->at[t->n++];
+  *e = (kernel_program){0};
+  snprintf(e->name, sizeof e->name, "%s", kernel);
+  kiln_status st = kernel_build(rt, fn, i, kernel, &p);
+  e = kernel_find(t, kernel); /* the table may have moved or been emptied */
+  if (st == KILN_OK && e && !e->stale) {
+    e->program = p;
+    clRetainProgram(p);
+  } else if (e) {
+    kernel_remove(t, kernel);
+  }
+  pthread_cond_broadcast(&t->built);
+  *out = p;
+  return st;
+}
+
 kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
                                  const char *kernel, cl_kernel *out)
 {
   size_t i = builtin_index(program);
   if (i == SIZE_MAX)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "no builtin program '%s'", program);
+  if (strlen(kernel) >= sizeof(((kernel_program *)0)->name))
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "kernel name '%s' is too long",
+                      kernel);
   char what[96];
-  snprintf(what, sizeof what, "building cl/%s.cl", program);
+  snprintf(what, sizeof what, "building %s of cl/%s.cl", kernel, program);
+  cl_program p = NULL;
   pthread_mutex_lock(&rt->build_lock);
-  kiln_status st = builtin_build(rt, what, i);
+  kiln_status st = kernel_program_get(rt, what, i, kernel, &p);
   pthread_mutex_unlock(&rt->build_lock);
   if (st != KILN_OK)
     return st;
   cl_int err;
-  *out = clCreateKernel(rt->builtins[i], kernel, &err);
+  *out = clCreateKernel(p, kernel, &err);
+  clReleaseProgram(p);
   if (!*out)
     return kiln__fail_cl(rt, err, "clCreateKernel", "creating kernel %s of cl/%s.cl",
                          kernel, program);
@@ -495,6 +630,17 @@ static void drop_builtins(kiln_runtime *rt)
       clReleaseProgram(rt->builtins[i]);
       rt->builtins[i] = NULL;
     }
+  struct kiln__kernel_programs *t = rt->kernel_programs;
+  for (size_t k = 0; t && k < t->n;) {
+    kernel_program *e = &t->at[k];
+    if (e->program) { /* built: dropped; being built: not kept when done */
+      clReleaseProgram(e->program);
+      *e = t->at[--t->n];
+    } else {
+      e->stale = 1;
+      k++;
+    }
+  }
 }
 
 void kiln__programs_release(kiln_runtime *rt)
@@ -502,6 +648,12 @@ void kiln__programs_release(kiln_runtime *rt)
   drop_builtins(rt);
   free(rt->builtins);
   rt->builtins = NULL;
+  if (rt->kernel_programs) {
+    pthread_cond_destroy(&rt->kernel_programs->built);
+    free(rt->kernel_programs->at);
+    free(rt->kernel_programs);
+    rt->kernel_programs = NULL;
+  }
 }
 
 void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t)
@@ -555,6 +707,7 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
   u.rejected = rt->cache.rejected;
   u.untrusted = rt->cache.untrusted;
   u.shared = rt->cache.trust.shared;
+  u.binaries_off = rt->cache.binaries_off;
   snprintf(u.untrusted_note, sizeof u.untrusted_note, "%s", rt->cache.untrusted_note);
   pthread_mutex_unlock(&rt->lock);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);

@@ -199,6 +199,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
                      &kiln__runtime_device(rt)->info);
   rt->gemm_backend = cfg.gemm_backend;
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
+  if (rt->cache.dir && !cfg.cache_binaries)
+    rt->cache.binaries_off = kiln__driver_cache(&kiln__runtime_device(rt)->info);
   kiln__tuning_shape(rt, cfg.shape);
   rt->tuning->benchmark = cfg.benchmark;
   if (!cfg.no_tuning && !cfg.shape) /* a record is measured in the device's shape */

@@ -68,14 +68,21 @@ check "kernels come from the cache" 0 "compiled 0, from the cache [1-9]" kernels
 check "cache lists entries" 0 "entries +[1-9]" cache
 check "cache clears" 0 "files removed" cache --clear
 check "cache is empty" 0 "entries +0$" cache
+# Building ahead: the operations' kernels, then none on a first call.
+check "cache --warm builds" 0 "^  reduce +[1-9][0-9]* kernels ready" cache --warm reduce
+KILN_PROFILE=1 check "a call after --warm only loads" 0 \
+  "^load cl/reduce\.cl kiln_reduce_sum_chunks_f32 +opencl +1 " check
+check "cache --warm refuses another name" 2 "--warm 'nope' is not a value it takes" cache --warm nope
+check "cache clears after --warm" 0 "files removed" cache --clear
 # Profiling: building kiln's kernels is a row of the builds' section, not
 # the first call's; with the cache filled, a load.
 KILN_PROFILE=1 check "the profile's builds have a section" 0 \
   "^Builds, cache loads and FFT plans \(host time" check
-KILN_PROFILE=1 check "the profile's builds are rows" 0 "^load cl/gemm\.cl +opencl +1 " check
+KILN_PROFILE=1 check "the profile's builds are rows" 0 \
+  "^load cl/gemm\.cl kiln_gemm_[a-z0-9_]+ +opencl +1 " check
 check "cache clears again" 0 "files removed" cache --clear
 KILN_PROFILE=1 check "the profile's builds on a cold cache" 0 \
-  "^build cl/gemm\.cl +opencl +1 " check
+  "^build cl/gemm\.cl kiln_gemm_[a-z0-9_]+ +opencl +1 " check
 check "cache refuses options" 2 "usage: kiln cache" cache --all
 KILN_CACHE=0 check "cache off" 0 "kernel cache off: KILN_CACHE=0" cache
 check "devices names the cache" 0 "^kernel cache: $cache$" devices

@@ -17,6 +17,7 @@
 #include "internal.h" /* to plant a cache entry the driver will refuse */
 
 #include <dirent.h>
+#include <math.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -441,6 +442,147 @@ static int group_teardown(void **state)
   return kiln_test_runtime_teardown(state) || rc;
 }
 
+/* The compiles and the kernels in them, in rt so far. */
+static void built(kiln_runtime *rt, uint64_t *programs, uint64_t *kernels)
+{
+  pthread_mutex_lock(&rt->lock);
+  *programs = rt->compiles, *kernels = rt->kernels_compiled;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* A sum of n floats 1, 2, ... on rt; asserts it. */
+static void sum_on(kiln_runtime *rt, size_t n)
+{
+  float *x = malloc(n * sizeof *x), got = 0;
+  assert_non_null(x);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(i % 7);
+  kiln_reduce_desc d;
+  kiln_reduce_desc_init(&d, KILN_REDUCE_SUM, KILN_F32, n);
+  kiln_buffer *in = NULL, *out = NULL;
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, n, 0, &in));
+  assert_kiln_ok(rt, kiln_buffer_create(rt, KILN_F32, 1, 0, &out));
+  assert_kiln_ok(rt, kiln_buffer_write(in, 0, n, x));
+  assert_kiln_ok(rt, kiln_reduce(rt, &d, in, out));
+  assert_kiln_ok(rt, kiln_buffer_read(out, 0, 1, &got));
+  double want = 0;
+  for (size_t i = 0; i < n; i++)
+    want += x[i];
+  assert_true(fabs(got - want) <= 1e-5 * want);
+  kiln_buffer_destroy(in), kiln_buffer_destroy(out);
+  free(x);
+}
+
+/* An operation's first call compiles the kernels it launches, each alone:
+ * a program a kernel, a handful for a sum, not the 40-odd of cl/reduce.cl. */
+static void test_kernels_call_builds_its_kernels_alone(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, NULL, 1);
+  sum_on(rt, 1000);
+  uint64_t programs, kernels;
+  built(rt, &programs, &kernels);
+  assert_true(programs >= 1 && programs <= 3);
+  assert_int_equal(kernels, programs);
+  sum_on(rt, 1000); /* built once a runtime */
+  uint64_t again, k2;
+  built(rt, &again, &k2);
+  assert_int_equal(again, programs);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* kiln_runtime_warm() builds what a call needs: the call then builds
+ * nothing; a name that is no operation is refused, building nothing. */
+static void test_kernels_warm_then_call_builds_nothing(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, NULL, 1);
+  size_t n = 99;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "'sum' is no operation",
+                    kiln_runtime_warm(rt, "reduce,sum", &n));
+  assert_int_equal(n, 0);
+  uint64_t programs, kernels;
+  built(rt, &programs, &kernels);
+  assert_int_equal(programs, 0);
+  assert_kiln_ok(rt, kiln_runtime_warm(rt, "reduce", &n));
+  built(rt, &programs, &kernels);
+  assert_true(n >= 3);
+  assert_int_equal(programs, n);
+  assert_int_equal(kernels, n);
+  sum_on(rt, 100000);
+  uint64_t after, k2;
+  built(rt, &after, &k2);
+  assert_int_equal(after, programs);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+static void *warm_scale(void *arg)
+{
+  return kiln_runtime_warm(arg, "scale", NULL) == KILN_OK ? arg : NULL;
+}
+
+/* Threads that want the same kernel at once share one build. */
+static void test_kernels_one_build_shared_by_threads(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, NULL, 1);
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, warm_scale, rt), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    assert_int_equal(pthread_join(t[i], &r), 0);
+    assert_ptr_equal(r, rt);
+  }
+  uint64_t programs, kernels;
+  built(rt, &programs, &kernels);
+  assert_int_equal(programs, 1); /* kiln_scale_f32 */
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* A kernel's program goes through the binary cache where kiln keeps it:
+ * a second runtime on the folder loads what the first compiled. */
+static void test_kernels_kernel_programs_cached(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/kiln-kprog-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  uint64_t programs[2], hits[2];
+  for (int r = 0; r < 2; r++) {
+    kiln_runtime *rt = kiln_test_runtime_on(NULL, dir, 0);
+    int keeps = !rt->cache.binaries_off;
+    sum_on(rt, 1000);
+    kiln_cache_usage u;
+    kiln_cache_usage_init(&u);
+    assert_kiln_ok(rt, kiln_cache_stats(rt, &u));
+    programs[r] = u.compiles, hits[r] = u.hits;
+    assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+    if (!keeps) { /* the driver's own cache: kiln stores nothing */
+      assert_int_equal(u.stores, 0);
+      kiln_test_remove_tree(dir);
+      return;
+    }
+  }
+  assert_true(programs[0] >= 1);
+  assert_int_equal(programs[1], 0);
+  assert_int_equal(hits[1], programs[0]);
+  kiln_test_remove_tree(dir);
+}
+
+/* Where kiln leaves binaries to the driver's own cache: NVIDIA's; PoCL,
+ * where kiln's helps (src/rank.c says why). */
+static void test_kernels_driver_cache_table(void **state)
+{
+  (void)state;
+  kiln_device_info d = {0};
+  d.vendor_family = KILN_VENDOR_NVIDIA;
+  assert_non_null(kiln__driver_cache(&d));
+  d.vendor_family = KILN_VENDOR_POCL;
+  assert_null(kiln__driver_cache(&d));
+  d.vendor_family = KILN_VENDOR_AMD;
+  assert_null(kiln__driver_cache(&d));
+}
+
 int main(int argc, char **argv)
 {
   if (argc == 3 && strcmp(argv[1], "--build-child") == 0)
@@ -473,6 +615,11 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_kernels_cache_entry_refused_by_driver),
     cmocka_unit_test(test_kernels_cl_dir_joins_as_embedded),
     cmocka_unit_test(test_kernels_cache_shared_by_processes),
+    cmocka_unit_test(test_kernels_call_builds_its_kernels_alone),
+    cmocka_unit_test(test_kernels_warm_then_call_builds_nothing),
+    cmocka_unit_test(test_kernels_one_build_shared_by_threads),
+    cmocka_unit_test(test_kernels_kernel_programs_cached),
+    cmocka_unit_test(test_kernels_driver_cache_table),
   };
   int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
   for (int i = 0; i < builtin_count; i++)

@@ -37,10 +37,23 @@ typedef struct flag_args {
   int set; /* --clear, --time */
 } flag_args;
 
+typedef struct cache_args {
+  int clear;
+  const char *warm; /* --warm's list, or NULL */
+} cache_args;
+
 static const cli_option cache_rows[] = {
   {.name = "--clear",
-   CLI_FLAG_AT(flag_args, set),
+   CLI_FLAG_AT(cache_args, clear),
    .help = "delete every entry (the folder stays)"},
+  {.name = "--warm",
+   CLI_TEXT_AT(cache_args, warm),
+   .value = "OPS",
+   .bare = "all",
+   .def_text = "none",
+   .help = "build ahead, on the picked device, the float32 kernels of these "
+           "operations (comma-separated: gemm, conv2d, reduce, fft, convert, scale; "
+           "alone: all), so that their first calls wait for no compiler"},
 };
 
 static int run_cache(int argc, char **argv);
@@ -56,17 +69,91 @@ const cli_command kiln_cache_command = {
   .run = run_cache,
 };
 
+/* Whether the comma-separated list names op ("all": every one). */
+static int listed(const char *list, const char *op)
+{
+  size_t n = strlen(op);
+  if (!strcmp(list, "all"))
+    return 1;
+  for (const char *at = list; at; at = strchr(at, ',')) {
+    at += *at == ',';
+    if (!strncmp(at, op, n) && (at[n] == ',' || at[n] == '\0'))
+      return 1;
+  }
+  return 0;
+}
+
+static const char *const warm_ops[] = {"gemm",    "conv2d", "reduce",
+                                       "fft",     "convert", "scale"};
+#define NWARM (sizeof warm_ops / sizeof *warm_ops)
+
+/* The first name of --warm's list that is no operation, or NULL. */
+static const char *not_an_op(const char *list, char *one, size_t size)
+{
+  for (const char *at = list; strcmp(list, "all") && at; at = strchr(at, ',')) {
+    at += *at == ',';
+    snprintf(one, size, "%.*s", (int)strcspn(at, ","), at);
+    size_t i = 0;
+    while (i < NWARM && strcmp(warm_ops[i], one))
+      i++;
+    if (i == NWARM)
+      return one;
+  }
+  return NULL;
+}
+
+/* --warm: each operation of the list in turn, with its time, so that a
+ * long build is seen to progress. */
+static kiln_status warm(kiln_runtime *rt, const char *list)
+{
+  static const char *const *ops = warm_ops;
+  printf("building ahead on %s\n", kiln_runtime_device(rt)->name);
+  double t0 = now_ms();
+  kiln_status st = KILN_OK;
+  for (size_t i = 0; i < NWARM && st == KILN_OK; i++) {
+    if (!listed(list, ops[i]))
+      continue;
+    printf("  %-8s ", ops[i]);
+    fflush(stdout);
+    double t = now_ms();
+    size_t n = 0;
+    if ((st = kiln_runtime_warm(rt, ops[i], &n)) == KILN_OK)
+      printf("%3zu kernels ready %9.1f ms\n", n, now_ms() - t);
+    else
+      printf("failed\n");
+  }
+  kiln_cache_usage u;
+  kiln_cache_usage_init(&u);
+  kiln_cache_stats(rt, &u);
+  if (st == KILN_OK)
+    printf("compiled %llu, from the cache %llu, in %.1f s\n",
+           (unsigned long long)u.compiles, (unsigned long long)u.hits,
+           (now_ms() - t0) / 1e3);
+  kiln_cli_print_cache(stdout, rt);
+  return st;
+}
+
 static int run_cache(int argc, char **argv)
 {
-  flag_args a = {0};
+  cache_args a = {0};
   int rc = kiln_cli_parse(&kiln_cache_command, &a, argc, argv, NULL);
   if (rc >= 0)
     return rc;
-  int clear = a.set;
+  int clear = a.clear;
+  char one[64];
+  if (a.warm && not_an_op(a.warm, one, sizeof one))
+    return kiln_cli_usage_error(&kiln_cache_command, "--warm", "--warm '%s' is not a value "
+                                "it takes", a.warm);
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)
     return failed("cache", st, NULL);
+  if (a.warm) {
+    st = warm(rt, a.warm);
+    rc = st == KILN_OK ? 0 : failed("cache --warm", st, rt);
+    kiln_cli_runtime_destroy(rt);
+    return rc;
+  }
   kiln_cache_usage u;
   kiln_cache_usage_init(&u);
   uint64_t entries = 0, bytes = 0, removed = 0;
@@ -80,6 +167,10 @@ static int run_cache(int argc, char **argv)
     printf("location  %s%s\nentries   %llu\nsize      %.1f KiB\n", u.dir,
            u.shared ? " (a team folder: every member of its group is trusted)" : "",
            (unsigned long long)entries, (double)bytes / 1024.0);
+    if (u.binaries_off)
+      printf("binaries  the driver's cache, not kiln's: %s (KILN_CACHE=1 keeps "
+             "kiln's too); the folder keeps tuning records\n",
+             u.binaries_off);
   }
   kiln_cache_stats(rt, &u); /* the walk counts what it left alone */
   if (st == KILN_OK && u.untrusted)
@@ -151,8 +242,9 @@ static int run_kernels(int argc, char **argv)
   if (timed)
     printf("runtime %.1f ms, kernels %.1f ms, total %.1f ms\n", t1 - t0, now_ms() - t1,
            now_ms() - t0);
-  printf("compiled %llu, from the cache %llu, cache %s\n", (unsigned long long)u.compiles,
-         (unsigned long long)u.hits, u.dir ? u.dir : "off");
+  printf("compiled %llu, from the cache %llu\n", (unsigned long long)u.compiles,
+         (unsigned long long)u.hits);
+  kiln_cli_print_cache(stdout, rt);
   kiln_cli_runtime_destroy(rt);
   return 0;
 }

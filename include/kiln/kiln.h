@@ -1160,6 +1160,9 @@ typedef struct kiln_cache_usage {
                          kiln_cache_contents() and kiln_cache_clear()) */
   char untrusted_note[256]; /* why the last of those was left alone, or "" */
   int shared;               /* the folder is a team cache (kiln_options.cache_shared) */
+  const char *binaries_off; /* why kiln keeps no binaries of its own though dir is
+                         set: the driver caches its builds itself (KILN_CACHE=1
+                         keeps them); NULL when it keeps them */
 } kiln_cache_usage;
 
 /*! kiln_cache_usage_init() :
@@ -2092,6 +2095,19 @@ KILN_API kiln_status kiln_memory_stats(kiln_runtime *rt, kiln_memory_usage *out)
  * name kiln does not have (the message lists the names). */
 KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *name,
                                                  kiln_program **out);
+
+/*! kiln_runtime_warm() :
+ * Builds ahead, on the runtime's device, the kernels that the operations
+ * named in `ops` run: a comma-separated list of gemm, conv2d, reduce, fft,
+ * convert and scale; NULL, "" or "all" for every one. Their float32
+ * variants: other types still build on their first call. Through the
+ * binary cache, once per runtime: an operation's first call then builds
+ * nothing. Threads may call operations meanwhile; a kernel one of them
+ * needs is built once, and the other waits for it. *built (may be NULL)
+ * counts the kernels made ready.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for a name that is no
+ *           operation; KILN_ERR_BUILD with the log if a build fails. */
+KILN_API kiln_status kiln_runtime_warm(kiln_runtime *rt, const char *ops, size_t *built);
 
 /*! kiln_builtin_count(), kiln_builtin_name() :
  * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
