@@ -26,6 +26,8 @@ kiln_packages=(
   # tests; numpy for the checks against numpy (tests/meson.build finds the
   # python3 it is for)
   libcmocka-dev python3-numpy
+  # the Python module (meson feature python, auto: python/) and its tests
+  python3-dev python3-pytest
   # ci/bundle.sh gives the bundle's files $ORIGIN run paths (the bundle test)
   patchelf
   # examples/blur.c reads and writes its image with libpng (optional)
@@ -52,6 +54,8 @@ kiln_dev_packages=(
   # the photo examples/blur.c blurs in CI (gift's testdata/src.png: 180 x 120
   # RGB, cherries; the package is 1 MB of Go source and test images)
   golang-github-disintegration-gift-dev
+  # `pip install .` of the Python module builds through meson-python
+  python3-mesonpy
 )
 
 # kiln_install_missing [--available] LABEL PACKAGE...: installs the packages

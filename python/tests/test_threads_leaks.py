@@ -1,0 +1,67 @@
+"""Eight threads on one runtime, and no leak over many calls."""
+import gc
+import sys
+import threading
+import tracemalloc
+
+import numpy as np
+
+import kiln
+
+
+def test_eight_threads_one_runtime(rt):
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-1, 1, (48, 40)).astype(np.float32), rng.uniform(-1, 1, (40, 24)).astype(np.float32)
+    want, want_sum = a.astype(np.float64) @ b, a.astype(np.float64).sum(axis=0)
+    errors = []
+
+    def work():
+        try:
+            d = rt.array(a)
+            for _ in range(20):
+                np.testing.assert_allclose(rt.gemm(a, b), want, atol=1e-4)
+                np.testing.assert_allclose(rt.gemm(d, b).numpy(), want, atol=1e-4)
+                np.testing.assert_allclose(rt.reduce(a, "sum", axis=0), want_sum, atol=1e-4)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_no_leak_over_many_calls(rt):
+    a, b = np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)
+    da = rt.array(a)
+    refs = (sys.getrefcount(a), sys.getrefcount(b), sys.getrefcount(da))
+
+    def calls(n):
+        for _ in range(n):
+            rt.gemm(a, b)
+            rt.gemm(da, b).numpy()
+            rt.reduce(a, "max", axis=0)
+            rt.reduce(da, "sum")
+            rt.array(a)
+            try:
+                rt.gemm(a, np.ones((3, 3), np.float32))
+            except kiln.InvalidArgumentError:
+                pass
+
+    calls(200)  # warm: kernels built, the pool filled
+    gc.collect()
+    start = rt.memory_stats()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    calls(2000)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert grown < 64 * 1024, grown  # 12 000 calls: under 6 bytes a call
+    end = rt.memory_stats()
+    assert end["live_buffers"] == start["live_buffers"]
+    assert end["current_bytes"] == start["current_bytes"]
+    assert (sys.getrefcount(a), sys.getrefcount(b), sys.getrefcount(da)) == refs
