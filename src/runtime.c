@@ -195,6 +195,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   }
   set_memory_limit(rt, &cfg);
   rt->gemm_backend = cfg.gemm_backend;
+  rt->keep_sub_buffers =
+    cfg.keep_sub_buffers || kiln__keeps_sub_buffers(&kiln__runtime_device(rt)->info);
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   kiln__tuning_defaults(&kiln__runtime_device(rt)->info, &rt->tuning->t);
   rt->tuning->benchmark = cfg.benchmark;
