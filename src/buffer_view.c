@@ -73,11 +73,17 @@ KILN_API kiln_status kiln_buffer_view(kiln_buffer *buf, size_t offset, size_t co
 
 kiln_status kiln__buffer_cl_mem(const kiln_buffer *buf, const char *fn, cl_mem *out)
 {
-  *out = buf->mem;
-  if (!buf->parent || buf->mem)
+  if (!buf->parent) {
+    *out = buf->mem;
     return KILN_OK;
+  }
   kiln_buffer *v = (kiln_buffer *)buf; /* the sub-buffer is made once, lazily */
   kiln_runtime *rt = v->rt;
+  pthread_mutex_lock(&rt->lock);
+  *out = v->mem;
+  pthread_mutex_unlock(&rt->lock);
+  if (*out)
+    return KILN_OK;
   size_t es = kiln_dtype_size(v->dtype), first = v->view_offset;
   cl_uint align_bits = 0;
   cl_int err =
