@@ -110,13 +110,18 @@ KILN_CONV_DIRECT_SUM(NAME(conv_direct_sum1), 1)
  * channels share their inputs when they are of one group (kg a multiple
  * of KB); else (depthwise) each channel reads its own. */
 #if KILN_BUILDS(kiln_conv_direct)
-kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
-                                   global const ST *bias, int has_bias, int act,
-                                   int nhwc, uint n, uint c, uint h, uint w, uint k,
-                                   uint r, uint s, uint sh, uint sw, uint pt, uint pl,
-                                   uint dh, uint dw, uint groups, uint p, uint q,
-                                   global ST *y)
+kernel void NAME(kiln_conv_direct)(global const ST *x, ulong x_off, global const ST *wt,
+                                   ulong wt_off, global const ST *bias, ulong bias_off,
+                                   int has_bias, int act, int nhwc, uint n, uint c,
+                                   uint h, uint w, uint k, uint r, uint s, uint sh,
+                                   uint sw, uint pt, uint pl, uint dh, uint dw,
+                                   uint groups, uint p, uint q, global ST *y, ulong y_off)
 {
+  /* the offsets: views' first elements (kiln makes no sub-buffer) */
+  x += x_off;
+  wt += wt_off;
+  bias += bias_off;
+  y += y_off;
   uint q0 = get_global_id(0) * QW, pi = get_global_id(1), nk = get_global_id(2);
   uint kblocks = (k + KB - 1) / KB, ni = nk / kblocks, ki0 = nk % kblocks * KB;
   if (q0 >= q || pi >= p || ni >= n)
@@ -191,13 +196,14 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, global const ST *wt,
  * cores), and a GPU had only Kp x images work-items.
  */
 #if KILN_BUILDS(kiln_conv_im2col_packed)
-kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, int nhwc, uint n0,
-                                          uint gi, uint c, uint h, uint w, uint r,
+kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, ulong x_off, int nhwc,
+                                          uint n0, uint gi, uint c, uint h, uint w, uint r,
                                           uint s, uint sh, uint sw, uint pt, uint pl,
                                           uint dh, uint dw, uint groups, uint p,
                                           uint q, uint pq0, uint Kp, uint PH, uint L,
                                           uint rows, global ACC *dst, ulong db)
 {
+  x += x_off; /* a view's first element (kiln makes no sub-buffer) */
   uint l0 = get_global_id(0) * L, panel = get_global_id(1), bi = get_global_id(2);
   uint first = pq0 + panel * PH + l0, end = min(pq0 + rows, p * q);
   uint live = first < end ? min(end - first, L) : 0, cg = c / groups, rsc = 0;

@@ -1,10 +1,11 @@
 /*
  * convert.cl — element type conversions, one kernel per pair of types:
  *
- *   kernel void kiln_convert_<from>_<to>(global const FROM *src,
- *                                        global TO *dst, ulong n)
+ *   kernel void kiln_convert_<from>_<to>(global const FROM *src, ulong src_off,
+ *                                        global TO *dst, ulong dst_off, ulong n)
  *
- * converts src[0 .. n) into dst[0 .. n); work-item i converts element i, and
+ * converts src[src_off .. src_off + n) into dst[dst_off .. dst_off + n) (the
+ * offsets: views' first elements); work-item i converts element i, and
  * work-items past n do nothing, so any global size >= n works.
  *
  * The rules, the same for every pair:
@@ -88,12 +89,12 @@
 #define V CAT(CAT(FROM, _), TO)
 
 #if KILN_BUILDS(kiln_convert)
-kernel void NAME(kiln_convert)(global const TYPE(FROM) *src, global TYPE(TO) *dst,
-                               ulong n)
+kernel void NAME(kiln_convert)(global const TYPE(FROM) *src, ulong src_off,
+                               global TYPE(TO) *dst, ulong dst_off, ulong n)
 {
   size_t i = get_global_id(0);
-  if (i < n)
-    STORE(TO, CVT(LOAD(FROM, src, i)), dst, i);
+  if (i < n) /* indices, not pointer steps: half pointers may not step */
+    STORE(TO, CVT(LOAD(FROM, src, src_off + i)), dst, dst_off + i);
 }
 #endif
 

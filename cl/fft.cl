@@ -2,7 +2,8 @@
  * fft.cl — kiln's own FFT: one radix-R pass of a Stockham autosort FFT over
  * complex rows of a power-of-two length n, batched (src/ops/fft_kiln.c).
  *
- *   kernel void kiln_fft_r<R>_<type>(global const T *in, global T *out,
+ *   kernel void kiln_fft_r<R>_<type>(global const T *in, ulong in_off,
+ *                                    global T *out, ulong out_off,
  *                                    uint p, uint n, T sign, global const T *tw)
  *   kernel void kiln_fft_r32w_<type>(...the same)
  *   kernel void kiln_fft_r<R>v_f32(...the same, p >= 8)
@@ -10,9 +11,14 @@
  *   kernel void kiln_fft_r16v1_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_r256v1_f32(...the same, p = 1 only)
  *   kernel void kiln_fft_rowv_f32(...the same, every pass of a row, p unused)
- *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, global T *out,
+ *   kernel void kiln_fft_col_r<R>_<type>(global const T *in, ulong in_off,
+ *                                        global T *out, ulong out_off,
  *                                        uint p, uint n, uint cols, T sign,
  *                                        global const T *tw)
+ *
+ * in_off and out_off are where in and out start in their buffers, in reals:
+ * a view's first element (kiln passes a view as its buffer and an offset,
+ * never as an OpenCL sub-buffer), else 0.
  *
  * R is 2, 4, 8 or 32 (the wide r32w: 32; the vector r<R>v: 2, 4, 8, 16
  * and 256); T is float (f32) or double (f64); complex numbers are
@@ -317,14 +323,19 @@ inline S NAME(kiln_fft_cos8)(uint j)
 #endif /* COL */
 #if KILN_BUILDS(FNAME)
 #if COL
-kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, uint cols,
-                        S sign, global const S *tw)
+kernel void NAME(FNAME)(global const S *in, ulong in_off, global S *out, ulong out_off,
+                        uint p, uint n, uint cols, S sign, global const S *tw)
 #else
-kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sign,
-                        global const S *tw)
+kernel void NAME(FNAME)(global const S *in, ulong in_off, global S *out, ulong out_off,
+                        uint p, uint n, S sign, global const S *tw)
 #endif
+/* each body below starts so: in and out from the views' first reals */
+#define KILN_FFT_VIEWS                                                                    \
+  in += in_off;                                                                          \
+  out += out_off;
 #if R256
 {
+  KILN_FFT_VIEWS
   /* Radix 256 as two radix-16 steps, r = r1 + 16 r2 and output s2 + 16 s1:
    * for each r1, the DFT over r2 of the points times w^r, whose output s2
    * times exp(sign 2 pi i r1 s2 / 256) goes to z (private, in the core's
@@ -421,6 +432,7 @@ kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sig
 }
 #elif ROWV
 {
+  KILN_FFT_VIEWS
   /* Whole rows of n <= KILN_FFT_ROW_MAX points, one a work-item, every pass
    * of the row in one launch: the passes run in the work-item's private
    * arrays (in the core's cache), so the row crosses memory once each way
@@ -523,6 +535,7 @@ kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sig
 }
 #else /* every other radix */
 {
+  KILN_FFT_VIEWS
   /* AT(t): where point t of the row or column starts, from `row`. */
 #if COL
   uint i = get_global_id(1), k = i & (p - 1);
@@ -612,6 +625,7 @@ kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sig
 #undef AT
 }
 #endif /* R256 */
+#undef KILN_FFT_VIEWS
 #endif /* KILN_BUILDS(FNAME) */
 #undef FNAME
 
@@ -622,8 +636,11 @@ kernel void NAME(FNAME)(global const S *in, global S *out, uint p, uint n, S sig
  * spectrum from its half (X[-k] = conj X[k] over every axis); real parts.
  * Shapes are (batch, n0, n1, n2) with n2 the last axis, lower ones 1. */
 #if KILN_BUILDS(kiln_fft_promote)
-kernel void NAME(kiln_fft_promote)(global const T *x, global T *z, ulong count)
+kernel void NAME(kiln_fft_promote)(global const T *x, ulong x_off, global T *z,
+                                   ulong z_off, ulong count)
 {
+  x += x_off;
+  z += z_off;
   size_t i = get_global_id(0);
   if (i < count) {
     z[2 * i] = x[i];
@@ -633,9 +650,11 @@ kernel void NAME(kiln_fft_promote)(global const T *x, global T *z, ulong count)
 #endif
 
 #if KILN_BUILDS(kiln_fft_crop)
-kernel void NAME(kiln_fft_crop)(global const T *full, global T *part, ulong rows,
-                                ulong n, ulong h)
+kernel void NAME(kiln_fft_crop)(global const T *full, ulong full_off, global T *part,
+                                ulong part_off, ulong rows, ulong n, ulong h)
 {
+  full += full_off;
+  part += part_off;
   size_t i = get_global_id(0);
   if (i < rows * h) {
     size_t r = i / h, k = i - r * h;
@@ -646,9 +665,12 @@ kernel void NAME(kiln_fft_crop)(global const T *full, global T *part, ulong rows
 #endif
 
 #if KILN_BUILDS(kiln_fft_extend)
-kernel void NAME(kiln_fft_extend)(global const T *part, global T *full, ulong count,
-                                  ulong n0, ulong n1, ulong n2)
+kernel void NAME(kiln_fft_extend)(global const T *part, ulong part_off, global T *full,
+                                  ulong full_off, ulong count, ulong n0, ulong n1,
+                                  ulong n2)
 {
+  part += part_off;
+  full += full_off;
   size_t i = get_global_id(0);
   if (i >= count)
     return;
@@ -668,8 +690,11 @@ kernel void NAME(kiln_fft_extend)(global const T *part, global T *full, ulong co
 #endif
 
 #if KILN_BUILDS(kiln_fft_real_part)
-kernel void NAME(kiln_fft_real_part)(global const T *z, global T *x, ulong count)
+kernel void NAME(kiln_fft_real_part)(global const T *z, ulong z_off, global T *x,
+                                     ulong x_off, ulong count)
 {
+  z += z_off;
+  x += x_off;
   size_t i = get_global_id(0);
   if (i < count)
     x[i] = z[2 * i];

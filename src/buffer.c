@@ -535,8 +535,7 @@ KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf)
   }
   if (kiln__pool_give(buf))
     return KILN_OK;
-  if (buf->mem)
-    clReleaseMemObject(buf->mem); /* freed once enqueued commands are done */
+  kiln__buffer_release_mem(buf);
   unreserve(buf->rt, buf->block);
   free(buf);
   return KILN_OK;
@@ -585,11 +584,6 @@ KILN_API size_t kiln_buffer_bytes(const kiln_buffer *buf)
 KILN_API kiln_runtime *kiln_buffer_runtime(const kiln_buffer *buf)
 {
   return buf ? buf->rt : NULL;
-}
-
-KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buf)
-{
-  return buf ? buf->mem : NULL;
 }
 
 /* Checks that buf exists and [offset, offset + count) lies inside it. */
@@ -658,10 +652,11 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
   cl_uint nwait;
   const cl_event *waits;
   cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
-  cl_int err = write ? clEnqueueWriteBuffer(q, buf->mem, wait, offset * esize,
-                                            count * esize, host, nwait, waits, evp)
-                     : clEnqueueReadBuffer(q, buf->mem, wait, offset * esize,
-                                           count * esize, host, nwait, waits, evp);
+  cl_mem mem = kiln__buffer_mem(buf);
+  size_t at = (kiln__buffer_first(buf) + offset) * esize;
+  cl_int err =
+    write ? clEnqueueWriteBuffer(q, mem, wait, at, count * esize, host, nwait, waits, evp)
+          : clEnqueueReadBuffer(q, mem, wait, at, count * esize, host, nwait, waits, evp);
   if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err, write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
                        "%s: %s %zu %s elements at offset %zu", fn,
@@ -720,11 +715,16 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
                       "%s: src holds %s and dst %s; expected the same element "
                       "type",
                       fn, kiln_dtype_name(src->dtype), kiln_dtype_name(dst->dtype));
-  if (src == dst && src_offset < dst_offset + count && dst_offset < src_offset + count)
+  /* views of one buffer are ranges of one memory */
+  size_t from = kiln__buffer_first(src) + src_offset;
+  size_t to = kiln__buffer_first(dst) + dst_offset;
+  if (kiln__buffer_mem(src) == kiln__buffer_mem(dst) && from < to + count &&
+      to < from + count)
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "%s: the ranges at %zu and %zu of %zu elements overlap in "
-                      "one buffer; expected disjoint ranges",
-                      fn, src_offset, dst_offset, count);
+                      "one buffer%s; expected disjoint ranges",
+                      fn, src_offset, dst_offset, count,
+                      src == dst ? "" : " (views of one buffer)");
   if (count == 0)
     return KILN_OK;
   size_t esize = kiln_dtype_size(src->dtype);
@@ -733,9 +733,10 @@ KILN_API kiln_status kiln_buffer_copy(kiln_buffer *dst, size_t dst_offset,
   kiln__profile_describe(&ps, "opencl", 2 * (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(src->dtype));
   cl_event ev = NULL;
-  cl_int err =
-    clEnqueueCopyBuffer(kiln__queue(rt), src->mem, dst->mem, src_offset * esize,
-                        dst_offset * esize, count * esize, 0, NULL, &ev);
+  cl_int err = clEnqueueCopyBuffer(
+    kiln__queue(rt), kiln__buffer_mem(src), kiln__buffer_mem(dst),
+    (kiln__buffer_first(src) + src_offset) * esize,
+    (kiln__buffer_first(dst) + dst_offset) * esize, count * esize, 0, NULL, &ev);
   st = err != CL_SUCCESS
          ? kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: copying %zu %s elements",
                          fn, count, kiln_dtype_name(src->dtype))
@@ -763,8 +764,9 @@ KILN_API kiln_status kiln_buffer_fill(kiln_buffer *buf, size_t offset, size_t co
   kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(buf->dtype));
   cl_event ev = NULL;
-  cl_int err = clEnqueueFillBuffer(kiln__queue(rt), buf->mem, value, esize,
-                                   offset * esize, count * esize, 0, NULL, &ev);
+  cl_int err = clEnqueueFillBuffer(kiln__queue(rt), kiln__buffer_mem(buf), value, esize,
+                                   (kiln__buffer_first(buf) + offset) * esize,
+                                   count * esize, 0, NULL, &ev);
   st = err != CL_SUCCESS ? kiln__fail_cl(rt, err, "clEnqueueFillBuffer",
                                          "%s: filling %zu %s elements at offset %zu", fn,
                                          count, kiln_dtype_name(buf->dtype), offset)
@@ -820,7 +822,8 @@ static kiln_status rect(kiln_buffer *buf, size_t to, int write, int blocking,
 {
   kiln_runtime *rt = buf->rt;
   size_t es = kiln_dtype_size(buf->dtype);
-  size_t origin[3] = {to * es, 0, 0}, region[3] = {cols * es, rows, 1};
+  size_t origin[3] = {(kiln__buffer_first(buf) + to) * es, 0, 0};
+  size_t region[3] = {cols * es, rows, 1};
   size_t host_origin[3] = {at % ld * es, at / ld, 0};
   const char *fn = write ? "kiln__buffer_write_rect" : "kiln__buffer_read_rect";
   kiln__profile_scope ps;
@@ -832,12 +835,12 @@ static kiln_status rect(kiln_buffer *buf, size_t to, int write, int blocking,
   cl_uint nwait;
   const cl_event *waits;
   cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
-  cl_int err =
-    write
-      ? clEnqueueWriteBufferRect(q, buf->mem, wait, origin, host_origin, region,
-                                 cols * es, 0, ld * es, 0, host, nwait, waits, evp)
-      : clEnqueueReadBufferRect(q, buf->mem, wait, origin, host_origin, region, cols * es,
-                                0, ld * es, 0, (void *)host, nwait, waits, evp);
+  cl_int err = write ? clEnqueueWriteBufferRect(q, kiln__buffer_mem(buf), wait, origin,
+                                                host_origin, region, cols * es, 0,
+                                                ld * es, 0, host, nwait, waits, evp)
+                     : clEnqueueReadBufferRect(q, kiln__buffer_mem(buf), wait, origin,
+                                               host_origin, region, cols * es, 0, ld * es,
+                                               0, (void *)host, nwait, waits, evp);
   kiln_status st = KILN_OK;
   if (err != CL_SUCCESS)
     st = kiln__fail_cl(rt, err,

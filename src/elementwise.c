@@ -5,8 +5,10 @@
  * "y = max(a * x, 0)") generates
  *
  *   kernel void kiln_elementwise(global float *y, global const float *x,
- *                                float a, ulong n)
- *   { size_t i = get_global_id(0); if (i < n) { y[i] = max(a * x[i], 0.0f); } }
+ *                                float a, ulong n, ulong kiln_view0,
+ *                                ulong kiln_view1)
+ *   { y += kiln_view0; x += kiln_view1;
+ *     size_t i = get_global_id(0); if (i < n) { y[i] = max(a * x[i], 0.0f); } }
  *
  * builds it through kiln_program_create() (so through the binary cache: a
  * second process loads it) and runs it over any length with the arguments'
@@ -15,6 +17,9 @@
  * written with an index (x[i + 1]) it is left as it is. In the short form,
  * which has no element type of its own, integer literals become literals of
  * the first buffer's element type, so that max(v, 0) compiles for floats.
+ * Each buffer comes as its memory and its first element (kiln_view<k>, for
+ * the kth buffer): a view is its buffer's memory and an offset, with no
+ * OpenCL sub-buffer (buffer_view.c says why).
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -159,8 +164,17 @@ static void generate(kiln_elementwise *ew, const char *expr, kiln__str *out)
                       a->is_const ? "const " : "", a->type, a->pointer ? " *" : " ");
     kiln__str_appendf(out, "%s", a->name);
   }
-  kiln__str_appendf(
-    out, ", ulong n)\n{\n  size_t i = get_global_id(0);\n  if (i < n) {\n    ");
+  kiln__str_appendf(out, ", ulong n");
+  unsigned views = 0;
+  for (unsigned j = 0; j < ew->nargs; j++)
+    if (ew->args[j].pointer)
+      kiln__str_appendf(out, ", ulong kiln_view%u", views++);
+  kiln__str_appendf(out, ")\n{\n");
+  views = 0;
+  for (unsigned j = 0; j < ew->nargs; j++)
+    if (ew->args[j].pointer)
+      kiln__str_appendf(out, "  %s += kiln_view%u;\n", ew->args[j].name, views++);
+  kiln__str_appendf(out, "  size_t i = get_global_id(0);\n  if (i < n) {\n    ");
   /* the short form: buffer names alone become name[i], and integer
    * literals the first buffer's type */
   int indexed = strstr(expr, "[") != NULL;
@@ -249,25 +263,28 @@ KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
 /* Sets argument j from the va_list: a buffer of its declared type, holding
  * n elements when the expression names it alone (element i), else at least
  * one (its indices are the expression's to keep in range). */
-static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *ap)
+static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *ap,
+                           unsigned *views)
 {
   static const char fn[] = "kiln_elementwise_run";
   const ew_arg *a = &ew->args[j];
   const kiln_buffer *b = NULL;
-  char letter = a->pointer ? 'b' : types[type_index(a->type)].letter, what[96];
-  if (a->pointer) { /* checked before the kernel's own check of it */
-    va_list peek;
-    va_copy(peek, *ap);
-    b = va_arg(peek, const kiln_buffer *);
-    va_end(peek);
-    snprintf(what, sizeof what, "argument %u (%s)", j, a->name);
-    kiln_status st =
-      kiln__check_operand(ew->rt, fn, what, b, a->dtype, a->bare ? n : 1,
-                          a->bare ? "(named alone: element i for each i < n)" : NULL);
-    if (st != KILN_OK)
-      return st;
-  }
-  return kiln__kernel_set_one(ew->kernel, fn, j, letter, ap, &b);
+  char what[96];
+  if (!a->pointer)
+    return kiln__kernel_set_one(ew->kernel, fn, j, types[type_index(a->type)].letter, ap,
+                                &b);
+  b = va_arg(*ap, const kiln_buffer *);
+  snprintf(what, sizeof what, "argument %u (%s)", j, a->name);
+  kiln_status st =
+    kiln__check_operand(ew->rt, fn, what, b, a->dtype, a->bare ? n : 1,
+                        a->bare ? "(named alone: element i for each i < n)" : NULL);
+  if (st == KILN_OK)
+    st = kiln__kernel_set_root(ew->kernel, fn, j, b);
+  cl_ulong first = kiln__buffer_first(b);
+  if (st == KILN_OK)
+    st =
+      kiln_kernel_set_arg(ew->kernel, ew->nargs + 1 + (*views)++, sizeof first, &first);
+  return st;
 }
 
 KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
@@ -281,8 +298,9 @@ KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
   va_list ap;
   va_start(ap, n);
   kiln_status st = KILN_OK;
+  unsigned views = 0;
   for (unsigned j = 0; j < ew->nargs && st == KILN_OK; j++)
-    st = set_arg(ew, j, n, &ap);
+    st = set_arg(ew, j, n, &ap, &views);
   va_end(ap);
   uint64_t count = n;
   if (st == KILN_OK)

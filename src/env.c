@@ -208,6 +208,9 @@ KILN__READ_FLAG(read_benchmark, benchmark, 0,
 KILN__READ_FLAG(read_memory_pool, no_memory_pool, 1,
                 "0 to give each buffer's memory back to the driver at once, or 1 for "
                 "the default (a caching pool)")
+KILN__READ_FLAG(read_keep_sub_buffers, keep_sub_buffers, 0,
+                "1 to keep each view's OpenCL sub-buffer until its buffer is "
+                "released, or 0 for the default (the device's known quirks decide)")
 KILN__READ_FLAG(read_profile, profile, 0,
                 "1 to record every operation's times, or 0 for the default (off)")
 #undef KILN__READ_FLAG

@@ -159,6 +159,7 @@ typedef struct kiln__config {
   int benchmark;             /* benchmark mode (choice.c) */
   int no_memory_pool;        /* buffers' memory straight back to the driver */
   unsigned oom_wait_ms;      /* a refused allocation retries for this long */
+  int keep_sub_buffers;      /* KILN_KEEP_SUB_BUFFERS=1 (buffer_view.c) */
   const char *cl_dir;        /* KILN_CL_DIR, or NULL */
   kiln_device_type shape;    /* KILN_TEST_SHAPE's kind, 0: the device's */
   kiln_backend gemm_backend; /* kiln_options.gemm_backend or KILN_GEMM_BACKEND */
@@ -290,6 +291,12 @@ const char *kiln__driver_cache(const kiln_device_info *info);
  * save where a driver is known to report more than its target has (PoCL
  * names its target CPU and reports 16 for all of them). Pure. */
 unsigned kiln__vector_lanes_float(const kiln_device_info *info);
+
+/* Whether the driver crashes releasing an OpenCL sub-buffer while its
+ * parent lives: kiln then keeps a view's sub-buffer (made only for
+ * kiln_buffer_cl_mem() and user kernels) until its buffer's memory is
+ * released, and releases the parent first (buffer_view.c). */
+int kiln__keeps_sub_buffers(const kiln_device_info *info);
 
 /* ---- selection (select.c) ------------------------------------------------ */
 
@@ -560,6 +567,8 @@ struct kiln_runtime {
   const char *mem_limit_source;
   kiln__pool pool;      /* blocks kept by destroyed buffers (pool.c) */
   unsigned oom_wait_ms; /* a refused allocation retries for this long */
+  int keep_sub_buffers; /* views' sub-buffers live as long as their buffer's
+                           memory (kiln__keeps_sub_buffers()) */
   /* commands enqueued without waiting, checked by kiln_finish() */
   struct kiln__pending {
     cl_event ev;
@@ -591,6 +600,8 @@ struct kiln_buffer {
   struct kiln_buffer *parent; /* a view's buffer (buffer_view.c), else NULL */
   size_t views;               /* views of this buffer alive; under rt->lock */
   size_t view_offset;         /* a view's first element in parent */
+  cl_mem *kept;               /* dead views' sub-buffers (buffer_view.c) */
+  size_t nkept;               /* under rt->lock */
   void *mapped;               /* the host pointer while mapped, else NULL */
 };
 
@@ -605,8 +616,37 @@ kiln_status kiln__check_range(const kiln_buffer *buf, const char *fn, const char
  * (delta -1); takes the runtime's lock (buffer.c). */
 void kiln__buffer_count_view(kiln_runtime *rt, int delta);
 
+/* The memory that holds buf's elements, and the first of them in it: for a
+ * view its buffer's memory and its offset, else buf's own and 0. kiln's own
+ * calls (operations, transfers, fills, maps) take these, never a view's
+ * sub-buffer, which some drivers cannot release (buffer_view.c). */
+static inline cl_mem kiln__buffer_mem(const kiln_buffer *b)
+{
+  return !b ? NULL : b->parent ? b->parent->mem : b->mem;
+}
+static inline size_t kiln__buffer_first(const kiln_buffer *b)
+{
+  return b && b->parent ? b->view_offset : 0;
+}
+
+/* A view's own sub-buffer, made on first use (buffer_view.c): for
+ * kiln_buffer_cl_mem() and user kernels. A buffer's own memory for a buffer.
+ * Fails, naming fn, when the view's offset is not a multiple of the device's
+ * base-address alignment or the driver refuses. */
+kiln_status kiln__buffer_cl_mem(const kiln_buffer *buf, const char *fn, cl_mem *out);
+
+/* Releases buf's memory and the sub-buffers kept for it (buffer_view.c):
+ * the parent first, then the sub-buffers, newest first. */
+void kiln__buffer_release_mem(kiln_buffer *buf);
+
 /* Releases a view (buffer_view.c): its sub-buffer, its count. */
 void kiln__view_destroy(kiln_buffer *v);
+
+/* Sets argument i of k to buffer's memory, for a view its buffer's (the
+ * caller passes the view's offset as another argument), with
+ * kiln_kernel_set_buffer()'s checks (kernel.c). */
+kiln_status kiln__kernel_set_root(kiln_kernel *k, const char *fn, unsigned i,
+                                  const kiln_buffer *buffer);
 
 /* Sets argument i of k from *ap by kiln_kernel_set_args()'s format letter
  * c, checked as it checks (kernel.c); for 'b', *buffer gets the buffer.

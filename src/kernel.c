@@ -270,9 +270,10 @@ KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index, si
   return st == KILN_OK ? set_checked(kernel, fn, index, size, value) : st;
 }
 
-/* kiln_kernel_set_buffer() for the caller fn. */
+/* kiln_kernel_set_buffer() for the caller fn; with `root`, a view's
+ * buffer's memory (the kernel adds the view's offset itself). */
 static kiln_status set_buffer(kiln_kernel *kernel, const char *fn, unsigned index,
-                              const kiln_buffer *buffer)
+                              const kiln_buffer *buffer, int root)
 {
   kiln_status st = check_index(kernel, fn, index);
   if (st != KILN_OK)
@@ -300,8 +301,10 @@ static kiln_status set_buffer(kiln_kernel *kernel, const char *fn, unsigned inde
                       kernel->args[index].addr == CL_KERNEL_ARG_ADDRESS_LOCAL
                         ? "local memory (kiln_kernel_set_arg() with a NULL value)"
                         : "a value of its type");
-  cl_mem mem = kiln_buffer_cl_mem(buffer);
-  return set_checked(kernel, fn, index, sizeof mem, &mem);
+  cl_mem mem = kiln__buffer_mem(buffer);
+  /* else a view's sub-buffer: the user's kernel sees its element 0 at 0 */
+  st = root ? KILN_OK : kiln__buffer_cl_mem(buffer, fn, &mem);
+  return st != KILN_OK ? st : set_checked(kernel, fn, index, sizeof mem, &mem);
 }
 
 KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
@@ -311,7 +314,13 @@ KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_kernel_set_buffer: kernel is NULL; expected a kernel from "
                       "kiln_kernel_create()");
-  return set_buffer(kernel, "kiln_kernel_set_buffer", index, buffer);
+  return set_buffer(kernel, "kiln_kernel_set_buffer", index, buffer, 0);
+}
+
+kiln_status kiln__kernel_set_root(kiln_kernel *k, const char *fn, unsigned i,
+                                  const kiln_buffer *buffer)
+{
+  return set_buffer(k, fn, i, buffer, 1);
 }
 
 kiln_status kiln__kernel_set_one(kiln_kernel *k, const char *fn, unsigned i, char c,
@@ -332,7 +341,7 @@ kiln_status kiln__kernel_set_one(kiln_kernel *k, const char *fn, unsigned i, cha
   switch (c) {
   case 'b':
     *buffer = va_arg(*ap, const kiln_buffer *);
-    return set_buffer(k, fn, i, *buffer);
+    return set_buffer(k, fn, i, *buffer, 0);
   case 'f': v.f = (float)va_arg(*ap, double), size = sizeof v.f; break;
   case 'd': v.d = va_arg(*ap, double), size = sizeof v.d; break;
   case 'i': v.i32 = va_arg(*ap, int32_t), size = sizeof v.i32; break;

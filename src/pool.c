@@ -30,6 +30,8 @@
  * for everything on the runtime's queue, and is finished before the loop
  * destroys its buffers. Memory the caller hands to its own queues through
  * kiln_buffer_cl_mem() must be done with before the buffer is destroyed.
+ * A buffer that keeps its dead views' sub-buffers (buffer_view.c) is never
+ * pooled: they go with its memory.
  *
  * Accounting (under rt->lock, with buffer.c's): live buffers hold their
  * blocks' bytes (mem_current), the pool holds `cached`, cached FFT plans

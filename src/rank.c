@@ -275,6 +275,17 @@ unsigned kiln__vector_lanes_float(const kiln_device_info *d)
   return bits && bits / 32 < w ? bits / 32 : w;
 }
 
+int kiln__keeps_sub_buffers(const kiln_device_info *d)
+{
+  /* NVIDIA's driver 580.159.04 on an H200 (OpenCL 3.0 CUDA 13.0) dies with
+   * SIGSEGV inside clReleaseMemObject() of a sub-buffer whose parent is
+   * alive: ../shared/gpu/h200-2026-11-28/views-gdb.txt (test_buffer_views,
+   * kiln__view_destroy) and subbuf.c there, which crashes in plain OpenCL
+   * with clFinish() first or not, the parent a bigger block or not. Which
+   * order it survives is not known yet: tools/probe-subbuf.c tries each. */
+  return d->vendor_family == KILN_VENDOR_NVIDIA;
+}
+
 /* The kinds of device, best first. */
 enum device_class {
   CLASS_DISCRETE_GPU = 4,

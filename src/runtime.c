@@ -198,6 +198,8 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
   kiln__drivers_note(&rt->devices.notes, &cfg, &rt->devices,
                      &kiln__runtime_device(rt)->info);
   rt->gemm_backend = cfg.gemm_backend;
+  rt->keep_sub_buffers =
+    cfg.keep_sub_buffers || kiln__keeps_sub_buffers(&kiln__runtime_device(rt)->info);
   kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
   if (rt->cache.dir && !cfg.cache_binaries)
     rt->cache.binaries_off = kiln__driver_cache(&kiln__runtime_device(rt)->info);

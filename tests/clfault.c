@@ -229,22 +229,96 @@ static void *resolve(_Atomic(void *) *slot, const char *fn)
     return obj_;                                                                         \
   }
 
+/* ---- sub-buffers and their parents -----------------------------------------
+ * Each sub-buffer made, with its parent; each parent's references, counted
+ * from the first sub-buffer made of it (its creator's one, plus retains,
+ * minus releases seen since). A sub-buffer released while its parent has
+ * references left is what NVIDIA's driver crashes on (kiln's
+ * kiln__keeps_sub_buffers()). Guarded by lock. */
+#define MAX_SUBS 4096
+static struct {
+  const void *sub, *parent;
+} subs[MAX_SUBS];
+static struct {
+  const void *parent;
+  long refs;
+} parents[MAX_SUBS];
+static size_t nsubs, nparents;
+static long subs_made, subs_early;
+
+static void sub_made(const void *sub, const void *parent)
+{
+  pthread_mutex_lock(&lock);
+  subs_made++;
+  size_t p = 0;
+  while (p < nparents && parents[p].parent != parent)
+    p++;
+  if (p == nparents && nparents < MAX_SUBS) {
+    parents[nparents].parent = parent;
+    parents[nparents++].refs = 1;
+  } else if (p < nparents && parents[p].refs <= 0)
+    parents[p].refs = 1; /* the address of a released one, made again */
+  if (nsubs < MAX_SUBS) {
+    subs[nsubs].sub = sub;
+    subs[nsubs++].parent = parent;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* A successful retain (+1) or release (-1) of any object o. */
+static void ref_seen(const void *o, int delta)
+{
+  pthread_mutex_lock(&lock);
+  for (size_t p = 0; p < nparents; p++)
+    if (parents[p].parent == o)
+      parents[p].refs += delta;
+  for (size_t i = 0; delta < 0 && i < nsubs; i++)
+    if (subs[i].sub == o) {
+      for (size_t p = 0; p < nparents; p++)
+        if (parents[p].parent == subs[i].parent && parents[p].refs > 0)
+          subs_early++;
+      subs[i] = subs[--nsubs];
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+}
+
+long clfault_sub_buffers(void)
+{
+  pthread_mutex_lock(&lock);
+  long n = subs_made;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+long clfault_sub_buffers_released_early(void)
+{
+  pthread_mutex_lock(&lock);
+  long n = subs_early;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 /* clRetain<what> and clRelease<what>. */
 #define CLFAULT_REF(what, type, object)                                                  \
   CL_API_ENTRY cl_int CL_API_CALL clRetain##what(type o)                                 \
   {                                                                                      \
     NEXT(clRetain##what, (type));                                                        \
     cl_int err = next(o);                                                                \
-    if (err == CL_SUCCESS)                                                               \
+    if (err == CL_SUCCESS) {                                                             \
       atomic_fetch_add(&live[object], 1);                                                \
+      ref_seen(o, 1);                                                                    \
+    }                                                                                    \
     return err;                                                                          \
   }                                                                                      \
   CL_API_ENTRY cl_int CL_API_CALL clRelease##what(type o)                                \
   {                                                                                      \
     NEXT(clRelease##what, (type));                                                       \
     cl_int err = next(o);                                                                \
-    if (err == CL_SUCCESS)                                                               \
+    if (err == CL_SUCCESS) {                                                             \
       atomic_fetch_sub(&live[object], 1);                                                \
+      ref_seen(o, -1);                                                                   \
+    }                                                                                    \
     return err;                                                                          \
   }
 
@@ -306,9 +380,24 @@ CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_QUEUE, cl_command_queue,
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateBuffer,
             (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *e), (c, f, s, h, e),
             e)
-CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateSubBuffer,
-            (cl_mem m, cl_mem_flags f, cl_buffer_create_type t, const void *i, cl_int *e),
-            (m, f, t, i, e), e)
+CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(cl_mem m, cl_mem_flags f,
+                                                  cl_buffer_create_type t, const void *i,
+                                                  cl_int *e)
+{
+  if (hit("clCreateSubBuffer", CLFAULT_ALLOC, CALLER)) {
+    if (e)
+      *e = armed.err;
+    return NULL;
+  }
+  LOOKUP(cl_mem, clCreateSubBuffer,
+         (cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *));
+  cl_mem sub = next(m, f, t, i, e);
+  if (sub) {
+    atomic_fetch_add(&live[CLFAULT_MEM], 1);
+    sub_made(sub, m);
+  }
+  return sub;
+}
 CLFAULT_NEW(CLFAULT_ALLOC, CLFAULT_MEM, cl_mem, clCreateImage,
             (cl_context c, cl_mem_flags f, const cl_image_format *fmt,
              const cl_image_desc *d, void *h, cl_int *e),

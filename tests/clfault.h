@@ -71,6 +71,12 @@ long clfault_calls(clfault_class k);
  * NULL: every caller. One-function arming is not filtered. */
 void clfault_only_from(const char *lib);
 
+/* Sub-buffers made (clCreateSubBuffer) over the whole process, and how many
+ * of them were released while a reference to their parent was still held:
+ * what NVIDIA's driver 580 crashes on. */
+long clfault_sub_buffers(void);
+long clfault_sub_buffers_released_early(void);
+
 /* The kinds of OpenCL objects whose references clfault counts. */
 typedef enum clfault_object {
   CLFAULT_MEM,

@@ -292,31 +292,31 @@ static void test_kernel_args_check_finds_wrong_count(void **state)
   kiln__kernel_decl row = kiln__kernel_decls[KILN__ROW_scale];
   row.nargs--;
   assert_check_finds(state, &row,
-                     "kiln_scale_f32: the kernel has 3 arguments, cl/kernels.def"
-                     " declares 2");
+                     "kiln_scale_f32: the kernel has 4 arguments, cl/kernels.def"
+                     " declares 3");
 }
 
-/* Argument i of the scale row (x, n, factor) replaced by arg, and what the
+/* Argument i of the scale row (x, off, n, factor) replaced by arg, and what the
  * check must say of it. */
 static const struct wrong_arg {
   size_t i;
   kiln__kernel_arg arg;
   const char *expected;
 } wrong_args[] = {
-  {1,
-   {KILN__ARG_UINT, "uint", "n"},
-   "kiln_scale_f32 argument 1 (n): type uint in cl/kernels.def, ulong in the kernel"},
   {2,
+   {KILN__ARG_UINT, "uint", "n"},
+   "kiln_scale_f32 argument 2 (n): type uint in cl/kernels.def, ulong in the kernel"},
+  {3,
    {KILN__ARG_GLOBAL, "T0", "factor"},
-   "kiln_scale_f32 argument 2 (factor): address space global in cl/kernels.def, "
+   "kiln_scale_f32 argument 3 (factor): address space global in cl/kernels.def, "
    "private in the kernel"},
   {0,
    {KILN__ARG_GLOBAL_CONST, "T0", "x"},
    "kiln_scale_f32 argument 0 (x): qualifier const in cl/kernels.def, not const in "
    "the kernel"},
-  {1,
+  {2,
    {KILN__ARG_ULONG, "ulong", "count"},
-   "kiln_scale_f32 argument 1 (count): name count in cl/kernels.def, n in the kernel"},
+   "kiln_scale_f32 argument 2 (count): name count in cl/kernels.def, n in the kernel"},
 };
 
 /* A wrong type, address space, const or name: the check says which. */
@@ -324,7 +324,7 @@ static void test_kernel_args_check_finds_wrong_argument(void **state)
 {
   for (size_t w = 0; w < KILN__COUNT(wrong_args); w++) {
     kiln__kernel_decl row = kiln__kernel_decls[KILN__ROW_scale];
-    kiln__kernel_arg args[3];
+    kiln__kernel_arg args[4];
     assert_true(row.nargs == KILN__COUNT(args));
     memcpy(args, row.args, sizeof args);
     args[wrong_args[w].i] = wrong_args[w].arg;
@@ -357,7 +357,8 @@ static void test_kernel_args_launch_unknown_variant(void **state)
   assert_kiln_fails(
     s->rt, KILN_ERR_INVALID_ARGUMENT,
     "test: cl/kernels.def declares no kernel kiln_scale_f16 in cl/scale.cl",
-    kiln__launch_scale(s->rt, "test", "f16", 1, &n, NULL, kiln_buffer_cl_mem(x), n, 2.0));
+    kiln__launch_scale(s->rt, "test", "f16", 1, &n, NULL, kiln_buffer_cl_mem(x), 0, n,
+                       2.0));
   assert_kiln_ok(s->rt, kiln_buffer_destroy(x));
 }
 

@@ -837,16 +837,19 @@ KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buf);
 /*! kiln_buffer_view() :
  * A buffer that is elements [offset, offset + count) of buf, without a
  * copy: usable wherever a buffer is (operations, kiln_kernel_set_buffer(),
- * transfers, more views), where its first element is index 0. Writes
+ * transfers, maps, more views), where its first element is index 0. Writes
  * through either are writes to the same memory. The view holds no memory
  * of its own (it counts as a live buffer of 0 bytes) and must be destroyed,
  * with kiln_buffer_destroy(), before buf. A view of a view is a view of the
- * first buffer.
+ * first buffer. Any offset will do for kiln's own calls, which take the
+ * buffer's memory and the offset. Only a cl_mem of the view itself (an
+ * OpenCL sub-buffer, made on first use by kiln_buffer_cl_mem() and
+ * kiln_kernel_set_buffer()) needs the offset's bytes to be a multiple of
+ * the device's base-address alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN: 128
+ * bytes on PoCL, up to 4096 on GPUs); those two refuse a view that is not,
+ * and the message gives the multiple to use.
  * @return : KILN_OK; KILN_ERR_OUT_OF_BOUNDS when the range leaves buf;
- *           KILN_ERR_INVALID_ARGUMENT (NULL, count 0, or an offset whose
- *             bytes are not a multiple of the device's base-address
- *             alignment, CL_DEVICE_MEM_BASE_ADDR_ALIGN: 128 bytes on PoCL,
- *             up to 4096 on GPUs; the message gives the multiple to use). */
+ *           KILN_ERR_INVALID_ARGUMENT (NULL, count 0). */
 KILN_API kiln_status kiln_buffer_view(kiln_buffer *buf, size_t offset, size_t count,
                                       kiln_buffer **out);
 
@@ -1070,7 +1073,8 @@ KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
  * (n: int) of saxpy: given float of 8 bytes ..."). Where the driver keeps no
  * argument information (some cached binaries) the index is checked, and
  * OpenCL's own errors come back as KILN_ERR_OPENCL. A buffer of any dtype
- * may go to any __global or __constant pointer. */
+ * may go to any __global or __constant pointer; a view goes as its
+ * sub-buffer (kiln_buffer_view() says when one can be made). */
 KILN_API kiln_status kiln_kernel_set_arg(kiln_kernel *kernel, unsigned index, size_t size,
                                          const void *value);
 KILN_API kiln_status kiln_kernel_set_buffer(kiln_kernel *kernel, unsigned index,

@@ -32,7 +32,14 @@ KILN_API cl_context kiln_runtime_cl_context(const kiln_runtime *rt);
 KILN_API cl_command_queue kiln_runtime_cl_queue(const kiln_runtime *rt);
 
 /*! kiln_buffer_cl_mem() :
- * @return : the buffer's memory object, owned by the buffer; NULL for NULL. */
+ * @return : the buffer's memory object, owned by the buffer; NULL for NULL.
+ *           For a view (kiln_buffer_view()), an OpenCL sub-buffer of its
+ *           elements, made on the first call and kept while the view lives
+ *           (on NVIDIA's driver, until its buffer's memory is released);
+ *           NULL when the view's offset is not a multiple of the device's
+ *           base-address alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN) or the
+ *           driver refuses, with kiln_last_error() of the buffer's runtime
+ *           saying why. kiln's own calls never need it. */
 KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buf);
 
 #ifdef __cplusplus

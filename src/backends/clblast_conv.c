@@ -173,8 +173,9 @@ static const char *cannot(kiln_runtime *rt, const kiln__conv *cv)
 #define CLBLAST_CONVGEMM(X)                                                              \
   CLBlast##X##convgemm(CLBlastKernelModeCrossCorrelation, d->c, d->h, d->w, d->r, d->s,  \
                        d->pad_top, d->pad_left, d->stride_h, d->stride_w, d->dilation_h, \
-                       d->dilation_w, d->k, count, cv->x, first * d->c * d->h * d->w,    \
-                       cv->w, 0, cv->y, first * d->k * cv->p * cv->q, &queue, &ev)
+                       d->dilation_w, d->k, count, cv->x,                                \
+                       cv->off_x + first * d->c * d->h * d->w, cv->w, cv->off_w, cv->y,  \
+                       cv->off_y + first * d->k * cv->p * cv->q, &queue, &ev)
 
 static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
 {

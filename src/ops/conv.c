@@ -163,10 +163,14 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
     st = holds(rt, y, "y", d->dtype, yd, 4);
   if (st != KILN_OK)
     return st;
-  cv->x = kiln_buffer_cl_mem(x);
-  cv->w = kiln_buffer_cl_mem(wt);
-  cv->y = kiln_buffer_cl_mem(y);
-  cv->bias = bias ? kiln_buffer_cl_mem(bias) : NULL;
+  cv->x = kiln__buffer_mem(x);
+  cv->w = kiln__buffer_mem(wt);
+  cv->y = kiln__buffer_mem(y);
+  cv->bias = bias ? kiln__buffer_mem(bias) : NULL;
+  cv->off_x = kiln__buffer_first(x);
+  cv->off_w = kiln__buffer_first(wt);
+  cv->off_y = kiln__buffer_first(y);
+  cv->off_bias = kiln__buffer_first(bias);
   cv->wbuf = wt;
   cv->ybuf = y;
   return KILN_OK;
@@ -238,7 +242,8 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
                          kiln_buffer *out)
 {
   kiln__conv cv = *(const kiln__conv *)req;
-  cv.y = kiln_buffer_cl_mem(out);
+  cv.y = kiln__buffer_mem(out); /* scratch: a fresh copy of the y view */
+  cv.off_y = 0;
   cv.ybuf = out;
   return backend_table(id)->run(rt, &cv);
 }

@@ -81,9 +81,10 @@ static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
   cl_mem bias = cv->bias ? cv->bias : cv->y;
   return kiln__launch_conv_direct(
     rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, t->lq ? local : NULL, cv->x,
-    cv->w, bias, cv->bias != NULL, d->activation, d->layout == KILN_NHWC, d->n, d->c,
-    d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
-    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, cv->y);
+    cv->off_x, cv->w, cv->off_w, bias, cv->bias ? cv->off_bias : 0, cv->bias != NULL,
+    d->activation, d->layout == KILN_NHWC, d->n, d->c, d->h, d->w, d->k, d->r, d->s,
+    d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->dilation_h, d->dilation_w,
+    d->groups, cv->p, cv->q, cv->y, cv->off_y);
 }
 
 /* One im2col + GEMM step: images n0 .. n0 + count, rows pq0 .. pq0 + rows
@@ -111,7 +112,7 @@ static kiln__gemm group_request(const kiln__conv *cv, size_t gi, size_t depth)
                            : KILN_BIAS_COL,
     .activation = d->activation,
     .bias = cv->bias,
-    .offset_bias = gi * (d->k / d->groups),
+    .offset_bias = cv->off_bias + gi * (d->k / d->groups),
   };
 }
 
@@ -129,12 +130,14 @@ static kiln__gemm request(const kiln__conv *cv, const step *st, size_t gi)
   g.batch = st->count;
   g.stride_c = d->k * pq;
   if (d->layout == KILN_NCHW) { /* m = kg rows of W_g, n = rows of X */
-    g.m = kg, g.n = st->rows, g.a = cv->w, g.lda = depth, g.offset_a = gi * kg * depth;
-    g.ldc = pq, g.offset_c = (st->n0 * d->k + gi * kg) * pq + st->pq0;
+    g.m = kg, g.n = st->rows, g.a = cv->w, g.lda = depth;
+    g.offset_a = cv->off_w + gi * kg * depth;
+    g.ldc = pq, g.offset_c = cv->off_y + (st->n0 * d->k + gi * kg) * pq + st->pq0;
   } else { /* m = rows of X, n = kg rows of W_g */
-    g.m = st->rows, g.n = kg, g.b = cv->w, g.ldb = depth, g.offset_b = gi * kg * depth;
+    g.m = st->rows, g.n = kg, g.b = cv->w, g.ldb = depth;
+    g.offset_b = cv->off_w + gi * kg * depth;
     g.trans_b = KILN_TRANS, g.ldc = d->k;
-    g.offset_c = (st->n0 * pq + st->pq0) * d->k + gi * kg;
+    g.offset_c = cv->off_y + (st->n0 * pq + st->pq0) * d->k + gi * kg;
   }
   return g;
 }
@@ -168,10 +171,10 @@ static kiln_status im2col_product(kiln_runtime *rt, const kiln__conv *cv, const 
   size_t lanes = rt->tuning->t.gemm[kiln__gemm_variant_of(d->dtype)].gpu_shape ? 1 : ph;
   size_t global[3] = {ph / lanes, rows / ph, sp->count};
   kiln_status st = kiln__launch_conv_im2col_packed(
-    rt, "kiln_conv2d(im2col)", tag(d->dtype), 3, global, NULL, cv->x, !nchw, sp->n0, gi,
-    d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_left,
-    d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, sp->pq0, pk.kp, ph, lanes,
-    rows, kiln_buffer_cl_mem(col), rows * pk.kp);
+    rt, "kiln_conv2d(im2col)", tag(d->dtype), 3, global, NULL, cv->x, cv->off_x, !nchw,
+    sp->n0, gi, d->c, d->h, d->w, d->r, d->s, d->stride_h, d->stride_w, d->pad_top,
+    d->pad_left, d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, sp->pq0, pk.kp,
+    ph, lanes, rows, kiln__buffer_mem(col), rows * pk.kp);
   if (st == KILN_OK)
     st = kiln__gemm_kiln_run_packed(rt, &g, nchw ? NULL : col, nchw ? col : NULL);
   return st;
@@ -254,14 +257,16 @@ static kiln__gemm product_request(const kiln__conv *cv, size_t gi)
   kiln__gemm g = group_request(cv, gi, cg);
   if (d->layout == KILN_NCHW) {
     g.m = kg, g.n = hw, g.batch = d->n;
-    g.a = cv->w, g.lda = cg, g.offset_a = gi * kg * cg;
-    g.b = cv->x, g.ldb = hw, g.offset_b = gi * cg * hw, g.stride_b = d->c * hw;
-    g.ldc = hw, g.offset_c = gi * kg * hw, g.stride_c = d->k * hw;
+    g.a = cv->w, g.lda = cg, g.offset_a = cv->off_w + gi * kg * cg;
+    g.b = cv->x, g.ldb = hw, g.offset_b = cv->off_x + gi * cg * hw;
+    g.stride_b = d->c * hw;
+    g.ldc = hw, g.offset_c = cv->off_y + gi * kg * hw, g.stride_c = d->k * hw;
   } else {
     g.m = d->n * hw, g.n = kg;
-    g.a = cv->x, g.lda = d->c, g.offset_a = gi * cg;
-    g.b = cv->w, g.trans_b = KILN_TRANS, g.ldb = cg, g.offset_b = gi * kg * cg;
-    g.ldc = d->k, g.offset_c = gi * kg;
+    g.a = cv->x, g.lda = d->c, g.offset_a = cv->off_x + gi * cg;
+    g.b = cv->w, g.trans_b = KILN_TRANS, g.ldb = cg;
+    g.offset_b = cv->off_w + gi * kg * cg;
+    g.ldc = d->k, g.offset_c = cv->off_y + gi * kg;
   }
   return g;
 }

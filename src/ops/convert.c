@@ -67,7 +67,8 @@ KILN_API kiln_status kiln_convert(const kiln_buffer *src, kiln_buffer *dst)
     char variant[16];
     snprintf(variant, sizeof variant, "%s_%s", type_tag(from), type_tag(to));
     st = kiln__launch_convert(rt, "kiln_convert", variant, 1, &n, NULL,
-                              kiln_buffer_cl_mem(src), kiln_buffer_cl_mem(dst), n);
+                              kiln__buffer_mem(src), kiln__buffer_first(src),
+                              kiln__buffer_mem(dst), kiln__buffer_first(dst), n);
   }
   return kiln__profile_end(&ps, st);
 }

@@ -156,12 +156,19 @@ static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
                              f->out_count, NULL);
   if (st != KILN_OK)
     return st;
-  if (in == out)
+  f->in = kiln__buffer_mem(in);
+  f->out = kiln__buffer_mem(out);
+  f->in_off = kiln__buffer_first(in);
+  f->out_off = kiln__buffer_first(out);
+  size_t ib = kiln_dtype_size(kiln__fft_type(f, 0)),
+         ob = kiln_dtype_size(kiln__fft_type(f, 1));
+  if (in == out ||
+      (f->in == f->out && f->in_off * ib < (f->out_off + f->out_count) * ob &&
+       f->out_off * ob < (f->in_off + f->in_count) * ib))
     return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_fft: in and out are the same "
-                      "buffer; expected two (kiln_fft() runs out of place)");
-  f->in = kiln_buffer_cl_mem(in);
-  f->out = kiln_buffer_cl_mem(out);
+                      "buffer%s; expected two (kiln_fft() runs out of place)",
+                      in == out ? "" : " (overlapping views of one buffer)");
   return KILN_OK;
 }
 
@@ -337,13 +344,56 @@ static void plans_free(kiln_runtime *rt, struct kiln__fft_plan *p)
 
 /* Enqueues a run of plan on the calling thread's queue: after the plan's
  * last run, which may have gone on another stream (see the top). */
+/* clFFT takes no offsets (clfftEnqueueTransform takes cl_mems alone), and
+ * VkFFT only those fixed in its plan or a plan made to take them at launch
+ * (specifyOffsetsAtLaunch); a view's offset is not part of a plan's key.
+ * So a view that starts inside its buffer goes to them through a
+ * temporary from the pool: a device copy of in before, of out after, on
+ * the queue. Not a sub-buffer: those crash NVIDIA's driver when released
+ * (buffer_view.c) and need an aligned offset. kiln's own kernels take the
+ * offsets and need none of this. */
+static kiln_status run_staged(kiln_runtime *rt, struct kiln__fft_plan *plan,
+                              const kiln__fft *f)
+{
+  kiln__fft g = *f;
+  kiln_dtype it = kiln__fft_type(f, 0), ot = kiln__fft_type(f, 1);
+  size_t ib = kiln_dtype_size(it), ob = kiln_dtype_size(ot);
+  kiln_buffer *tin = NULL, *tout = NULL;
+  kiln_status st = KILN_OK;
+  cl_int err = CL_SUCCESS;
+  if (f->in_off) {
+    st = kiln__workspace(rt, "kiln_fft", "copy of the in view", it, f->in_count, &tin);
+    if (st == KILN_OK)
+      err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, tin->mem, f->in_off * ib, 0,
+                                f->in_count * ib, 0, NULL, NULL);
+    g.in = tin ? tin->mem : NULL, g.in_off = 0;
+  }
+  if (st == KILN_OK && err == CL_SUCCESS && f->out_off) {
+    st = kiln__workspace(rt, "kiln_fft", "copy of the out view", ot, f->out_count, &tout);
+    g.out = tout ? tout->mem : NULL, g.out_off = 0;
+  }
+  if (st == KILN_OK && err == CL_SUCCESS)
+    st = plan->backend->run(rt, plan->plan, &g);
+  if (st == KILN_OK && err == CL_SUCCESS && tout)
+    err = clEnqueueCopyBuffer(kiln__queue(rt), tout->mem, f->out, 0, f->out_off * ob,
+                              f->out_count * ob, 0, NULL, NULL);
+  if (st == KILN_OK && err != CL_SUCCESS)
+    st = kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "kiln_fft(%s): staging a view",
+                       kiln_backend_name(plan->backend->id));
+  kiln_buffer_destroy(tin); /* OpenCL keeps the memory until the copies ran */
+  kiln_buffer_destroy(tout);
+  return st;
+}
+
 static kiln_status plan_run(kiln_runtime *rt, struct kiln__fft_plan *plan,
                             const kiln__fft *f)
 {
   pthread_mutex_lock(&plan->run_lock);
   kiln_status st = kiln__serial_begin(rt, &plan->serial, "kiln_fft");
   if (st == KILN_OK)
-    st = plan->backend->run(rt, plan->plan, f);
+    st = plan->backend->id == KILN_BACKEND_KILN || (!f->in_off && !f->out_off)
+           ? plan->backend->run(rt, plan->plan, f)
+           : run_staged(rt, plan, f);
   kiln__serial_end(rt, &plan->serial);
   pthread_mutex_unlock(&plan->run_lock);
   return st;
@@ -482,8 +532,9 @@ static kiln_status scale(kiln_runtime *rt, const kiln__fft *f)
     return KILN_OK;
   size_t n = f->d.kind == KILN_FFT_C2R ? f->out_count : 2 * f->out_count;
   int f64 = f->d.dtype == KILN_F64;
+  cl_ulong off = f->d.kind == KILN_FFT_C2R ? f->out_off : 2 * f->out_off; /* reals */
   return kiln__launch_scale(rt, "kiln_fft(scale)", f64 ? "f64" : "f32", 1, &n, NULL,
-                            f->out, n, factor);
+                            f->out, off, n, factor);
 }
 
 /* ---- what the profiler records ------------------------------------------ */
@@ -527,7 +578,8 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
                          kiln_buffer *out)
 {
   kiln__fft f = *(const kiln__fft *)req;
-  f.out = kiln_buffer_cl_mem(out);
+  f.out = kiln__buffer_mem(out); /* scratch: a fresh copy of the out view */
+  f.out_off = 0;
   const kiln__fft_backend *be = backend_of(id);
   struct kiln__fft_plan *plan = NULL;
   kiln_status st = plan_get(rt, &f, be, &plan);

@@ -262,8 +262,13 @@ static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
  * blocks; wide passes (p >= t.wide_from) over (k, block, row) in groups of
  * t.group along k; the others over (i, row), in groups as the driver likes;
  * columns: (column, i, array), in groups of t.group along the columns. */
+typedef struct at {
+  cl_mem mem;
+  cl_ulong off; /* in reals: a view's first element, else 0 */
+} at;
+
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
-                            double sign, int f64, cl_mem src, cl_mem dst)
+                            double sign, int f64, at src, at dst)
 {
   static const char what[] = "kiln_fft(kiln)";
   kiln__fft_tuning t = rt->tuning->t.fft;
@@ -274,13 +279,14 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     size_t global[3] = {ax->cols, ax->n / r, ax->batch};
     size_t local[3] = {ax->cols < t.group ? ax->cols : t.group, 1, 1};
     snprintf(variant, sizeof variant, "r%u_%s", r, f64 ? "f64" : "f32");
-    return kiln__launch_fft_col(rt, what, variant, 3, global, local, src, dst, p, n,
-                                (cl_uint)ax->cols, sign, ax->twiddles);
+    return kiln__launch_fft_col(rt, what, variant, 3, global, local, src.mem, src.off,
+                                dst.mem, dst.off, p, n, (cl_uint)ax->cols, sign,
+                                ax->twiddles);
   }
   if (ax->row) { /* a row a work-item */
     size_t global[1] = {ax->batch}, local[1] = {1};
-    return kiln__launch_fft(rt, what, "rowv_f32", 1, global, local, src, dst, p, n, sign,
-                            ax->twiddles);
+    return kiln__launch_fft(rt, what, "rowv_f32", 1, global, local, src.mem, src.off,
+                            dst.mem, dst.off, p, n, sign, ax->twiddles);
   }
   if (ax->vec) { /* 8 items a work-item */
     assert(!f64 && (s == 0 ? (r == 16 || r == 256) && ax->n / r >= 8 : p >= 8));
@@ -290,15 +296,16 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
     if (s == 0) {
       size_t global[2] = {ax->n / r / 8, ax->batch}, one[2] = {1, 1};
       return kiln__launch_fft(rt, what, r == 256 ? "r256v1_f32" : "r16v1_f32", 2, global,
-                              r == 256 ? one : NULL, src, dst, p, n, sign, ax->twiddles);
+                              r == 256 ? one : NULL, src.mem, src.off, dst.mem, dst.off,
+                              p, n, sign, ax->twiddles);
     }
     size_t blocks = ax->n / r / p, items = r == 256 ? 1 : t.group > 8 ? t.group / 8 : 1;
     size_t global[3] = {p / 8, blocks, ax->batch};
     size_t local[3] = {p / 8 < items ? p / 8 : items, 1, 1};
     local[1] = items / local[0] < blocks ? items / local[0] : blocks;
     snprintf(variant, sizeof variant, "r%uv_f32", r);
-    return kiln__launch_fft(rt, what, variant, 3, global, local, src, dst, p, n, sign,
-                            ax->twiddles);
+    return kiln__launch_fft(rt, what, variant, 3, global, local, src.mem, src.off,
+                            dst.mem, dst.off, p, n, sign, ax->twiddles);
   }
   int wide = p >= t.wide_from;
   /* The one wide kernel is of radix 32: the small passes run first (split()). */
@@ -308,7 +315,7 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
   size_t local[3] = {p < t.group ? p : t.group, 1, 1};
   snprintf(variant, sizeof variant, "r%u%s_%s", r, wide ? "w" : "", f64 ? "f64" : "f32");
   return kiln__launch_fft(rt, what, variant, wide ? 3 : 2, global, wide ? local : NULL,
-                          src, dst, p, n, sign, ax->twiddles);
+                          src.mem, src.off, dst.mem, dst.off, p, n, sign, ax->twiddles);
 }
 
 static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
@@ -318,16 +325,19 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
   int f64 = f->d.dtype == KILN_F64;
   if (!plan->nlaunch) { /* every length 1: the transform is a copy */
     cl_event ev = NULL;
-    cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, 0, 0, plan->bytes, 0,
-                                     NULL, &ev);
+    size_t es = plan->bytes / f->in_count; /* a complex element's */
+    cl_int err = clEnqueueCopyBuffer(kiln__queue(rt), f->in, f->out, f->in_off * es,
+                                     f->out_off * es, plan->bytes, 0, NULL, &ev);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(rt, err, "clEnqueueCopyBuffer", "%s: a transform of length 1",
                            what);
     return kiln__runtime_track(rt, ev, what);
   }
   double sign = f->d.inverse ? 1 : -1;
-  /* With an odd number of launches the first writes `out`, else the scratch. */
-  cl_mem src = f->in, dst = plan->nlaunch % 2 ? f->out : plan->scratch;
+  /* With an odd number of launches the first writes `out`, else the scratch;
+   * in and out are complex, the kernels' offsets in reals. */
+  at out = {f->out, 2 * f->out_off}, scratch = {plan->scratch, 0};
+  at src = {f->in, 2 * f->in_off}, dst = plan->nlaunch % 2 ? out : scratch;
   for (unsigned a = 0; a < plan->naxis; a++) {
     const fft_axis *ax = &plan->axis[a];
     cl_uint stride = 1;
@@ -336,8 +346,9 @@ static kiln_status kiln_run(kiln_runtime *rt, void *p, const kiln__fft *f)
       if (st != KILN_OK)
         return st;
       stride *= ax->radix[s];
+      int to_out = dst.mem != out.mem || dst.off != out.off; /* the next pass's */
       src = dst;
-      dst = dst == f->out ? plan->scratch : f->out;
+      dst = to_out ? out : scratch;
     }
   }
   return KILN_OK;

@@ -39,27 +39,31 @@ kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
   kiln_status st = kiln__workspace(rt, "kiln_fft", "complex workspace", cplx, full, &za);
   if (st == KILN_OK)
     st = kiln__workspace(rt, "kiln_fft", "complex workspace", cplx, full, &zb);
-  cl_mem a = za ? kiln_buffer_cl_mem(za) : NULL, b = zb ? kiln_buffer_cl_mem(zb) : NULL;
-  cl_mem x = kiln_buffer_cl_mem(in), y = kiln_buffer_cl_mem(out);
+  cl_mem a = kiln__buffer_mem(za), b = kiln__buffer_mem(zb);
+  cl_mem x = kiln__buffer_mem(in), y = kiln__buffer_mem(out);
+  /* the views' first elements, in reals (cl/fft.cl indexes reals) */
+  cl_ulong xo = kiln__buffer_first(in) * (d->kind == KILN_FFT_R2C ? 1 : 2);
+  cl_ulong yo = kiln__buffer_first(out) * (d->kind == KILN_FFT_R2C ? 2 : 1);
   kiln_fft_desc c = *d;
   c.kind = KILN_FFT_C2C;
   c.inverse = d->kind == KILN_FFT_C2R;
   c.backend = KILN_BACKEND_AUTO;
   const char *tag = f64 ? "f64" : "f32";
   if (st == KILN_OK && d->kind == KILN_FFT_R2C) {
-    st = kiln__launch_fft_promote(rt, what, tag, 1, &full, NULL, x, a, full);
+    st = kiln__launch_fft_promote(rt, what, tag, 1, &full, NULL, x, xo, a, 0, full);
     if (st == KILN_OK)
       st = kiln__fft_run(rt, &c, za, zb, ps);
     size_t items = rows * half;
     if (st == KILN_OK)
-      st = kiln__launch_fft_crop(rt, what, tag, 1, &items, NULL, b, y, rows, last, half);
+      st = kiln__launch_fft_crop(rt, what, tag, 1, &items, NULL, b, 0, y, yo, rows, last,
+                                 half);
   } else if (st == KILN_OK) {
-    st = kiln__launch_fft_extend(rt, what, tag, 1, &full, NULL, x, a, full, dims[0],
-                                 dims[1], last);
+    st = kiln__launch_fft_extend(rt, what, tag, 1, &full, NULL, x, xo, a, 0, full,
+                                 dims[0], dims[1], last);
     if (st == KILN_OK)
       st = kiln__fft_run(rt, &c, za, zb, ps);
     if (st == KILN_OK)
-      st = kiln__launch_fft_real_part(rt, what, tag, 1, &full, NULL, b, y, full);
+      st = kiln__launch_fft_real_part(rt, what, tag, 1, &full, NULL, b, 0, y, yo, full);
   }
   kiln_buffer_destroy(za);
   kiln_buffer_destroy(zb);

@@ -255,14 +255,19 @@ static kiln_status resolve(kiln_runtime *rt, const kiln_gemm_desc *d,
              d->stride_bias);
     st = kiln__check_operand(rt, "kiln_gemm", "bias_buffer", d->bias_buffer, d->dtype,
                              need, detail);
-    g->bias = kiln_buffer_cl_mem(d->bias_buffer);
+    g->bias = kiln__buffer_mem(d->bias_buffer);
+    g->offset_bias += kiln__buffer_first(d->bias_buffer);
   }
   if (st != KILN_OK)
     return st;
   int swap = d->layout == KILN_COL_MAJOR;
-  g->a = kiln_buffer_cl_mem(swap ? b : a);
-  g->b = kiln_buffer_cl_mem(swap ? a : b);
-  g->c = kiln_buffer_cl_mem(c);
+  g->a = kiln__buffer_mem(swap ? b : a);
+  g->b = kiln__buffer_mem(swap ? a : b);
+  g->c = kiln__buffer_mem(c);
+  g->offset_a += kiln__buffer_first(swap ? b : a);
+  g->offset_b += kiln__buffer_first(swap ? a : b);
+  g->first_c = kiln__buffer_first(c);
+  g->offset_c += g->first_c;
   return KILN_OK;
 }
 
@@ -351,7 +356,9 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
                          kiln_buffer *out)
 {
   kiln__gemm g = *(const kiln__gemm *)req;
-  g.c = kiln_buffer_cl_mem(out);
+  g.c = kiln__buffer_mem(out); /* scratch: a fresh copy of the C view */
+  g.offset_c -= g.first_c;
+  g.first_c = 0;
   return run_on(rt, backend_table(id), &g);
 }
 

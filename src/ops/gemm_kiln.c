@@ -79,11 +79,11 @@ static kiln_status pack(kiln_runtime *rt, const plan *p, cl_mem src, size_t off,
                       (panels + PACK_PANELS - 1) / PACK_PANELS, batch};
     return kiln__launch_gemm_pack_runs(rt, what, p->tag, 3, runs, NULL, src, off, sp, sb,
                                        rows, k, p->kp, ph, PACK_DEPTHS, PACK_PANELS,
-                                       kiln_buffer_cl_mem(dst), rows_padded * p->kp);
+                                       kiln__buffer_mem(dst), rows_padded * p->kp);
   }
   size_t global[3] = {cpu ? p->kp : rows_padded, cpu ? rows_padded / w : p->kp, batch};
   return kiln__launch_gemm_pack(rt, what, p->tag, 3, global, NULL, src, off, sr, sp, sb,
-                                rows, k, p->kp, ph, w, cpu, kiln_buffer_cl_mem(dst),
+                                rows, k, p->kp, ph, w, cpu, kiln__buffer_mem(dst),
                                 rows_padded * p->kp);
 }
 
@@ -120,7 +120,7 @@ static size_t a_block(const kiln__gemm_tuning *t, size_t panel_bytes, size_t pan
 static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
                            kiln_buffer *ap, kiln_buffer *bp)
 {
-  cl_mem a = kiln_buffer_cl_mem(ap), b = kiln_buffer_cl_mem(bp);
+  cl_mem a = kiln__buffer_mem(ap), b = kiln__buffer_mem(bp);
   cl_ulong da = p->mp * p->kp, db = p->np * p->kp;
   int beta_zero = g->beta == 0.0;
   if (p->t.gpu_shape) {

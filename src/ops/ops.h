@@ -106,9 +106,10 @@ typedef struct kiln__gemm {
   size_t m, n, k, batch;
   double alpha, beta;
   size_t lda, ldb, ldc;
-  size_t offset_a, offset_b, offset_c;
+  size_t offset_a, offset_b, offset_c; /* views' first elements added */
   size_t stride_a, stride_b, stride_c;
-  cl_mem a, b, c;
+  size_t first_c; /* of offset_c, the C view's first element */
+  cl_mem a, b, c; /* views' buffers' memory, never sub-buffers */
   /* The epilogue, row and column those of the row-major product; bias is
    * NULL without one. */
   kiln_bias bias_kind;
@@ -193,8 +194,9 @@ typedef struct kiln__reduce {
   kiln_reduce_op op;
   kiln_dtype in_type, out_type;
   size_t outer, len, inner;
-  size_t offset, out_offset;
-  cl_mem in, out;
+  size_t offset, out_offset; /* in in and out, views' first elements added */
+  size_t out_first;          /* of out_offset, the out view's first element */
+  cl_mem in, out;            /* views' buffers' memory, never sub-buffers */
 } kiln__reduce;
 
 typedef struct kiln__reduce_backend {
@@ -247,9 +249,10 @@ extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_
 typedef struct kiln__conv {
   kiln_conv2d_desc d;
   size_t p, q;
-  cl_mem x, w, bias, y;    /* bias may be NULL */
-  const kiln_buffer *wbuf; /* the same weights and output, for backends */
-  kiln_buffer *ybuf;       /* that call kiln_gemm() */
+  cl_mem x, w, bias, y;                 /* bias may be NULL; views' buffers' memory */
+  size_t off_x, off_w, off_bias, off_y; /* views' first elements in them */
+  const kiln_buffer *wbuf;              /* the same weights and output, for backends */
+  kiln_buffer *ybuf;                    /* that call kiln_gemm() */
 } kiln__conv;
 
 typedef struct kiln__conv_backend {
@@ -301,7 +304,8 @@ extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv
 typedef struct kiln__fft {
   kiln_fft_desc d;
   size_t in_count, out_count; /* elements of in's and out's types */
-  cl_mem in, out;
+  cl_mem in, out;             /* views' buffers' memory, never sub-buffers */
+  size_t in_off, out_off;     /* views' first elements, of in's and out's types */
 } kiln__fft;
 
 /* A backend's plan, opaque to fft.c: built once per key and cached by the

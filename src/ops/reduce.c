@@ -146,7 +146,7 @@ kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buf
     v.f = mean ? NAN : 0.0f;
   else if (r->out_type == KILN_F64)
     v.d = mean ? NAN : 0.0;
-  return kiln_buffer_fill(out, r->out_offset, outputs, &v);
+  return kiln_buffer_fill(out, r->out_offset - r->out_first, outputs, &v);
 }
 
 /* The backend of id, or NULL for none (or one not built in). */
@@ -194,7 +194,9 @@ static kiln_status trial(kiln_runtime *rt, const void *req, kiln_backend id,
                          kiln_buffer *out)
 {
   kiln__reduce r = *(const kiln__reduce *)req;
-  r.out = kiln_buffer_cl_mem(out);
+  r.out = kiln__buffer_mem(out); /* scratch: a fresh copy of the out view */
+  r.out_offset -= r.out_first;
+  r.out_first = 0;
   return backend_table(id)->run(rt, &r);
 }
 
@@ -240,8 +242,11 @@ kiln_status kiln__reduce_check(kiln_runtime *rt, const kiln_reduce_desc *desc,
     st = kiln__check_operand(rt, "kiln_reduce", "out", out, r->out_type, *outputs, NULL);
   if (st != KILN_OK)
     return st;
-  r->in = kiln_buffer_cl_mem(in);
-  r->out = kiln_buffer_cl_mem(out);
+  r->in = kiln__buffer_mem(in);
+  r->out = kiln__buffer_mem(out);
+  r->offset += kiln__buffer_first(in);
+  r->out_first = kiln__buffer_first(out);
+  r->out_offset += r->out_first;
   return KILN_OK;
 }
 

@@ -129,7 +129,7 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
   kiln_status st = kiln__workspace(rt, "kiln_reduce", "partials", pt, np, &pv);
   if (st == KILN_OK && !sum) /* min/max: which chunks had any; arg: indices */
     st = kiln__workspace(rt, "kiln_reduce", "partial indices", it, np, &pi);
-  cl_mem in = r->in, a = kiln_buffer_cl_mem(pv), b = kiln_buffer_cl_mem(pi);
+  cl_mem in = r->in, a = kiln__buffer_mem(pv), b = kiln__buffer_mem(pi);
   /* Chunks run one work-item a group: a driver free to choose might put
    * them all in one group, which PoCL runs on a single core. */
   size_t one_item = 1, one = 1;
