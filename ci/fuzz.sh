@@ -29,10 +29,10 @@ fail() {
 
 command -v clang >/dev/null || fail "clang not found (ci/deps.sh installs it)"
 if [ -f "$builddir/build.ninja" ]; then
-  meson setup --reconfigure "$builddir" -Dwerror=true -Dfuzzing=true >/dev/null ||
+  meson setup --reconfigure "$builddir" -Dwerror=true -Dfuzzing=true -Dpython=disabled >/dev/null ||
     fail "meson setup failed"
 else
-  CC=clang meson setup "$builddir" -Dwerror=true -Dfuzzing=true >/dev/null ||
+  CC=clang meson setup "$builddir" -Dwerror=true -Dfuzzing=true -Dpython=disabled >/dev/null ||
     fail "meson setup failed"
 fi
 targets=()

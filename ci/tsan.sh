@@ -21,7 +21,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 builddir=${KILN_TSAN_BUILD_DIR:-build-tsan}
 
-options=(-Db_sanitize=thread -Dwerror=true)
+options=(-Db_sanitize=thread -Dwerror=true -Dpython=disabled)
 if [ -f "$builddir/build.ninja" ]; then
   meson setup --reconfigure "$builddir" "${options[@]}" >/dev/null || exit 1
 else
