@@ -372,7 +372,7 @@ typedef struct kiln__cache {
   /* counters, for tests and `kiln cache`; guarded by the runtime's lock */
   uint64_t hits, misses, stores, rejected, untrusted;
   char untrusted_note[256]; /* why the last untrusted entry was left alone */
-  const char *binaries_off;  /* kiln__driver_cache(): no binaries kept, or NULL */
+  const char *binaries_off; /* kiln__driver_cache(): no binaries kept, or NULL */
 } kiln__cache;
 
 /* Resolves the folder (cfg->cache_dir, else $XDG_CACHE_HOME/kiln, else
@@ -551,7 +551,7 @@ struct kiln_runtime {
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
-  char *cl_dir;               /* KILN_CL_DIR: builtin sources from disk */
+  char *cl_dir; /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
   kiln_device_type shape;               /* the kind rules shape for (tuning.c) */

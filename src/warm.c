@@ -19,9 +19,8 @@ static const struct {
   const char *op;
   const char *files[2];
 } warm_ops[] = {
-  {"gemm", {"gemm", NULL}},    {"conv2d", {"conv", "gemm"}}, {"reduce", {"reduce", NULL}},
-  {"fft", {"fft", NULL}},      {"convert", {"convert", NULL}},
-  {"scale", {"scale", NULL}},
+  {"gemm", {"gemm", NULL}}, {"conv2d", {"conv", "gemm"}},   {"reduce", {"reduce", NULL}},
+  {"fft", {"fft", NULL}},   {"convert", {"convert", NULL}}, {"scale", {"scale", NULL}},
 };
 
 #define NOPS (sizeof warm_ops / sizeof warm_ops[0])
@@ -48,7 +47,8 @@ static kiln_status check_list(kiln_runtime *rt, const char *list)
   for (const char *at = list; at; at = strchr(at, ',')) {
     at += *at == ',';
     size_t len = strcspn(at, ","), i = 0;
-    while (i < NOPS && (strlen(warm_ops[i].op) != len || strncmp(at, warm_ops[i].op, len)))
+    while (i < NOPS &&
+           (strlen(warm_ops[i].op) != len || strncmp(at, warm_ops[i].op, len)))
       i++;
     if (i == NOPS)
       return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,

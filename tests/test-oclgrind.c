@@ -1262,10 +1262,24 @@ static const char *skip_space(const char *p)
   return p;
 }
 
+/* Whether a kernel whose name is `name` (or, where `prefix`, starts with
+ * it) was launched. */
+static void check_launched(const char *path, const char *name, int prefix)
+{
+  int ok = 0;
+  for (size_t i = 0; i < nlaunched && !ok; i++)
+    ok = prefix ? !strncmp(launched[i], name, strlen(name)) : !strcmp(launched[i], name);
+  if (!ok)
+    fail_msg("%s defines kernel %s%s, which never ran on Oclgrind", path, name,
+             prefix ? "... (made by a macro)" : "");
+}
+
 /* Each kernel definition of a cl/ file (`kernel` or `__kernel`, attributes,
  * `void`, a name): a literal name must have been launched; a name made by a
  * macro (kiln_convert_##FROM##_##TO, or NAME(kiln_scale) for the variant of
- * a pass, cl/prelude.cl) must start a launched one. Returns how many
+ * a pass, cl/prelude.cl) must start a launched one. A definition named
+ * NAME(FNAME) stands for every `#define FNAME kiln_x` before it (cl/fft.cl
+ * names its pass kernels so, under one header). Returns how many
  * definitions there are. */
 static int check_definitions(const char *path)
 {
@@ -1273,6 +1287,17 @@ static int check_definitions(const char *path)
   if (!code)
     fail_msg("cannot read %s", path);
   int found = 0;
+  for (const char *p = code; (p = strstr(p, "#define FNAME")); p += 13) {
+    const char *q = skip_space(p + 13);
+    char name[128];
+    size_t n = 0;
+    while (ident(q[n]) && n + 3 < sizeof name)
+      n++;
+    memcpy(name, q, n);
+    memcpy(name + n, "_", 2);
+    check_launched(path, name, 1);
+    found++;
+  }
   for (const char *p = code; (p = strstr(p, "kernel")); p += 6) {
     const char *start = p >= code + 2 && !strncmp(p - 2, "__", 2) ? p - 2 : p;
     if ((start > code && ident(start[-1])) || ident(p[6]))
@@ -1289,6 +1314,8 @@ static int check_definitions(const char *path)
     if (strncmp(q, "void", 4) || ident(q[4]))
       continue;
     q = skip_space(q + 4);
+    if (!strncmp(q, "NAME(FNAME)", 11))
+      continue; /* counted by its #defines above */
     char name[128];
     size_t n = 0;
     while ((ident(q[n]) || q[n] == '#') && n + 1 < sizeof name)
@@ -1306,12 +1333,7 @@ static int check_definitions(const char *path)
     char *paste = strstr(name, "##");
     if (paste)
       *paste = 0;
-    int ok = 0;
-    for (size_t i = 0; i < nlaunched && !ok; i++)
-      ok = paste ? !strncmp(launched[i], name, strlen(name)) : !strcmp(launched[i], name);
-    if (!ok)
-      fail_msg("%s defines kernel %s%s, which never ran on Oclgrind", path, name,
-               paste ? "... (made by a macro)" : "");
+    check_launched(path, name, paste != NULL);
     found++;
   }
   free(code);

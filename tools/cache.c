@@ -83,8 +83,8 @@ static int listed(const char *list, const char *op)
   return 0;
 }
 
-static const char *const warm_ops[] = {"gemm",    "conv2d", "reduce",
-                                       "fft",     "convert", "scale"};
+static const char *const warm_ops[] = {"gemm", "conv2d",  "reduce",
+                                       "fft",  "convert", "scale"};
 #define NWARM (sizeof warm_ops / sizeof *warm_ops)
 
 /* The first name of --warm's list that is no operation, or NULL. */
@@ -142,8 +142,10 @@ static int run_cache(int argc, char **argv)
   int clear = a.clear;
   char one[64];
   if (a.warm && not_an_op(a.warm, one, sizeof one))
-    return kiln_cli_usage_error(&kiln_cache_command, "--warm", "--warm '%s' is not a value "
-                                "it takes", a.warm);
+    return kiln_cli_usage_error(&kiln_cache_command, "--warm",
+                                "--warm '%s' is not a value "
+                                "it takes",
+                                a.warm);
   kiln_runtime *rt = NULL;
   kiln_status st = kiln_runtime_create(NULL, &rt);
   if (st != KILN_OK)

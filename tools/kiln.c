@@ -102,8 +102,9 @@ void kiln_cli_print_cache(FILE *out, kiln_runtime *rt)
     fprintf(out, "kernel cache: %s%s\n", u.dir,
             u.shared ? " (a team folder: every member of its group is trusted)" : "");
     if (u.binaries_off)
-      fprintf(out, "kernel binaries: the driver's cache, not kiln's: %s (KILN_CACHE=1 "
-                   "keeps kiln's too)\n",
+      fprintf(out,
+              "kernel binaries: the driver's cache, not kiln's: %s (KILN_CACHE=1 "
+              "keeps kiln's too)\n",
               u.binaries_off);
     return;
   }
