@@ -1807,9 +1807,10 @@ typedef struct kiln_profile_row {
   char op[64];      /* "gemm", "conv2d", "reduce.sum", "fft", "convert",
                          "write", "read", "copy", "fill", or a launched
                          kernel's name (cut to 63 bytes); for the other
-                         kinds, what was done: "build cl/fft.cl",
-                         "load cl/fft.cl", "fft plan 1024 c2c float32",
-                         "benchmark gemm" */
+                         kinds, what was done: "build cl/fft.cl
+                         kiln_fft_r2_f32" (a kernel's program),
+                         "load cl/fft.cl ...", "fft plan 1024 c2c
+                         float32", "benchmark gemm" */
   char backend[16]; /* kiln_backend_name() of the backend that ran it;
                          "opencl" for transfers, copies, fills and the
                          programs built or loaded, "user" for
