@@ -446,7 +446,8 @@ static void add_folder(struct kiln_driver_list *l, search *s, const char *dir)
       n++;
   }
   closedir(d);
-  qsort(names, n, sizeof *names, by_name);
+  if (n) /* qsort of NULL, 0 is undefined */
+    qsort(names, n, sizeof *names, by_name);
   for (size_t i = 0; i < n; i++) {
     char *path = join("", dir, names[i]);
     struct stat st;
