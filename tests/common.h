@@ -113,19 +113,27 @@ static inline void kiln_test_require_device(void)
 /* How many of the usable devices PoCL gives (KILN_DEVICE and
  * KILN_VISIBLE_DEVICES ignored): meson's environments ask it for two or
  * three (POCL_DEVICES); a machine's own PoCL gives one. */
-static inline size_t kiln_test_pocl_devices(void)
+static inline size_t kiln_test__usable_devices(size_t *pocl)
 {
   kiln_options opts;
   kiln_options_init(&opts);
   opts.ignore_env = 1;
   kiln_runtime *rt = NULL;
+  *pocl = 0;
   if (kiln_runtime_create(&opts, &rt) != KILN_OK)
     return 0;
-  size_t n = 0;
-  for (size_t i = 0; i < kiln_runtime_device_count(rt); i++)
-    n += kiln_runtime_device_at(rt, i)->vendor_family == KILN_VENDOR_POCL;
+  size_t n = kiln_runtime_device_count(rt);
+  for (size_t i = 0; i < n; i++)
+    *pocl += kiln_runtime_device_at(rt, i)->vendor_family == KILN_VENDOR_POCL;
   kiln_runtime_destroy(rt);
   return n;
+}
+
+static inline size_t kiln_test_pocl_devices(void)
+{
+  size_t pocl;
+  kiln_test__usable_devices(&pocl);
+  return pocl;
 }
 
 /* Runs a group of tests with OCL_ICD_VENDORS at a new empty folder, set
@@ -215,15 +223,8 @@ static inline size_t kiln_test_devices(void)
  * instead; the cases that count devices need this. */
 static inline int kiln_test_meson_devices(void)
 {
-  kiln_options opts;
-  kiln_options_init(&opts);
-  opts.ignore_env = 1;
-  kiln_runtime *rt = NULL;
-  if (kiln_runtime_create(&opts, &rt) != KILN_OK)
-    return 0;
-  size_t n = kiln_runtime_device_count(rt);
-  kiln_runtime_destroy(rt);
-  return n == kiln_test_devices() && kiln_test_pocl_devices() == 2;
+  size_t pocl, n = kiln_test__usable_devices(&pocl);
+  return n && n == kiln_test_devices() && pocl == 2;
 }
 
 /* The need kiln_test_meson_devices() checks, in words. */

@@ -259,34 +259,31 @@ static PyObject *runtime_memory_stats(kilnpy_runtime *self, PyObject *unused)
     (unsigned long long)u.plan_bytes);
 }
 
-static PyObject *runtime_empty_cache(kilnpy_runtime *self, PyObject *unused)
+/* fn(rt) without the GIL; None, or its status raised. */
+static PyObject *runtime_call(kilnpy_runtime *self, kiln_status (*fn)(kiln_runtime *))
 {
-  (void)unused;
   if (kilnpy_runtime_check(self) < 0)
     return NULL;
   kiln_status s;
   kilnpy_call_begin(self);
   Py_BEGIN_ALLOW_THREADS;
-  s = kiln_memory_trim(self->rt);
+  s = fn(self->rt);
   Py_END_ALLOW_THREADS;
   PyObject *ret = s == KILN_OK ? Py_NewRef(Py_None) : kilnpy_raise(s, self->rt);
   kilnpy_call_end(self);
   return ret;
 }
 
+static PyObject *runtime_empty_cache(kilnpy_runtime *self, PyObject *unused)
+{
+  (void)unused;
+  return runtime_call(self, kiln_memory_trim);
+}
+
 static PyObject *runtime_synchronize(kilnpy_runtime *self, PyObject *unused)
 {
   (void)unused;
-  if (kilnpy_runtime_check(self) < 0)
-    return NULL;
-  kiln_status s;
-  kilnpy_call_begin(self);
-  Py_BEGIN_ALLOW_THREADS;
-  s = kiln_finish(self->rt);
-  Py_END_ALLOW_THREADS;
-  PyObject *ret = s == KILN_OK ? Py_NewRef(Py_None) : kilnpy_raise(s, self->rt);
-  kilnpy_call_end(self);
-  return ret;
+  return runtime_call(self, kiln_finish);
 }
 
 static PyObject *runtime_array_method(kilnpy_runtime *self, PyObject *obj)
