@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check-env-doc.py KILN DOC SRC_DIR — the environment variables are
-one table (src/env.def): `kiln help env` prints it, and the table of the
+one table (src/base/env.def): `kiln help env` prints it, and the table of the
 page DOC (docs/environment.md) must list the same variables in the same
 order, with the same kiln_options fields, each meaning starting with the
 table's one line. And no file of the library but env.c reads the

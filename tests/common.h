@@ -253,7 +253,7 @@ static inline void kiln_test_assert_no_failures(const char *diagnostics)
 
 /* Whether rt runs on Mesa's llvmpipe, whose work-items stop looping after
  * 65535 iterations in all: kiln refuses what it cannot fit there, saying so
- * (src/rank.c's kiln__loop_limit()), and the tests expect that. */
+ * (src/device/rank.c's kiln__loop_limit()), and the tests expect that. */
 static inline int kiln_test_on_llvmpipe(kiln_runtime *rt)
 {
   return strncmp(kiln_runtime_device(rt)->name, "llvmpipe", 8) == 0;

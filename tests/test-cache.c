@@ -1,5 +1,5 @@
 /*
- * test-cache.c — the on-disk binary cache (src/cache.c), through its
+ * test-cache.c — the on-disk binary cache (src/compile/cache.c), through its
  * internal interface: entries round-trip, keys cover every input, every
  * kind of damaged or foreign entry is a miss that deletes it, what is not
  * a file is left alone, an unusable folder turns the cache off, and two processes writing one entry at once
@@ -17,7 +17,9 @@
 
 #include "common.h"
 
-#include "internal.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "compile/cache.h"
 
 enum { HEADER = 48 }; /* the entry header's size, as cache.c lays it out */
 

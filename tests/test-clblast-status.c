@@ -8,8 +8,8 @@
  * CLBlastStatusCode enum lists must then be known by name too, so a newer
  * CLBlast with new codes fails here until the table learns them.
  */
-#include "internal.h"
-#include "backends/clblast.h"
+#include "backends/clblast/clblast.h"
+#include "base/error.h"
 
 #include <clblast_c.h>
 #include <math.h>

@@ -24,9 +24,11 @@
 
 #include "activation.h"
 #include "conv-case.h"
-#include "internal.h"
+#include "base/util.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "tuning/tuning.h"
 #include "kiln_config.h"
-#include "tuning.h" /* kiln__runtime_set_tuning(), kiln__tuning_check() */
 #include "values.h"
 
 static void *to_bytes(const double *x, size_t n, kiln_dtype t)

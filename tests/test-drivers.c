@@ -1,7 +1,7 @@
 /*
  * test-drivers.c — kiln finds the OpenCL drivers installed on a machine and
- * the .icd files that name them, without loading any (src/drivers.c), and
- * says what to do about one no .icd file names (src/drivers_note.c).
+ * the .icd files that name them, without loading any (src/device/drivers.c), and
+ * says what to do about one no .icd file names (src/device/drivers_note.c).
  *
  * Each case builds a machine in a folder of its own (the root of
  * kiln__driver_env): libraries that are the first bytes of this very
@@ -14,7 +14,9 @@
 #define KILN_EXPERIMENTAL /* kiln_driver_list_* */
 #include "common.h"
 
-#include "internal.h"
+#include "base/util.h"
+#include "device/device.h"
+#include "device/drivers.h"
 
 #define NV "libnvidia-opencl.so.1"
 

@@ -6,7 +6,7 @@
  */
 #include "common.h"
 
-#include "internal.h"
+#include "base/env.h"
 
 static void test_env_parse_size_accepts(void **state)
 {

@@ -508,7 +508,7 @@ static void test_fft_c2c_powers_of_two(void **state)
       for (int inv = 0; inv < 2; inv++) {
         /* 8 rows of 2^12: on up to 4 compute units, 16 work-items for
          * the vector first pass of radix 256 (kiln_fft_r256v1), which
-         * 2^13's 4 leave to radix 16 (src/ops/fft_kiln.c) */
+         * 2^13's 4 leave to radix 16 (src/backends/kiln/fft_kiln.c) */
         kiln_fft_desc d =
           desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32, 1, (size_t[]){(size_t)1 << m},
                m <= 10   ? 3

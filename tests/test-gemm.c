@@ -17,8 +17,9 @@
 #include <math.h>
 
 #include "activation.h"
-#include "internal.h"
-#include "tuning.h" /* kiln__runtime_set_tuning() */
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "tuning/tuning.h"
 #include "kiln_config.h"
 #include "values.h"
 

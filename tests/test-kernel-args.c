@@ -14,8 +14,12 @@
 #define KILN_EXPERIMENTAL /* kiln_builtin_count(), kiln_builtin_name() */
 #include "common.h"
 
-#include "kernel_args.h" /* the table; internal.h's builtin sources */
-#include "tuning.h"      /* kiln__builtin_options() */
+#include "compile/kernel_args.h" /* the table; program.h's builtin sources */
+#include "tuning/tuning.h"       /* kiln__builtin_options() */
+#include "base/util.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
 
 /* ---- the check ------------------------------------------------------------ */
 

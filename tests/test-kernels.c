@@ -14,7 +14,10 @@
 #include "common.h"
 #include "saxpy.h"
 
-#include "internal.h" /* to plant a cache entry the driver will refuse */
+#include "base/env.h"
+#include "compile/cache.h"
+#include "core/runtime.h"
+#include "device/rank.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -361,7 +364,7 @@ static void test_kernels_cache_entry_refused_by_driver(void **state)
 {
   (void)state;
   /* (rusticl would abort on this binary, a Rust panic: kiln refuses it
-   * before the driver sees it, src/program.c's binary_readable().) */
+   * before the driver sees it, src/compile/program.c's binary_readable().) */
   kiln_runtime *rt = kiln_test_runtime_on(NULL, cache_dir, 0);
   kiln__config cfg = {.cache_dir = cache_dir};
   kiln__cache plant;
@@ -570,7 +573,7 @@ static void test_kernels_kernel_programs_cached(void **state)
 }
 
 /* Where kiln leaves binaries to the driver's own cache: NVIDIA's; PoCL,
- * where kiln's helps (src/rank.c says why). */
+ * where kiln's helps (src/device/rank.c says why). */
 static void test_kernels_driver_cache_table(void **state)
 {
   (void)state;

@@ -7,7 +7,10 @@
  */
 #include "common.h"
 
-#include "internal.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "device/device.h"
+#include "device/select.h"
 
 /* The launchers' variables, in the order the rank is taken from them. */
 static const char *const launcher_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",

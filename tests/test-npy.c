@@ -13,8 +13,8 @@
 
 #include "common.h"
 
-#include "internal.h"
-#include "npy.h"
+#include "base/util.h"
+#include "io/npy.h"
 
 static char dir[] = "/tmp/kiln-npy-XXXXXX";
 

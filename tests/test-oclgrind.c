@@ -35,11 +35,13 @@
 
 #include "activation.h"
 #include "conv-case.h"
-#include "internal.h" /* kiln__program_cl(), the real-FFT path */
-#include "tuning.h"   /* kiln__runtime_set_tuning(), kiln__tuning_check() */
-#include "profile.h"
+#include "base/util.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
 #include "ops/ops.h"
-#include "tuning.h"
+#include "profile/profile.h"
+#include "tuning/tuning.h"
 #include "values.h"
 
 /* ---- kernels launched: this executable's clEnqueueNDRangeKernel ---------- */
@@ -221,7 +223,7 @@ static void capture_swap(char *text, size_t cap)
 static kiln_runtime *gpu_rt; /* Oclgrind's own shapes: it calls itself a GPU */
 static kiln_runtime *cpu_rt; /* with the CPU shapes: cpu_shapes() */
 
-/* The CPU shapes as src/tuning.c gives them to PoCL with 16-wide vectors,
+/* The CPU shapes as src/tuning/tuning.c gives them to PoCL with 16-wide vectors,
  * but with 3 reduction chunks, so chunks end inside the input, and A in
  * blocks of 5 KiB: the 66-row case's 9 panels of A go in blocks of 8
  * (float, 608 bytes a panel) or 4 (double), the last block short. */

@@ -1,5 +1,5 @@
 /*
- * test-pool.c — the runtime's caching pool of device memory (src/pool.c):
+ * test-pool.c — the runtime's caching pool of device memory (src/core/pool.c):
  * reuse within a size class, the classes themselves, reuse that waits for
  * the last owner's commands, zeroing on reuse, trimming, the budget that
  * counts the pool, retry after a trim (the budget's and the driver's),

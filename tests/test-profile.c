@@ -822,7 +822,7 @@ static const kiln_profile_row *need_row(const kiln_profile_row *rows, size_t n,
 
 /* The rows of one kernel file's programs, of kind, summed: kiln builds or
  * loads each kernel as a program of its own, named "build cl/fft.cl
- * kiln_fft_r2_f32" (src/program.c), once a runtime. NULL-free: fails when
+ * kiln_fft_r2_f32" (src/compile/program.c), once a runtime. NULL-free: fails when
  * there is none, or one is of another kind or count. */
 static kiln_profile_row need_file_rows(const kiln_profile_row *rows, size_t n,
                                        const char *op, kiln_profile_kind kind)

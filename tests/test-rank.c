@@ -8,8 +8,9 @@
  */
 #include "common.h"
 
-#include "internal.h"
-#include "tuning.h"
+#include "base/util.h"
+#include "device/rank.h"
+#include "tuning/tuning.h"
 
 #include <math.h>
 

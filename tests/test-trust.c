@@ -1,6 +1,6 @@
 /*
  * test-trust.c — kiln runs what its binary cache holds only when no one but
- * the user could have put it there (src/trust.c, src/cache.c): a folder
+ * the user could have put it there (src/compile/trust.c, src/compile/cache.c): a folder
  * others may write, one owned by another user, one under a folder others
  * may replace it from, and entries that are links, another user's or
  * writable by others are refused, with a note that says why and how to fix
@@ -26,8 +26,9 @@
 #include "common.h"
 #include "saxpy.h"
 
-#include "internal.h"
-#include "trust.h"
+#include "base/env.h"
+#include "compile/cache.h"
+#include "compile/trust.h"
 
 typedef struct fixture {
   char root[64];   /* the test's own folder, 0700 */

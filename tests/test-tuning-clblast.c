@@ -1,6 +1,6 @@
 /*
  * test-tuning-clblast.c — CLBlast's parameters in the tuning record
- * (src/record_clblast.c, src/backends/clblast_tune.c): they round-trip
+ * (src/tuning/record_clblast.c, src/backends/clblast/clblast_tune.c): they round-trip
  * through the record, kiln_tuning_get/set and kiln_tuning_clear; every
  * kind of bad entry makes the record bad with a note; and, with CLBlast,
  * kiln_tuning_set_clblast() refuses what CLBlast refuses, CLBlast's GEMM
@@ -16,6 +16,8 @@
 
 #include "kiln_config.h"
 #include "tuning-case.h"
+#include "core/runtime.h"
+#include "tuning/tuning.h"
 
 extern char **environ;
 

@@ -1,5 +1,5 @@
 /*
- * test-tuning.c — tuning records and kiln_tune() (src/record.c, src/tune.c):
+ * test-tuning.c — tuning records and kiln_tune() (src/tuning/record.c, src/tuning/tune.c):
  * a record round-trips into the next runtime, whose tuned kernels still
  * match the CPU references; every kind of bad record is ignored with a
  * note and the rules' parameters apply; kiln_tuning_set() refuses what a
@@ -22,6 +22,10 @@
 #include "conv-case.h"
 #include "kiln_config.h"
 #include "tuning-case.h"
+#include "base/util.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "tuning/tuning.h"
 
 static void assert_defaults(kiln_runtime *rt)
 {

@@ -1,6 +1,6 @@
 /*
  * test-views.c — views are their buffer's memory plus an offset
- * (src/buffer_view.c): every operation and transfer of kiln's on views at
+ * (src/core/buffer_view.c): every operation and transfer of kiln's on views at
  * odd element offsets, against CPU references, with the elements around
  * each view checked untouched; kiln's own calls make no OpenCL sub-buffer
  * (clfault counts them); kiln_buffer_cl_mem() and user kernels do, once,
@@ -12,12 +12,14 @@
  * Static, for kiln__fft_real_via_complex() and kiln_config.h; clfault.c's
  * entry points stand in for libOpenCL's.
  */
-#include "internal.h" /* first: it sets CL_TARGET_OPENCL_VERSION */
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
 
 #include "clfault.h"
 #include "common.h"
 #include "kiln_config.h"
-#include "ops/ops.h"
 #include "values.h"
 
 #include <complex.h>

@@ -14,8 +14,8 @@
 #include <json-c/json.h>
 #include <xxhash.h>
 
-#include "internal.h"
-#include "tuning.h"
+#include "base/util.h"
+#include "tuning/tuning.h"
 
 typedef struct fixture {
   char root[64], dir[128];

@@ -19,7 +19,7 @@
 
 void kiln_cli_print_driver_notes(FILE *out, const char *diagnostics)
 {
-  /* The library's words for such a note (src/drivers_note.c). */
+  /* The library's words for such a note (src/device/drivers_note.c). */
   static const char mark[] = " but no .icd file names it, ";
   for (const char *line = diagnostics; line && *line;) {
     size_t len = strcspn(line, "\n");

@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kilnhelp import commands, entries, paragraphs, run, sections  # noqa: E402
 
-# The selector terms of KILN_DEVICE that are words (src/select.c's); P:D and
+# The selector terms of KILN_DEVICE that are words (src/device/select.c's); P:D and
 # N come from the machine when completing.
 SELECTORS = ["gpu", "cpu", "accelerator", "nvidia", "amd", "intel", "apple", "arm",
              "qualcomm", "imagination", "pocl", "mesa", "oclgrind", "name="]

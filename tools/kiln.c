@@ -71,14 +71,14 @@ int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt)
   return 1;
 }
 
-/* `kiln help env`: src/env.def, the table the library reads them by. */
+/* `kiln help env`: src/base/env.def, the table the library reads them by. */
 static int help_env(void)
 {
   static const struct {
     const char *name, *option, *meaning;
   } vars[] = {
 #define KILN_ENV(name, reader, option, meaning) {#name, option, meaning},
-#include "src/env.def"
+#include "src/base/env.def"
 #undef KILN_ENV
   };
   printf("kiln reads these when a runtime is created; a kiln_options field set by\n"

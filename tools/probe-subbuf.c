@@ -6,7 +6,7 @@
  *
  * NVIDIA's driver 580 on an H200 died with SIGSEGV in clReleaseMemObject()
  * of a sub-buffer whose parent was alive (../shared/gpu/h200-2026-11-28/
- * views-gdb.txt, subbuf.c): kiln__keeps_sub_buffers() in src/rank.c keeps
+ * views-gdb.txt, subbuf.c): kiln__keeps_sub_buffers() in src/device/rank.c keeps
  * a view's sub-buffer on such a device until its buffer's memory goes, and
  * releases the parent first. This prints, for the first device, one line a
  * way of releasing (`survives`, or how it died), so that one call on a GPU

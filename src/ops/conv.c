@@ -5,10 +5,14 @@
 #include <string.h>
 
 #include "kiln_config.h"
-#include "internal.h"
-#include "profile.h"
-#include "ops.h"
-#include "tuning.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
+#include "tuning/tuning.h"
 
 /* Fills the defaults (1 for strides, dilations, groups; relu as the
  * activation). */

@@ -15,8 +15,12 @@
  * zeros in its place. Every piece runs on the backend chosen for the
  * whole request.
  */
-#include "internal.h"
-#include "ops.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "core/pool.h"
+#include "ops/ops.h"
 
 static const char fn[] = "kiln_conv2d_host";
 

@@ -3,10 +3,11 @@
  */
 #include <stdio.h>
 
-#include "internal.h"
-#include "profile.h"
-#include "kernel_args.h"
-#include "ops.h"
+#include "base/error.h"
+#include "compile/kernel_args.h"
+#include "core/buffer.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
 
 /* The kernel name's part for each convertible type; NULL for the others. */
 static const char *type_tag(kiln_dtype t)

@@ -39,11 +39,17 @@
 #include <string.h>
 
 #include "kiln_config.h"
-#include "internal.h"
-#include "profile.h"
-#include "ops.h"
-#include "kernel_args.h"
-#include "tuning.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "compile/kernel_args.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "core/memory.h"
+#include "core/runtime.h"
+#include "core/stream.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
+#include "tuning/tuning.h"
 
 /* One cached plan: the key (everything a backend's plan depends on) and the
  * backend's plan. */

@@ -14,8 +14,11 @@
  * other backends, and then kiln__host_run() shrinks the pieces, whose
  * smaller plans need less.
  */
-#include "internal.h"
-#include "ops.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "compile/program.h"
+#include "core/pool.h"
+#include "ops/ops.h"
 
 static const char fn[] = "kiln_fft_host";
 

@@ -17,10 +17,11 @@
  * for the call (they count against the memory budget) and destroyed after
  * it; OpenCL keeps their memory until the commands using them finish.
  */
-#include "internal.h"
-#include "profile.h"
-#include "ops.h"
-#include "kernel_args.h"
+#include "compile/kernel_args.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
 
 kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
                                        const kiln_buffer *in, kiln_buffer *out,

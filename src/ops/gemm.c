@@ -7,10 +7,15 @@
 #include <string.h>
 
 #include "kiln_config.h"
-#include "internal.h"
-#include "profile.h"
-#include "ops.h"
-#include "tuning.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "device/rank.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
+#include "tuning/tuning.h"
 
 KILN_API const char *kiln_activation_name(kiln_activation act)
 {

@@ -12,8 +12,11 @@
  */
 #include <string.h>
 
-#include "internal.h"
-#include "ops.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "ops/ops.h"
 
 typedef struct panels {
   size_t mb, nb, kb; /* block sizes */

@@ -29,8 +29,11 @@
  * for get i - 1 once compute i is enqueued (the device is busy with it
  * meanwhile), and reports piece i - 1 done.
  */
-#include "internal.h"
-#include "ops.h"
+#include "base/error.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "core/stream.h"
+#include "ops/ops.h"
 
 void kiln__host_room(kiln_runtime *rt, uint64_t *room, uint64_t *max_alloc)
 {

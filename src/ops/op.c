@@ -3,7 +3,10 @@
  * kiln_reduce(), kiln_fft()) does alike: take the descriptor, begin the
  * profile record, and say why a backend cannot be had.
  */
-#include "ops.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
 
 kiln_status kiln__op_begin(kiln_runtime *rt, const char *func, const char *in_name,
                            const char *type, const char *how, size_t known,

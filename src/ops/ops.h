@@ -7,8 +7,8 @@
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
 
-#include "internal.h"
-#include "profile.h"
+#include "core/buffer.h"
+#include "profile/profile.h"
 
 /* ---- every operation's entry (src/ops/op.c) ----------------------------- */
 
@@ -130,7 +130,7 @@ static inline int kiln__gemm_has_epilogue(const kiln__gemm *g)
 uint64_t kiln__gemm_pack_bytes(kiln_dtype dtype, size_t m, size_t n, size_t k);
 
 /* Enqueues g's epilogue alone, on C as a backend that cannot fuse it has
- * left it (src/ops/gemm_kiln.c). */
+ * left it (src/backends/kiln/gemm_kiln.c). */
 kiln_status kiln__gemm_epilogue(kiln_runtime *rt, const kiln__gemm *g);
 
 typedef struct kiln__gemm_backend {
@@ -163,7 +163,7 @@ kiln_status kiln__gemm_check(kiln_runtime *rt, const kiln_gemm_desc *desc,
                              const kiln_buffer *c, kiln__gemm *g,
                              const kiln__gemm_backend **be);
 
-extern const kiln__gemm_backend kiln__gemm_kiln; /* src/ops/gemm_kiln.c */
+extern const kiln__gemm_backend kiln__gemm_kiln; /* src/backends/kiln/gemm_kiln.c */
 
 /* How kiln's GEMM packs its operands for g on rt's device: padded sizes,
  * panel heights and the compute type (float for half). Element (r, p) of
@@ -238,7 +238,7 @@ kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buf
 kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
                                 const kiln__reduce *r, const kiln__reduce_backend **out);
 
-extern const kiln__reduce_backend kiln__reduce_kiln;    /* src/ops/reduce_kiln.c */
+extern const kiln__reduce_backend kiln__reduce_kiln; /* src/backends/kiln/reduce_kiln.c */
 extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
                                                             when HAVE_CLBLAST */
 
@@ -292,8 +292,8 @@ kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
  * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel. */
 uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id);
 
-extern const kiln__conv_backend kiln__conv_direct;  /* src/ops/conv_kiln.c */
-extern const kiln__conv_backend kiln__conv_im2col;  /* src/ops/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_direct;  /* src/backends/kiln/conv_kiln.c */
+extern const kiln__conv_backend kiln__conv_im2col;  /* src/backends/kiln/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
                                                         when HAVE_CLBLAST */
 
@@ -325,8 +325,9 @@ typedef struct kiln__fft_backend {
   void (*release)(kiln_runtime *rt, void *plan);
 } kiln__fft_backend;
 
-extern const kiln__fft_backend kiln__fft_kiln;  /* src/ops/fft_kiln.c */
-extern const kiln__fft_backend kiln__fft_clfft; /* src/backends/clfft.c, HAVE_CLFFT */
+extern const kiln__fft_backend kiln__fft_kiln; /* src/backends/kiln/fft_kiln.c */
+extern const kiln__fft_backend
+  kiln__fft_clfft; /* src/backends/clfft/clfft.c, HAVE_CLFFT */
 extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
 
 /* What kiln_fft() does before it plans anything: checks the request against

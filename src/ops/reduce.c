@@ -7,10 +7,14 @@
 #include <string.h>
 
 #include "kiln_config.h"
-#include "internal.h"
-#include "profile.h"
-#include "ops.h"
-#include "tuning.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "core/buffer.h"
+#include "core/runtime.h"
+#include "ops/ops.h"
+#include "profile/profile.h"
+#include "tuning/tuning.h"
 
 static const char *const op_names[] = {
   [KILN_REDUCE_SUM] = "sum",       [KILN_REDUCE_MEAN] = "mean",

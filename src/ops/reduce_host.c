@@ -12,8 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ops.h"
+#include "base/abi.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "compile/program.h"
+#include "core/buffer.h"
+#include "ops/ops.h"
 
 /* A chunk's result, widened for combining. */
 typedef struct part {

@@ -23,7 +23,9 @@
 
 #include <xxhash.h>
 
-#include "internal.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "compile/cache.h"
 
 #include "fuzz.h"
 

@@ -27,7 +27,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/buffer.h"
+#include "device/device.h"
 #include "ops/ops.h"
 
 #include "fuzz.h"

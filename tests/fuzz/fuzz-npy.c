@@ -14,8 +14,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
-#include "npy.h"
+#include "base/util.h"
+#include "io/npy.h"
 
 #include "fuzz.h"
 

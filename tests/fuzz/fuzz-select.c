@@ -22,7 +22,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "base/env.h"
+#include "base/util.h"
+#include "device/device.h"
+#include "device/select.h"
 
 #include "fuzz.h"
 

@@ -1,0 +1,52 @@
+/*
+ * program.h — kiln's embedded cl/ sources and the programs built from them
+ * (program.c, generated builtin_sources.c).
+ */
+#ifndef KILN_COMPILE_PROGRAM_H
+#define KILN_COMPILE_PROGRAM_H
+
+#include "base/util.h"
+
+/* ---- kernels (program.c, generated builtin_sources.c) ------------------- */
+
+/* One of kiln's cl/ files, embedded by tools/embed-cl.py: bytes is the text
+ * kiln compiles for it, cl/prelude.cl and then the file once per pass
+ * (kiln__builtin_join()). */
+typedef struct kiln__builtin_source {
+  const char *name; /* the file's name without .cl */
+  const unsigned char *bytes;
+  size_t size;
+} kiln__builtin_source;
+
+extern const kiln__builtin_source kiln__builtin_sources[];
+extern const size_t kiln__builtin_count;
+
+/* Appends to out the text kiln compiles for cl/<name>.cl, whose text is
+ * `text` (len bytes), after the prelude's (plen bytes): the prelude, then
+ * the file once per pass, KILN_PASS 1 .. the n of its `#define KILN_PASSES
+ * n` (1 without), each after `#line 1 "cl/<name>.cl"`. tools/embed-cl.py
+ * joins the embedded files the same way. */
+void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
+                        const char *name, const char *text, size_t len);
+
+/* A new kernel object of a builtin program, which is built on first use and
+ * kept by the runtime. Release the kernel once enqueued: each call gets its
+ * own, so threads never share a kernel's arguments. Fails with
+ * KILN_ERR_BUILD and the log. */
+kiln_status kiln__builtin_kernel(kiln_runtime *rt, const char *program,
+                                 const char *kernel, cl_kernel *out);
+
+/* The runtime and OpenCL program of a caller's program (program.c). */
+kiln_runtime *kiln__program_runtime(const kiln_program *program);
+cl_program kiln__program_cl(const kiln_program *program);
+
+/* Releases the runtime's builtin programs and kernels. */
+void kiln__programs_release(kiln_runtime *rt);
+
+/* An operation's workspace: kiln_buffer_create(), whose failure names the
+ * operation (op, "kiln_gemm") and the workspace (what, "packing
+ * workspace") before the creation's own message. */
+kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
+                            kiln_dtype dtype, size_t count, struct kiln_buffer **out);
+
+#endif /* KILN_COMPILE_PROGRAM_H */

@@ -1,0 +1,87 @@
+/*
+ * runtime.h — the runtime: what it holds, and the commands it tracks until
+ * kiln_finish() (runtime.c).
+ */
+#ifndef KILN_CORE_RUNTIME_H
+#define KILN_CORE_RUNTIME_H
+
+#include "base/util.h"
+#include "compile/cache.h"
+#include "core/pool.h"
+#include "device/device.h"
+
+/* ---- the runtime -------------------------------------------------------- */
+
+struct kiln_runtime {
+  pthread_mutex_t lock;      /* guards everything below that changes after create */
+  kiln__device_list devices; /* the visible devices */
+  size_t chosen;
+  kiln__str selection; /* what KILN_VISIBLE_DEVICES and KILN_DEVICE did */
+  cl_context context;
+  cl_command_queue queue;       /* in order, profiling: all user-visible work */
+  cl_command_queue alloc_queue; /* makes new buffers resident without waiting
+                                   for the work on `queue` */
+  cl_command_queue copy_queue;  /* in order, profiling: the host loops' transfers,
+                                   beside the compute on `queue` (ops/host.c) */
+  int finish_by_marker;         /* kiln__finish_queue(): clFinish alone may not wait */
+  struct kiln_stream **streams; /* the caller's streams (stream.c); under lock */
+  size_t nstreams, cap_streams;
+  unsigned stream_ids; /* streams made so far: the next one's number - 1 */
+  /* kernels: the builtin programs, built on first use (program.c) */
+  pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
+  cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
+  struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
+  char *cl_dir; /* KILN_CL_DIR: builtin sources from disk */
+  kiln__cache cache;
+  struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
+  kiln_device_type shape;               /* the kind rules shape for (tuning.c) */
+  uint64_t compiles;                    /* programs built from source: for tests */
+  uint64_t kernels_compiled;            /* the kernels in them: for tests */
+  uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
+  kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */
+  struct kiln__fft_plan *fft_plans;     /* cached FFT plans, a list (fft.c) */
+  /* memory accounting */
+  uint64_t mem_current, mem_peak, mem_limit, live_buffers;
+  uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
+  uint64_t mem_plans;     /* held by cached plans (kiln__plan_mem_create) */
+  const char *mem_limit_source;
+  kiln__pool pool;      /* blocks kept by destroyed buffers (pool.c) */
+  unsigned oom_wait_ms; /* a refused allocation retries for this long */
+  int keep_sub_buffers; /* views' sub-buffers live as long as their buffer's
+                           memory (kiln__keeps_sub_buffers()) */
+  /* commands enqueued without waiting, checked by kiln_finish() */
+  struct kiln__pending {
+    cl_event ev;
+    const char *what; /* the call that enqueued it; static text */
+  } * pending;
+  size_t npending, cap_pending;
+  cl_int deferred_err; /* first failure found while reaping early */
+  const char *deferred_what;
+  char *error;                 /* the last failure's message, of any thread */
+  uint64_t serial;             /* unique in the process, never reused: names the
+                            runtime in each thread's messages (error.c) */
+  int profile;                 /* recording calls; set at creation, never changed */
+  struct kiln__profiler *prof; /* the records (profile.h); NULL when off */
+  int used_clblast;            /* counted by clblast.c; under its lock */
+};
+
+const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
+
+/* Whether a command tracked by rt (kiln__runtime_track) has failed so far:
+ * the failure stays for kiln_finish() to report. */
+int kiln__runtime_failed(kiln_runtime *rt);
+
+/* Takes ownership of an event of a command enqueued without waiting; its
+ * status is checked by kiln_finish(). Returns a failure status only when the
+ * list cannot grow, after waiting for the event itself. */
+kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what);
+
+/* The same, with the label the profiler gives the command (a kernel's
+ * name, which need not outlive the call) when it is not `what`. */
+kiln_status kiln__runtime_track_as(kiln_runtime *rt, cl_event ev, const char *what,
+                                   const char *label);
+
+/* Stores msg (taking ownership) as rt's last error; used by error.c. */
+void kiln__runtime_set_error(kiln_runtime *rt, char *msg);
+
+#endif /* KILN_CORE_RUNTIME_H */

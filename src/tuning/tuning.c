@@ -1,0 +1,320 @@
+/*
+ * tuning.c — the device-dependent parameters of kiln's own kernels, in one
+ * place: kernels read them as -D defines and the host dispatch reads the same
+ * struct, so no kernel or op tests "is this a CPU" itself. These are the
+ * rules' values; a device's tuning record (record.c), measured by kiln_tune()
+ * (tune.c), replaces them, after kiln__tuning_check() has passed it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "core/runtime.h"
+#include "device/rank.h"
+#include "tuning/tuning.h"
+
+/*
+ * GEMM. On a CPU device (PoCL) a work-item owns TM rows x 2 vectors of VW
+ * lanes of C in registers, VW the lanes of the device's widest vectors
+ * (kiln__vector_lanes_float): on AVX-512, 16 lanes and TM 8 make 16
+ * accumulators, half the 32 vector registers, which leaves room for the B
+ * vectors and keeps both FMA pipes busy; on AVX2, 8 lanes and TM 6 make 12
+ * of its 16 (TM 8 would spill); double takes half the lanes. On GPUs and accelerators, 64 x 64 tiles with 16-deep
+ * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
+ * group), or 32 x 32 tiles where a group cannot hold 256.
+ */
+/* Products of at most SMALL_RULE^3 multiply-adds skip the packs on a CPU
+ * device (one launch, not three, and no copy of A and B). On PoCL with 2
+ * AVX-512 cores, float, GFLOP/s unpacked against packed: 256^3 166-173
+ * against 134-159, 512^3 216-218 against 195-224, 640^3 233-242 against
+ * 179-204, 768^3 225-238 against 196-210, but 1000^3 171 against 218: B's
+ * rows stream from the cache less well than its packed panels once the
+ * product no longer fits. A row pitch of B that is a multiple of 4 KiB
+ * (1024 floats) packs whatever the size (gemm_kiln.c): those rows share
+ * cache sets, and 1024^3 ran at 114 unpacked against 223. */
+#define SMALL_RULE 768
+
+/* The CPU product walks A in blocks of about an eighth of the device's
+ * last-level cache (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE), each block against
+ * every panel of B: the block stays in the cache while B's panels stream
+ * past it once, where A whole was read again for every B panel. On PoCL (2
+ * cores, 32 MiB L3, 4 MiB blocks) 2048^3 went from 170-183 to 200-205
+ * GFLOP/s and 3000^3 from 157-169 to 200-204; 1 to 4 MiB blocks were alike,
+ * 16 MiB (A at 2048, no block) was the old speed. */
+#define A_BLOCK_PART 8
+#define A_BLOCK_MAX_KIB (1u << 22) /* 4 GiB: what a record may hold */
+
+static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
+{
+  unsigned w = kiln__vector_lanes_float(dev);
+  unsigned vw = w >= 16 ? 16 : w >= 8 ? 8 : 4;
+  /* x86 has 32 vector registers with AVX-512 and 16 below it: TM x 2
+   * accumulators, 2 vectors of B and A's broadcast must fit. */
+  unsigned tm = w >= 16 ? 8 : 6;
+  uint64_t akib = dev->global_mem_cache_bytes / A_BLOCK_PART / 1024;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    g[v] = (kiln__gemm_tuning){
+      .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
+      .tm = tm,
+      .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
+      .small = SMALL_RULE,
+      .akib = (unsigned)(akib < A_BLOCK_MAX_KIB ? akib : A_BLOCK_MAX_KIB),
+      .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
+      .tsk = 16,
+      .wpt = 4,
+    };
+}
+
+/*
+ * Reductions are memory-bound. On a CPU device each of 4 chunks per compute
+ * unit is one work-item reading a contiguous run with 16-wide vector loads
+ * (a grid-stride loop there reads 0.4 GB/s, a chunk 20 GB/s: PoCL runs a
+ * group's work-items in turn). On GPUs, groups of up to 256 work-items
+ * stride over the input, 8 groups per compute unit.
+ */
+static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
+{
+  unsigned cu = dev->compute_units ? dev->compute_units : 1, wg = 1;
+  while (wg * 2 <= 256 && wg * 2 <= dev->max_work_group_size)
+    wg *= 2;
+  *t = (kiln__reduce_tuning){
+    .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
+    .chunks = 4 * cu,
+    .wg = wg,
+    .groups = 8 * cu,
+  };
+}
+
+/*
+ * FFT passes (cl/fft.cl). A pass of stride p >= 16 runs the kernel indexed
+ * by (k, block), which tells the compiler that neighbouring work-items read
+ * and write neighbouring points and twiddles (with k = i mod p it sees a
+ * scatter and a gather); below 16 a vector of work-items would span several
+ * blocks. Groups of 64 along k: on PoCL (AVX-512, one thread) the three
+ * wide passes of 2^20 took 1.8, 1.2 and 1.3 ms against 3.7, 2.3 and 2.4 with
+ * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
+ * 64 is also a whole number of warps or wavefronts on GPUs.
+ *
+ * On a CPU float32 rows run the vector kernels (vec_first, cl/fft.cl):
+ * radix 16 and 256 written with float8s, whole-vector loads and stores, the
+ * first pass transposing in registers. A radix-16 pass of 2^16 took 27-34
+ * us against 50-100 us for PoCL's vectorisation of the scalar radix-32
+ * kernels (PoCL, 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
+ * and leave 8 times fewer work-items: the scalar kernels. Rows of up to
+ * 2048 points run whole in one launch (row_max): 2-D 1024^2 took 4.8 ms
+ * on one thread against 7.0 with three row passes, batches of rows of 256
+ * to 2048 points 1.2 to 2.3 times as fast, 128 the same.
+ */
+static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
+{
+  size_t group = 64;
+  while (group > 1 && group > dev->max_work_group_size)
+    group /= 2;
+  int gpu = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0;
+  *t = (kiln__fft_tuning){.wide_from = 16,
+                          .group = (unsigned)group,
+                          .vec_first = !gpu,
+                          .row_max = gpu ? 0 : KILN__FFT_ROW_MAX};
+}
+
+/*
+ * Convolution. The rules keep what the kernels did before they had
+ * parameters, on every device: the direct kernel computes one output a
+ * work-item (qw = kb = 1) in groups the driver picks (lq = lp = 0), and
+ * im2col writes about 8 MiB of im2col matrix a step, whole images (the
+ * matrix then stays in the last-level cache between im2col's write and the
+ * GEMM's read; a ResNet 3x3 layer of 56 x 56 x 64 is 7 MiB an image).
+ * kiln tune measures the rest (README, "Tuning"). Measured on PoCL (AVX-512,
+ * 2 cores shared with other builds, so +-30%): on a depthwise 3x3 layer
+ * (4 x 128 x 56 x 56) the direct kernel took 36-38 ms at qw = 1, 8-17 ms at
+ * qw = 4 to 16, and more with kb > 1 (45 ms at kb = 2: depthwise channels
+ * share no inputs); on ResNet's dense 3x3 layer qw = kb = 8 ran 23 GFLOP/s
+ * against 3 at 1 x 1. im2col steps of 1 to 4 MiB were within 10% of 8 MiB,
+ * 256 KiB and 32 MiB 50% slower. Blocks along a row cost coalescing on
+ * GPUs, which is why the rules leave them to kiln tune.
+ */
+static void conv_defaults(const kiln_device_info *dev, kiln__conv_tuning *t)
+{
+  (void)dev;
+  *t = (kiln__conv_tuning){.qw = 1, .kb = 1, .lq = 0, .lp = 0, .col_kib = 8192};
+}
+
+void kiln__tuning_defaults(const kiln_device_info *dev, kiln__tuning *t)
+{
+  gemm_defaults(dev, t->gemm);
+  reduce_defaults(dev, &t->reduce);
+  fft_defaults(dev, &t->fft);
+  conv_defaults(dev, &t->conv);
+}
+
+void kiln__tuning_shape(kiln_runtime *rt, kiln_device_type shape)
+{
+  kiln_device_info dev = kiln__runtime_device(rt)->info;
+  if (shape)
+    dev.type = shape;
+  rt->shape = dev.type;
+  kiln__tuning_defaults(&dev, &rt->tuning->t);
+}
+
+int kiln__gpu_shape(const kiln_runtime *rt)
+{
+  return (rt->shape & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0;
+}
+
+enum kiln__gemm_variant kiln__gemm_variant_of(kiln_dtype dtype)
+{
+  return dtype == KILN_F64   ? KILN__GEMM_F64
+         : dtype == KILN_F16 ? KILN__GEMM_F16
+                             : KILN__GEMM_F32;
+}
+
+static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
+
+static int is_pow2(unsigned x)
+{
+  return x && !(x & (x - 1));
+}
+
+/* One bad value: its name (where.field), what it is and what the device
+ * allows. */
+static int bad(kiln__str *why, const char *where, const char *field, unsigned v,
+               const char *allowed)
+{
+  kiln__str_appendf(why, "%s%s.%s = %u, but %s", why->len ? "; " : "", where, field, v,
+                    allowed);
+  return -1;
+}
+
+static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
+                      const char *tag, kiln__str *why)
+{
+  char at[16];
+  int rc = 0;
+  size_t real = strcmp(tag, "f64") == 0 ? 8 : 4;
+  snprintf(at, sizeof at, "gemm.%s", tag);
+  if (g->tm < 1 || g->tm > 32)
+    rc = bad(why, at, "tm", g->tm, "the CPU shape takes 1 to 32 rows");
+  if (g->vw != 1 && g->vw != 2 && g->vw != 4 && g->vw != 8 && g->vw != 16)
+    rc = bad(why, at, "vw", g->vw, "OpenCL vectors have 1, 2, 4, 8 or 16 lanes");
+  if (g->cg > 64 || (g->cg & (g->cg - 1)) || g->cg > dev->max_work_group_size)
+    rc = bad(why, at, "cg", g->cg,
+             "a CPU group is 0 (the driver's choice) or a power of two up to 64 and "
+             "the device's group size");
+  if (g->akib > A_BLOCK_MAX_KIB)
+    rc = bad(why, at, "akib", g->akib, "A's blocks are at most 4 GiB (0: none)");
+  if (g->small > 4096)
+    rc = bad(why, at, "small", g->small,
+             "unpacked products go up to 4096^3 multiply-adds (0: none)");
+  if (g->tsk < 1 || g->tsk > 64)
+    rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
+  if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)
+    rc = bad(why, at, "wpt", g->wpt, "it must divide tsm and be at most 16");
+  else if ((size_t)(g->tsm / g->wpt) * (g->tsm / g->wpt) > dev->max_work_group_size)
+    rc =
+      bad(why, at, "tsm", g->tsm, "(tsm / wpt)^2 work-items exceed the device's group");
+  if (g->tsm < 1 || g->tsm > 256)
+    rc = bad(why, at, "tsm", g->tsm, "the tile side is 1 to 256");
+  else if (g->tsk <= 64 && 2 * (size_t)g->tsk * g->tsm * real > dev->local_mem_bytes)
+    rc = bad(why, at, "tsk", g->tsk,
+             "two tsk x tsm slices exceed the device's local memory");
+  return rc;
+}
+
+/* The direct kernel keeps kb x qw accumulators in registers (private
+ * memory): at most 64, as the CPU GEMM's tile. Its work-group uses no local
+ * memory, so the group size is the only device limit. */
+static int check_conv(const kiln_device_info *dev, const kiln__conv_tuning *c,
+                      kiln__str *why)
+{
+  int rc = 0;
+  if (c->qw < 1 || c->qw > 16)
+    rc = bad(why, "conv", "qw", c->qw, "it is 1 to 16 outputs");
+  if (c->kb < 1 || c->kb > 16)
+    rc = bad(why, "conv", "kb", c->kb, "it is 1 to 16 channels");
+  else if (c->qw <= 16 && c->qw * c->kb > 64)
+    rc = bad(why, "conv", "kb", c->kb, "kb x qw accumulators are at most 64");
+  if ((c->lq == 0) != (c->lp == 0))
+    rc = bad(why, "conv", c->lq ? "lp" : "lq", 0,
+             "lq and lp are both 0 (the driver's choice) or both set");
+  else if (c->lq > 1024 || c->lp > 1024 ||
+           (size_t)c->lq * c->lp > dev->max_work_group_size)
+    rc = bad(why, "conv", "lq", c->lq, "lq x lp work-items exceed the device's group");
+  if (c->col_kib < 64 || c->col_kib > (1u << 20))
+    rc = bad(why, "conv", "col_kib", c->col_kib, "it is 64 KiB to 1 GiB");
+  return rc;
+}
+
+int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln__str *why)
+{
+  int rc = 0;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    if (check_gemm(dev, &t->gemm[v], gemm_tags[v], why))
+      rc = -1;
+  const kiln__reduce_tuning *r = &t->reduce;
+  if (r->chunks < 1 || r->chunks > 65536)
+    rc = bad(why, "reduce", "chunks", r->chunks, "it is 1 to 65536");
+  if (!is_pow2(r->wg) || r->wg > dev->max_work_group_size)
+    rc = bad(why, "reduce", "wg", r->wg,
+             "it must be a power of two within the device's group");
+  if (r->groups < 1 || r->groups > 65536)
+    rc = bad(why, "reduce", "groups", r->groups, "it is 1 to 65536");
+  const kiln__fft_tuning *f = &t->fft;
+  if (!is_pow2(f->group) || f->group > dev->max_work_group_size)
+    rc = bad(why, "fft", "group", f->group,
+             "it must be a power of two within the device's group");
+  if (!is_pow2(f->wide_from) || f->wide_from < 16)
+    rc =
+      bad(why, "fft", "wide_from", f->wide_from, "it must be a power of two, 16 or more");
+  if (f->vec_first > 1)
+    rc = bad(why, "fft", "vec_first", f->vec_first, "it is 0 or 1");
+  if (f->row_max &&
+      (!is_pow2(f->row_max) || f->row_max < 128 || f->row_max > KILN__FFT_ROW_MAX))
+    rc = bad(why, "fft", "row_max", f->row_max,
+             "it is 0 or a power of two from 128 to 2048");
+  _Static_assert(KILN__FFT_ROW_MAX == 2048, "row_max's message names the limit");
+  if (check_conv(dev, &t->conv, why))
+    rc = -1;
+  return rc;
+}
+
+void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str *out)
+{
+  if (strcmp(program, "gemm") == 0)
+    for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+      const kiln__gemm_tuning *g = &t->gemm[v];
+      const char *s = gemm_tags[v];
+      kiln__str_appendf(out,
+                        " -DKILN_GEMM_TM_%s=%u -DKILN_GEMM_VW_%s=%u -DKILN_GEMM_TSM_%s=%u"
+                        " -DKILN_GEMM_TSK_%s=%u -DKILN_GEMM_WPT_%s=%u",
+                        s, g->tm, s, g->vw, s, g->tsm, s, g->tsk, s, g->wpt);
+    }
+  else if (strcmp(program, "reduce") == 0)
+    kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", t->reduce.wg);
+  else if (strcmp(program, "conv") == 0)
+    kiln__str_appendf(out, " -DKILN_CONV_QW=%u -DKILN_CONV_KB=%u", t->conv.qw,
+                      t->conv.kb);
+  else if (strcmp(program, "fft") == 0) /* the size of kiln_fft_rowv's arrays */
+    kiln__str_appendf(out, " -DKILN_FFT_ROW_MAX=%u", KILN__FFT_ROW_MAX);
+}
+
+void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
+                           const char *program, kiln__str *out)
+{
+  /* kiln's kernels are OpenCL C 1.2; a 1.1 device gets 1.1 and a 1.0 device
+   * (which has no -cl-std) nothing. Every OpenCL 3.0 device accepts 1.2. */
+  unsigned major = 0, minor = 0;
+  sscanf(dev->opencl_c_version, "OpenCL C %u.%u", &major, &minor);
+  unsigned c = major * 10 + minor;
+  if (c >= 12)
+    kiln__str_appendf(out, "-cl-std=CL1.2");
+  else if (c == 11)
+    kiln__str_appendf(out, "-cl-std=CL1.1");
+  if (dev->has_fp64)
+    kiln__str_appendf(out, " -DKILN_HAS_FP64=1");
+  if (dev->has_fp16)
+    kiln__str_appendf(out, " -DKILN_HAS_FP16=1");
+  if (strcmp(program, "reduce") == 0)
+    kiln__str_appendf(out, " -DKILN_REDUCE_LANES=%u",
+                      kiln__vector_lanes_float(dev) >= 16 ? 16 : 8);
+  kiln__tuning_defines(t, program, out);
+}
