@@ -180,16 +180,8 @@ print(f"bundle.sh: {len(kept)} tests in the bundle's list, {len(left)} left out 
 PY
 
 # ---- the shared libraries ------------------------------------------------------
-# The C library's and the C++ runtime's: the machine's own, never carried
-# (a second glibc cannot be loaded beside the first).
-system_lib() {
-  case $1 in
-    linux-vdso.so.* | ld-linux*.so.* | libc.so.* | libm.so.* | libmvec.so.* | libdl.so.* | \
-      libpthread.so.* | librt.so.* | libresolv.so.* | libutil.so.* | libanl.so.* | \
-      libstdc++.so.* | libgcc_s.so.*) return 0 ;;
-  esac
-  return 1
-}
+# shellcheck source=ci/system-libs.sh
+. "$src/ci/system-libs.sh"
 elves() { # every ELF file under the bundle but its libraries
   find "$root/bin" "$root/tests" "$root/examples" -type f -print0 |
     while IFS= read -r -d '' f; do

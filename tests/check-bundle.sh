@@ -51,14 +51,8 @@ for p in "$build" "$src"; do
 done
 
 # ---- run paths and libraries ----------------------------------------------------------
-system_lib() { # glibc's and the C++ runtime's: the machine's own
-  case $1 in
-    linux-vdso.so.* | ld-linux*.so.* | libc.so.* | libm.so.* | libmvec.so.* | libdl.so.* | \
-      libpthread.so.* | librt.so.* | libresolv.so.* | libutil.so.* | libanl.so.* | \
-      libstdc++.so.* | libgcc_s.so.*) return 0 ;;
-  esac
-  return 1
-}
+# shellcheck source=ci/system-libs.sh
+. "$src/ci/system-libs.sh" # glibc's and the C++ runtime's
 elves=0
 while IFS= read -r -d '' f; do
   [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue

@@ -17,21 +17,10 @@ kiln=$1
 failures=0
 out="" rc=0
 run() { # run <args...>: kiln's output and exit status into $out and $rc
-  out=$("$kiln" "$@" 2>&1)
-  rc=$?
+  capture "$kiln" "$@"
 }
 # shellcheck source=tests/expect.sh
 . "$(dirname "$0")/expect.sh"
-check() { # check <description> <command...>: passes when the command does
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok: $what"
-  else
-    echo "FAIL: $what"
-    failures=$((failures + 1))
-  fi
-}
 has() { grep -qF -- "$1" <<<"$out"; } # has <text>: $out holds it
 lacks() { ! grep -qF -- "$1" <<<"$out"; }
 files_in() { (cd "$1" && printf '%s ' *); } # the names, one space after each

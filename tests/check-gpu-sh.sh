@@ -25,21 +25,10 @@ gpu_sh=$src/ci/gpu.sh
 failures=0
 out="" rc=0
 run() { # run <args...>: the script's output and exit status into $out and $rc
-  out=$(bash "$gpu_sh" "$@" 2>&1)
-  rc=$?
+  capture bash "$gpu_sh" "$@"
 }
 # shellcheck source=tests/expect.sh
 . "$(dirname "$0")/expect.sh"
-check() { # check <description> <command...>: passes when the command does
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok: $what"
-  else
-    echo "FAIL: $what"
-    failures=$((failures + 1))
-  fi
-}
 
 pocl_icd=/etc/OpenCL/vendors/pocl.icd
 if [ ! -f "$pocl_icd" ] || [ ! -x "$build/tools/kiln" ]; then

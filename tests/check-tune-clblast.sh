@@ -13,19 +13,10 @@ kiln=$1 fakes=$2 have=$3
 failures=0
 out="" rc=0
 run() { # run <args...>: kiln's output and exit status into $out and $rc
-  out=$("$kiln" "$@" 2>&1)
-  rc=$?
+  capture "$kiln" "$@"
 }
 # shellcheck source=tests/expect.sh
 . "$(dirname "$0")/expect.sh"
-refuse() { # refuse <description> <pattern not in $out>
-  if grep -qE -- "$2" <<<"$out"; then
-    echo "FAIL: $1"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
