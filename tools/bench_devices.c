@@ -183,7 +183,7 @@ static int run_devices(kiln_runtime *rt, const bench_args *a, bench_records *out
       r.one = kiln_group_runtime(r.g, i);
   fprintf(stderr, "kiln bench devices over a group of %zu (one: %s)\n",
           kiln_group_size(r.g), kiln_runtime_device(r.one)->name);
-  size_t pooled = 0; /* PoCL's pthread devices: see the README's figures */
+  size_t pooled = 0; /* PoCL's pthread devices: docs/performance.md, "Device groups" */
   for (size_t i = 0; i < kiln_group_size(r.g); i++)
     pooled +=
       strncmp(kiln_runtime_device(kiln_group_runtime(r.g, i))->name, "pthread-", 8) == 0;
