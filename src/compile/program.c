@@ -669,7 +669,7 @@ void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t)
   rt->tuning->t = *t;
   drop_builtins(rt);
   pthread_mutex_unlock(&rt->build_lock);
-  kiln__fft_trim_plans(rt); /* their passes follow the parameters they were made with */
+  kiln__runtime_tuning_changed(rt);
 }
 
 KILN_API kiln_status kiln_program_destroy(kiln_program *program)

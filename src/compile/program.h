@@ -43,10 +43,4 @@ cl_program kiln__program_cl(const kiln_program *program);
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
 
-/* An operation's workspace: kiln_buffer_create(), whose failure names the
- * operation (op, "kiln_gemm") and the workspace (what, "packing
- * workspace") before the creation's own message. */
-kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
-                            kiln_dtype dtype, size_t count, struct kiln_buffer **out);
-
 #endif /* KILN_COMPILE_PROGRAM_H */

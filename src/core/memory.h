@@ -27,9 +27,10 @@ kiln_status kiln__plan_mem_create(kiln_runtime *rt, const char *op, const char *
  * rt->mem_plans. NULL is ignored. */
 void kiln__plan_mem_release(kiln_runtime *rt, cl_mem mem, size_t bytes);
 
-/* Releases the cached FFT plans that no call is using, their device memory
- * with them; a later call builds its plan again (fft.c). Returns how many
- * went. Never called with rt->lock held. */
-size_t kiln__fft_trim_plans(kiln_runtime *rt);
+/* An operation's workspace: kiln_buffer_create(), whose failure names the
+ * operation (op, "kiln_gemm") and the workspace (what, "packing
+ * workspace") before the creation's own message. */
+kiln_status kiln__workspace(kiln_runtime *rt, const char *op, const char *what,
+                            kiln_dtype dtype, size_t count, struct kiln_buffer **out);
 
 #endif /* KILN_CORE_MEMORY_H */

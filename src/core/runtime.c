@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "kiln_config.h"
-#include "backends/clblast/clblast.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/util.h"
@@ -20,7 +19,6 @@
 #include "device/drivers.h"
 #include "device/rank.h"
 #include "device/select.h"
-#include "ops/ops.h"
 #include "profile/profile.h"
 #include "tuning/tuning.h"
 
@@ -127,10 +125,9 @@ static kiln_status open_device(kiln_runtime *rt)
 static void runtime_free(kiln_runtime *rt)
 {
   kiln__pool_trim(rt);
-  kiln__fft_release_plans(rt); /* before the queue and context they use */
-#if HAVE_CLBLAST
-  kiln__clblast_release(rt);
-#endif
+  for (size_t i = 0; i < KILN__SLOT_COUNT; i++) /* before the queue and context */
+    if (rt->slots[i].hooks && rt->slots[i].hooks->release)
+      rt->slots[i].hooks->release(rt);
   kiln__profile_free(rt); /* the events of calls still recorded */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
@@ -262,6 +259,42 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
       : KILN_OK;
   runtime_free(rt);
   return st;
+}
+
+void kiln__runtime_hook(kiln_runtime *rt, kiln__slot_id id, const kiln__slot_hooks *hooks)
+{
+  pthread_mutex_lock(&rt->lock);
+  rt->slots[id].hooks = hooks;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* The hooks registered now; called outside rt->lock, as reclaimers take it. */
+static void hooks_now(kiln_runtime *rt, const kiln__slot_hooks *out[KILN__SLOT_COUNT])
+{
+  pthread_mutex_lock(&rt->lock);
+  for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
+    out[i] = rt->slots[i].hooks;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+size_t kiln__runtime_reclaim(kiln_runtime *rt)
+{
+  const kiln__slot_hooks *h[KILN__SLOT_COUNT];
+  hooks_now(rt, h);
+  size_t freed = 0;
+  for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
+    if (h[i] && h[i]->reclaim)
+      freed += h[i]->reclaim(rt);
+  return freed;
+}
+
+void kiln__runtime_tuning_changed(kiln_runtime *rt)
+{
+  const kiln__slot_hooks *h[KILN__SLOT_COUNT];
+  hooks_now(rt, h);
+  for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
+    if (h[i] && h[i]->tuning_changed)
+      h[i]->tuning_changed(rt);
 }
 
 void kiln__runtime_set_error(kiln_runtime *rt, char *msg)

@@ -10,6 +10,34 @@
 #include "core/pool.h"
 #include "device/device.h"
 
+/* ---- what the layers above core keep in a runtime ------------------------ */
+
+/* A module above core keeps its state in a slot of the runtime and registers
+ * hooks there (kiln__runtime_hook): core calls them, never the module by
+ * name. The ids' order is the order of release at destruction: all of them
+ * before the queues and the context, which FFT plans hold and CLBlast's
+ * cache keeps alive. */
+typedef enum kiln__slot_id {
+  KILN__SLOT_FFT,     /* ops/fft.c: the cached plans, a list */
+  KILN__SLOT_CLBLAST, /* backends/clblast/clblast.c: non-NULL once used */
+  KILN__SLOT_COUNT
+} kiln__slot_id;
+
+typedef struct kiln__slot_hooks {
+  /* kiln_runtime_destroy(): releases the slot's state (no call in flight) */
+  void (*release)(kiln_runtime *rt);
+  /* memory pressure: frees what no call is using; returns how many things
+   * it freed (0: nothing, retrying will not help). NULL: none */
+  size_t (*reclaim)(kiln_runtime *rt);
+  /* the kernels' parameters changed (kiln__runtime_set_tuning). NULL: none */
+  void (*tuning_changed)(kiln_runtime *rt);
+} kiln__slot_hooks;
+
+typedef struct kiln__slot {
+  void *state; /* the module's, guarded as the module says */
+  const kiln__slot_hooks *hooks;
+} kiln__slot;
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct kiln_runtime {
@@ -39,7 +67,7 @@ struct kiln_runtime {
   uint64_t kernels_compiled;            /* the kernels in them: for tests */
   uint64_t live_programs, live_kernels; /* the caller's, for KILN_ERR_BUSY */
   kiln_backend gemm_backend;            /* forced for AUTO requests, or AUTO */
-  struct kiln__fft_plan *fft_plans;     /* cached FFT plans, a list (fft.c) */
+  kiln__slot slots[KILN__SLOT_COUNT];   /* hooks under lock (kiln__runtime_hook) */
   /* memory accounting */
   uint64_t mem_current, mem_peak, mem_limit, live_buffers;
   uint64_t mem_reserving; /* taken by creations in progress (buffer.c) */
@@ -62,7 +90,6 @@ struct kiln_runtime {
                             runtime in each thread's messages (error.c) */
   int profile;                 /* recording calls; set at creation, never changed */
   struct kiln__profiler *prof; /* the records (profile.h); NULL when off */
-  int used_clblast;            /* counted by clblast.c; under its lock */
 };
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
@@ -80,6 +107,18 @@ kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what)
  * name, which need not outlive the call) when it is not `what`. */
 kiln_status kiln__runtime_track_as(kiln_runtime *rt, cl_event ev, const char *what,
                                    const char *label);
+
+/* Registers the hooks of slot id (idempotent; takes rt->lock). */
+void kiln__runtime_hook(kiln_runtime *rt, kiln__slot_id id,
+                        const kiln__slot_hooks *hooks);
+
+/* Memory pressure: runs every registered reclaimer; returns how many things
+ * they freed (0: nothing did, a retry would fail the same). */
+size_t kiln__runtime_reclaim(kiln_runtime *rt);
+
+/* Tells the modules that hooked tuning_changed (the FFT's plans, whose
+ * passes follow the parameters they were made with). */
+void kiln__runtime_tuning_changed(kiln_runtime *rt);
 
 /* Stores msg (taking ownership) as rt's last error; used by error.c. */
 void kiln__runtime_set_error(kiln_runtime *rt, char *msg);

@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "core/pool.h"
 #include "group/group.h"
 #include "ops/ops.h"

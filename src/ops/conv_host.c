@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "core/pool.h"
 #include "ops/ops.h"
 

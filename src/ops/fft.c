@@ -7,15 +7,16 @@
  * desc->norm (1/n or 1/sqrt(n), n the product of the real-space lengths) is
  * one pass of cl/scale.cl over the output, only when the factor is not 1.
  *
- * The plan cache is a list hanging off rt->fft_plans, guarded by rt->lock.
+ * The plan cache is a list in the runtime's FFT slot (rt->slots,
+ * plans_of()), guarded by rt->lock.
  * Plans are built without holding the lock (clFFT's bake takes seconds on
  * PoCL): two threads that ask for the same new plan at once may both build
  * it; the first to insert wins and the other releases its copy. A plan
  * holds device memory (a scratch buffer, VkFFT's and clFFT's temporary
  * buffers: kiln__plan_mem_create(), counted in the budget), so the cache
  * gives back the plans no call is using when kiln_memory_trim() asks, or
- * when a buffer or another plan finds no room (kiln__fft_trim_plans), like
- * cuFFT's plan cache in PyTorch; the next call of the shape builds the plan
+ * when a buffer or another plan finds no room (trim_plans, the slot's
+ * reclaimer), like cuFFT's plan cache in PyTorch; the next call of the shape builds the plan
  * again. A call holds its plan from finding it to the end of its run:
  * `users`, under rt->lock, counts such calls, and a plan is only taken out
  * of the list and released while it is 0, so no plan is released under a
@@ -321,12 +322,36 @@ static int plan_matches(const struct kiln__fft_plan *p, const kiln__fft *f,
          !memcmp(p->shape, f->d.shape, sizeof p->shape);
 }
 
+/* The runtime's list of cached plans: its FFT slot, under rt->lock. */
+static struct kiln__fft_plan **plans_of(kiln_runtime *rt)
+{
+  return (struct kiln__fft_plan **)&rt->slots[KILN__SLOT_FFT].state;
+}
+
+static size_t trim_plans(kiln_runtime *rt);
+static void release_plans(kiln_runtime *rt);
+
+/* What the runtime does with the plans: releases them at its destruction
+ * before its queue and context, gives back the unused ones under memory
+ * pressure, and drops them when the kernels' parameters change (their
+ * passes follow the parameters they were made with). */
+static void tuning_changed(kiln_runtime *rt)
+{
+  trim_plans(rt);
+}
+
+static const kiln__slot_hooks plan_hooks = {
+  .release = release_plans,
+  .reclaim = trim_plans,
+  .tuning_changed = tuning_changed,
+};
+
 static struct kiln__fft_plan *plan_find(kiln_runtime *rt, const kiln__fft *f,
                                         const kiln__fft_backend *be)
 {
   struct kiln__fft_plan *found = NULL;
   pthread_mutex_lock(&rt->lock);
-  for (struct kiln__fft_plan *p = rt->fft_plans; p && !found; p = p->next)
+  for (struct kiln__fft_plan *p = *plans_of(rt); p && !found; p = p->next)
     if (plan_matches(p, f, be))
       found = p;
   if (found)
@@ -464,16 +489,17 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   node->plan = plan;
   memcpy(node->shape, f->d.shape, sizeof node->shape);
   struct kiln__fft_plan *raced = NULL;
+  kiln__runtime_hook(rt, KILN__SLOT_FFT, &plan_hooks); /* before the list holds one */
   pthread_mutex_lock(&rt->lock);
-  for (struct kiln__fft_plan *p = rt->fft_plans; p && !raced; p = p->next)
+  for (struct kiln__fft_plan *p = *plans_of(rt); p && !raced; p = p->next)
     if (plan_matches(p, f, be))
       raced = p;
   if (raced) {
     raced->users++;
   } else {
     node->users = 1;
-    node->next = rt->fft_plans;
-    rt->fft_plans = node;
+    node->next = *plans_of(rt);
+    *plans_of(rt) = node;
   }
   pthread_mutex_unlock(&rt->lock);
   if (raced) { /* another thread built the same plan first */
@@ -486,12 +512,12 @@ static kiln_status plan_get(kiln_runtime *rt, const kiln__fft *f,
   return KILN_OK;
 }
 
-size_t kiln__fft_trim_plans(kiln_runtime *rt)
+static size_t trim_plans(kiln_runtime *rt)
 {
   struct kiln__fft_plan *gone = NULL;
   size_t n = 0;
   pthread_mutex_lock(&rt->lock);
-  for (struct kiln__fft_plan **at = &rt->fft_plans; *at;) {
+  for (struct kiln__fft_plan **at = &*plans_of(rt); *at;) {
     struct kiln__fft_plan *p = *at;
     if (p->users) {
       at = &p->next;
@@ -507,10 +533,10 @@ size_t kiln__fft_trim_plans(kiln_runtime *rt)
   return n;
 }
 
-void kiln__fft_release_plans(kiln_runtime *rt)
+static void release_plans(kiln_runtime *rt)
 {
-  struct kiln__fft_plan *p = rt->fft_plans;
-  rt->fft_plans = NULL;
+  struct kiln__fft_plan *p = *plans_of(rt);
+  *plans_of(rt) = NULL;
   for (const struct kiln__fft_plan *q = p; q; q = q->next)
     assert(q->users == 0); /* kiln_runtime_destroy(): no call in flight */
   plans_free(rt, p);

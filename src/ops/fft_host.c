@@ -17,6 +17,7 @@
 #include "base/abi.h"
 #include "base/error.h"
 #include "compile/program.h"
+#include "core/memory.h"
 #include "core/pool.h"
 #include "ops/ops.h"
 

@@ -20,6 +20,7 @@
 #include "compile/kernel_args.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "ops/ops.h"
 #include "profile/profile.h"
 

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "ops/ops.h"
 
 typedef struct panels {

@@ -356,7 +356,4 @@ kiln_status kiln__fft_real_via_complex(kiln_runtime *rt, const kiln_fft_desc *d,
                                        const kiln_buffer *in, kiln_buffer *out,
                                        kiln__profile_scope *ps);
 
-/* Releases the runtime's cached FFT plans (fft.c). */
-void kiln__fft_release_plans(kiln_runtime *rt);
-
 #endif /* KILN_OPS_H */

@@ -17,6 +17,7 @@
 #include "base/util.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "ops/ops.h"
 
 /* A chunk's result, widened for combining. */

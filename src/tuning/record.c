@@ -559,23 +559,6 @@ static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tu
   return rc;
 }
 
-KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json)
-{
-  if (!rt || !json)
-    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_tuning_get: %s is NULL; expected a runtime and the address "
-                      "of a char pointer",
-                      !rt ? "rt" : "json");
-  pthread_mutex_lock(&rt->build_lock);
-  *json = rt->tuning->tuned && rt->tuning->record
-            ? strdup(rt->tuning->record)
-            : record_text(rt, &rt->tuning->t, "defaults");
-  pthread_mutex_unlock(&rt->build_lock);
-  return *json ? KILN_OK
-               : kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
-                            "kiln_tuning_get: out of host memory");
-}
-
 KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json)
 {
   static const char fn[] = "kiln_tuning_set";
@@ -617,13 +600,6 @@ kiln_status kiln__record_save(kiln_runtime *rt, const char *fn, const kiln__meas
                     fn);
 }
 
-KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json)
-{
-  if (json)
-    *json = NULL;
-  return kiln__record_save(rt, "kiln_tuning_get", NULL, 0);
-}
-
 KILN_API kiln_status kiln_tuning_set(kiln_runtime *rt, const char *json)
 {
   (void)json;
@@ -640,6 +616,31 @@ static int parse_record(kiln_runtime *rt, const char *text, size_t len, kiln__tu
 }
 
 #endif /* HAVE_JSON_C */
+
+/* One definition for both builds: without json-c there is no record text
+ * to give, and the failure is kiln__record_save()'s. */
+KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json)
+{
+#if !HAVE_JSON_C
+  if (json)
+    *json = NULL;
+  return kiln__record_save(rt, "kiln_tuning_get", NULL, 0);
+#else
+  if (!rt || !json)
+    return kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_tuning_get: %s is NULL; expected a runtime and the address "
+                      "of a char pointer",
+                      !rt ? "rt" : "json");
+  pthread_mutex_lock(&rt->build_lock);
+  *json = rt->tuning->tuned && rt->tuning->record
+            ? strdup(rt->tuning->record)
+            : record_text(rt, &rt->tuning->t, "defaults");
+  pthread_mutex_unlock(&rt->build_lock);
+  return *json ? KILN_OK
+               : kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                            "kiln_tuning_get: out of host memory");
+#endif
+}
 
 void kiln__record_load(kiln_runtime *rt)
 {

@@ -262,27 +262,34 @@ uint16_t kiln__half_from_double(double d)
  * CLBlast can only empty the whole cache, so kiln does it when the last
  * runtime that used CLBlast goes, not under the feet of one still using it. */
 static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long users; /* runtimes with used_clblast set */
+static unsigned long users; /* runtimes whose CLBlast slot is set */
 
-void kiln__clblast_use(kiln_runtime *rt)
+/* The runtime's CLBlast slot: non-NULL once it used CLBlast; under users_lock. */
+#define USED(rt) ((rt)->slots[KILN__SLOT_CLBLAST].state)
+
+/* kiln_runtime_destroy() runs it before releasing the context. */
+static void clblast_release(kiln_runtime *rt)
 {
   pthread_mutex_lock(&users_lock);
-  if (!rt->used_clblast) {
-    rt->used_clblast = 1;
-    users++;
-  }
-  pthread_mutex_unlock(&users_lock);
-}
-
-void kiln__clblast_release(kiln_runtime *rt)
-{
-  pthread_mutex_lock(&users_lock);
-  if (rt->used_clblast && --users == 0) {
+  if (USED(rt) && --users == 0) {
     kiln__clblast_lock();
     CLBlastClearCache();
     kiln__clblast_unlock();
   }
-  rt->used_clblast = 0;
+  USED(rt) = NULL;
+  pthread_mutex_unlock(&users_lock);
+}
+
+static const kiln__slot_hooks clblast_hooks = {.release = clblast_release};
+
+void kiln__clblast_use(kiln_runtime *rt)
+{
+  pthread_mutex_lock(&users_lock);
+  if (!USED(rt)) {
+    kiln__runtime_hook(rt, KILN__SLOT_CLBLAST, &clblast_hooks);
+    USED(rt) = rt;
+    users++;
+  }
   pthread_mutex_unlock(&users_lock);
 }
 

@@ -44,9 +44,9 @@ void kiln__clblast_unlock(void);
 uint16_t kiln__half_from_double(double d);
 
 /* CLBlast keeps what it compiles in a process-wide cache; clblast.c counts
- * the runtimes that called it (kiln__clblast_use() before each call) and
- * empties the cache when the last of them is released. */
+ * the runtimes that called it (kiln__clblast_use() before each call, which
+ * registers the runtime's CLBlast slot) and empties the cache when the last
+ * of them is destroyed. */
 void kiln__clblast_use(kiln_runtime *rt);
-void kiln__clblast_release(kiln_runtime *rt);
 
 #endif /* KILN_BACKENDS_CLBLAST_H */

@@ -12,6 +12,7 @@
 #include "base/util.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "core/runtime.h"
 #include "ops/ops.h"
 #include "tuning/tuning.h"

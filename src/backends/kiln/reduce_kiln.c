@@ -9,6 +9,7 @@
 #include "compile/kernel_args.h"
 #include "compile/program.h"
 #include "core/buffer.h"
+#include "core/memory.h"
 #include "core/runtime.h"
 #include "device/rank.h"
 #include "ops/ops.h"
