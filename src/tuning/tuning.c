@@ -90,20 +90,22 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * by (k, block), which tells the compiler that neighbouring work-items read
  * and write neighbouring points and twiddles (with k = i mod p it sees a
  * scatter and a gather); below 16 a vector of work-items would span several
- * blocks. Groups of 64 along k: on PoCL (AVX-512, one thread) the three
- * wide passes of 2^20 took 1.8, 1.2 and 1.3 ms against 3.7, 2.3 and 2.4 with
- * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
- * 64 is also a whole number of warps or wavefronts on GPUs.
+ * blocks. Groups of 64 along k: on PoCL they halved the wide passes' time
+ * against the 1-D kernel in PoCL's own group size, and 16 and 1024 were
+ * slower; 64 is also a whole number of warps or wavefronts on GPUs.
  *
  * On a CPU float32 rows run the vector kernels (vec_first, cl/fft.cl):
  * radix 16 and 256 written with float8s, whole-vector loads and stores, the
- * first pass transposing in registers. A radix-16 pass of 2^16 took 27-34
- * us against 50-100 us for PoCL's vectorisation of the scalar radix-32
- * kernels (PoCL, 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
- * and leave 8 times fewer work-items: the scalar kernels. Rows of up to
- * 2048 points run whole in one launch (row_max): 2-D 1024^2 took 4.8 ms
- * on one thread against 7.0 with three row passes, batches of rows of 256
- * to 2048 points 1.2 to 2.3 times as fast, 128 the same.
+ * first pass transposing in registers: faster a pass than PoCL's
+ * vectorisation of the scalar radix-32 kernels. On a GPU each work-item's
+ * 32 float8s would crowd its registers and leave 8 times fewer work-items:
+ * the scalar kernels. Rows of up to 2048 points run whole in one launch
+ * (row_max), which saves every pass but the first and last its trip through
+ * memory; at 128 points it gained nothing.
+ *
+ * The figures are in docs/performance.md, "The kernels' parameters" under
+ * FFT (each pass's time from KILN_TRACE=FILE kiln run fft, on one PoCL
+ * thread with POCL_MAX_PTHREAD_COUNT=1).
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {
