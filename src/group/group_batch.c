@@ -242,8 +242,8 @@ static kiln_status fft_pipe(kiln_runtime *rt, const kiln__group_job *j,
  * device may end its last unit while another is one from the end, and a
  * band is a shorter wait than an image; a batch smaller than the group
  * runs on every device. Not more often: on one device, a band costs more
- * than its part of an image (the 3x3 layer on PoCL: 6% more in bands of
- * half an image), so a simulator beside one real device, which takes
+ * than its part of an image (docs/performance.md, "Device groups"), so a
+ * simulator beside one real device, which takes
  * nothing, is not counted (kiln__group_peers()). */
 #define CONV_UNITS_PER_DEVICE 4
 /* The fewest output rows of a band: each reads the filter's reach of input

@@ -159,9 +159,10 @@ static kiln_status reduce_check(kiln__tune_case *b, int *ok)
 /* FFT: FCS transforms of 2^16 points one after another, which stay in
  * cache, then one of 2^20 and one of 1024^2 (rows short enough for
  * kiln_fft_rowv, then columns), which stream through memory, timed
- * together: each takes about as long as another, so all count (on PoCL the
- * vector kernels ran 2^16 1.5 times as fast as the scalar ones and 2^20 as
- * fast; timed at 2^20 alone, noise picked either). 2^16 and 256^2 are
+ * together: each takes about as long as another, so all count (timed at
+ * 2^20 alone, where the vector and scalar kernels ran alike on PoCL, noise
+ * picked either; docs/performance.md, "The kernels' parameters" under
+ * FFT). 2^16 and 256^2 are
  * checked: pure tones at bin 5 (5, 5 in 2-D), whose transform is the
  * number of points there and 0 elsewhere. */
 enum { FN = 1 << 20, FC = 1 << 16, FCS = 16, BIN = 5 };

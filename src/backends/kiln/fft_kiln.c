@@ -293,8 +293,8 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
   if (ax->vec) { /* 8 items a work-item */
     assert(!f64 && (s == 0 ? (r == 16 || r == 256) && ax->n / r >= 8 : p >= 8));
     /* A radix-256 work-item is 2048 points' work: groups of one, shared
-     * out one by one (2^16's second pass so: 0.127-0.130 ms for the
-     * transform against 0.137-0.139 in groups of 8 or 16 work-items). */
+     * out one by one, ran 2^16 faster than groups of 8 or 16 work-items
+     * (docs/performance.md, "Two launches, kept" under FFT). */
     if (s == 0) {
       size_t global[2] = {ax->n / r / 8, ax->batch}, one[2] = {1, 1};
       return kiln__launch_fft(rt, what, r == 256 ? "r256v1_f32" : "r16v1_f32", 2, global,
