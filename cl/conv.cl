@@ -144,8 +144,8 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, ulong x_off, global const
   } else {
     /* A row's last block, less than half inside the row (all of a row
      * narrower than QW / 2): a column at a time, so that the missing
-     * columns cost nothing. The 1x1 layer of 1 x 1 images took 12 times as
-     * long at QW = 16 as at QW = 1 when they were computed and dropped. */
+     * columns cost nothing: computed and dropped, they made the 1x1 layer
+     * of 1 x 1 images many times slower at QW = 16 than at QW = 1. */
 #pragma unroll
     for (uint j = 0; j < QW; j++)
       if (q0 + j < q) {
@@ -191,9 +191,10 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, ulong x_off, global const
  * sw apart, which a compiler vectorises within the work-item. L = PH on a
  * CPU, where PoCL runs the work-items one after another; L = 1 on a GPU,
  * where neighbouring work-items write neighbouring elements. Before, a
- * work-item walked one column down every row, scalar and scattered:
- * ResNet's 7x7/2 layer's im2col took 31 ms beside a 13 ms product (PoCL, 2
- * cores), and a GPU had only Kp x images work-items.
+ * work-item walked one column down every row, scalar and scattered: on
+ * PoCL ResNet's 7x7/2 layer's im2col took longer than its product
+ * (docs/performance.md, "Convolution"), and a GPU had only Kp x images
+ * work-items.
  */
 #if KILN_BUILDS(kiln_conv_im2col_packed)
 kernel void NAME(kiln_conv_im2col_packed)(global const ST *x, ulong x_off, int nhwc,

@@ -75,9 +75,9 @@
  * kiln_fft_r256v does two radix-16 passes' work in one trip through memory
  * (its comment says how); kiln_fft_r256v1 is its first pass (p = 1), which
  * stores like r16v1 from its private array (2^16 takes two passes, 256 and
- * 256, instead of 16, 256 and 16). On PoCL (2 cores, AVX-512) a radix-16
- * vector pass of 2^16 points took 26-33 us, radix 32 vectorised by PoCL
- * 49-72 us and its first pass (16 lanes of float16) 80-100 us.
+ * 256, instead of 16, 256 and 16). On PoCL a radix-16 vector pass took
+ * about half the time of radix 32 vectorised by PoCL (docs/performance.md,
+ * "FFT").
  *
  * Read 26 times after cl/prelude.cl (which says how), one kernel a pass,
  * each with its R a literal: for f32 r2, r4, r8, r32, r32w and the column
@@ -274,7 +274,7 @@ inline S NAME(kiln_fft_cos8)(uint j)
  * batch), for work-item i of the row, k = i mod p. R is a literal in the
  * body, so that every loop is unrolled before PoCL vectorises across
  * work-items (R as a parameter of an inline function, even a constant one,
- * left them rolled: 4x slower).
+ * left them rolled, several times slower).
  *
  * kiln_fft_r32w is the kernel of radix 32 again over (p, n/(R p), batch),
  * for the passes of stride p >= 16 (src/tuning.c): work-item (k, block) is

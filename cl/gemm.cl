@@ -93,8 +93,8 @@ inline RT NAME(kiln_gemm_epi)(RT v, global const ST *bb, size_t i, size_t j, int
  * p) * PH + r % PH; zero where r >= R or p >= K. A work-item writes W
  * rows of one panel at depth p, a contiguous run (W divides PH). On a CPU,
  * W = PH and work-item (p, run, b): a panel's width each, neighbours along
- * k, so a group reads its rows in order (runs as dimension 0 took 4x as
- * long). On a GPU, W = 1 and work-item (run, p, b): neighbouring
+ * k, so a group reads its rows in order (runs as dimension 0 were several
+ * times slower). On a GPU, W = 1 and work-item (run, p, b): neighbouring
  * work-items write neighbouring addresses. Global size (Kp, Rp / W, batch)
  * or (Rp / W, Kp, batch) by k_first. No division per element: with one
  * work-item per element, the packs took half as long as the product.
@@ -125,10 +125,11 @@ kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulon
  * kiln_gemm_pack a vector of work-items spans neighbouring depths, a row of
  * src apart, so each of its loads was a gather and each store a scatter;
  * here the work-items stay scalar (PoCL does not vectorise across
- * work-items that use vectors) and read long runs of a row. A 2048 x 2048
- * B (PoCL, 2 cores) took 5 to 9.5 ms that way, 6 ms with one run a
- * work-item, 4.5 with 4 panels, 2.6 to 2.9 with P = 16 and D = 16 (about
- * what the same copy of A takes).
+ * work-items that use vectors) and read long runs of a row; P = 16 and
+ * D = 16 packed B about as fast as the same copy of A takes, several times
+ * faster than the gathers (docs/performance.md, "Matrix multiply", the
+ * pack's time in the trace of KILN_TRACE=FILE kiln bench gemm --sizes
+ * 2048 --backend kiln).
  */
 #if KILN_BUILDS(kiln_gemm_pack_runs)
 kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp, ulong sb,
@@ -158,8 +159,9 @@ kernel void NAME(kiln_gemm_pack_runs)(global const ST *src, ulong off, ulong sp,
  * tile at rows i0.., columns j0.. of cb, with the epilogue (bias vector bb):
  * a whole tile inside C by vectors,
  * one at C's edges value by value (unrolled like the loops that fill acc,
- * so acc stays in registers; the vectors took 3-5% off the product at
- * 1024^3 on PoCL, against value by value everywhere). */
+ * so acc stays in registers; the vectors took a few percent off the
+ * product on PoCL, against value by value everywhere: docs/performance.md,
+ * "Matrix multiply"). */
 #define ROW_FMA(r, a_r, b0, b1)                                                          \
   do {                                                                                   \
     VEC(RT, VW) av = (VEC(RT, VW))(a_r);                                                \

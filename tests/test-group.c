@@ -184,7 +184,7 @@ static const gemm_case gemm_cases[] = {
   {1, 31, 7, 1, 0, 1, 0, 1, KILN_BIAS_COL},
   {101, 3, 5, 2, 1, 1, 0, 0, KILN_BIAS_ROW},
   {13, 11, 9, 13, 0, 1, 1, 1, KILN_BIAS_COL}, /* products to each device */
-  /* beta 0, one product: through pipelines, B on each device (group_ops.c) */
+  /* beta 0, one product: through pipelines, B on each device (group_gemm.c) */
   {59, 21, 33, 1, 1, 1, 1, 0, KILN_BIAS_ROW},
   {45, 17, 70, 1, 1, 0, 0, 0, KILN_BIAS_COL},
   {77, 1, 13, 1, 0, 1, 0, 0, KILN_BIAS_ROW},
@@ -277,7 +277,7 @@ static void test_group_conv(void **state)
 }
 
 /* Batches too small for the group, cut into bands of output rows
- * (group_ops.c): bands of 10, 10, 10 and 7 rows with the padding at both
+ * (group_batch.c): bands of 10, 10, 10 and 7 rows with the padding at both
  * ends; an odd stride with uneven padding (2 bands, NHWC); dilation and
  * groups (4 bands of 8); a 7x7 filter of stride 2 whose last band reads
  * below x; and a 1x1 filter with padding, which is not cut (a band could
@@ -479,7 +479,7 @@ static void test_group_reduce(void **state)
 static void test_group_one_device_fails(void **state)
 {
   (void)state;
-  /* through pipelines (group_ops.c): rows, with C kept on the host, and
+  /* through pipelines (group_gemm.c): rows, with C kept on the host, and
    * products; a chunk at a time: rows of a batch of 2 */
   static const gemm_case cases[] = {{67, 23, 19, 1, 0, 0, 0, 1, KILN_BIAS_NONE},
                                     {5, 7, 3, 25, 1, 0, 0, 0.5, KILN_BIAS_ROW},

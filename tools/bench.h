@@ -1,10 +1,11 @@
 /*
  * bench.h — what the benchmarks of `kiln bench` share: the record every
- * group produces, option parsing, medians and the per-group table (bench.c),
- * the whole suite's table, JSON, CSV and plot (bench_out.c), --compare
- * (bench_compare.c). Each group (gemm, conv, reduce, fft, launch, overhead,
- * streams, bandwidth, compile) describes itself in
- * a bench_spec and runs through a bench_group.
+ * group produces, medians and records (bench_record.c), the tables, JSON,
+ * CSV and plot (bench_out.c), --compare (bench_compare.c); the command's
+ * own files (bench.c, bench_run.c, bench_untuned.c) share bench_cmd.h.
+ * Each group (gemm, conv, reduce, fft, launch, overhead, streams,
+ * bandwidth, compile) describes itself in a bench_spec and runs through a
+ * bench_group.
  */
 #ifndef KILN_TOOLS_BENCH_H
 #define KILN_TOOLS_BENCH_H
@@ -202,6 +203,21 @@ int bench_digits(const bench_spec *s);
 double bench_peer_ratio(const bench_records *rs, const bench_record *r,
                         const char **peer);
 
+/* Higher is faster, whatever the unit. */
+double bench_speed(const bench_record *r);
+
+/* The index of `backend` among s's peers; s->npeers when it is none. */
+int bench_peer_index(const bench_spec *s, const char *backend);
+
+/* The record of `backend` at a size of group s in rs, or NULL. */
+const bench_record *bench_find(const bench_records *rs, const bench_spec *s, size_t size,
+                               const char *backend);
+
+/* The speed of `backend` at a size, or for "best" the best of the spec's
+ * first best_of peers; 0 when there is no such record. */
+double bench_speed_at(const bench_records *rs, const bench_spec *s, size_t size,
+                      const char *backend);
+
 /* The results: with s, that group's table (sizes down, peers across, then
  * the ratios); without, one row per record of the whole suite. JSON on
  * stdout instead with a->json; then the files of --json, --csv and --plot.
@@ -213,6 +229,9 @@ void bench_print_suite(const bench_records *rs);
 int bench_write_json(const bench_records *rs, const char *path); /* NULL: stdout */
 int bench_write_csv(const bench_records *rs, const char *path);
 int bench_plot(const bench_records *rs, const char *path);
+/* The files of --json FILE, --csv and --plot; 0, or 1 when one could not be
+ * written. */
+int bench_write_files(const bench_args *a, const bench_records *rs);
 
 /* bench_compare.c: --compare OLD.json, the cases of an earlier --json run
  * against this one's. */

@@ -344,3 +344,80 @@ int bench_plot(const bench_records *rs, const char *path)
           panels == 1 ? "" : "s", path);
   return 0;
 }
+
+/* ---- one group's table --------------------------------------------------- */
+
+/* Sizes down, peers across, then the ratios; plan times and the note. */
+static void print_table(const bench_spec *s, const bench_args *a, const bench_records *rs)
+{
+  printf("%-6s", s->labels ? "case" : "size");
+  for (int k = 0; k < s->npeers; k++)
+    if (a->use[k])
+      printf("  %9s", s->peers[k]);
+  for (size_t q = 0; q < s->nratios; q++) {
+    char head[64];
+    snprintf(head, sizeof head, "%s/%s", s->ratios[q][0], s->ratios[q][1]);
+    printf("  %14s", head);
+  }
+  printf("   (%s, medians)\n", bench_unit(s));
+  for (size_t i = 0; i < a->nsizes; i++) {
+    char label[32];
+    bench_size_label(s, a->sizes[i], label, sizeof label);
+    printf("%-6s", label);
+    for (int k = 0; k < s->npeers; k++) {
+      const bench_record *r =
+        a->use[k] ? bench_find(rs, s, a->sizes[i], s->peers[k]) : NULL;
+      if (r)
+        printf("  %9.*f", bench_digits(s), bench_value(r));
+      else if (a->use[k])
+        printf("  %9s", "-");
+    }
+    for (size_t q = 0; q < s->nratios; q++) {
+      double top = bench_speed_at(rs, s, a->sizes[i], s->ratios[q][0]);
+      double bottom = bench_speed_at(rs, s, a->sizes[i], s->ratios[q][1]);
+      if (top > 0 && bottom > 0)
+        printf("  %13.2fx", top / bottom);
+      else
+        printf("  %14s", "-");
+    }
+    printf("\n");
+  }
+  int plans = 0;
+  for (size_t i = 0; i < rs->n; i++) {
+    char label[32];
+    if (!rs->r[i].has_plan)
+      continue;
+    bench_size_label(s, rs->r[i].size, label, sizeof label);
+    printf("%s %s %s %.0f ms", plans++ ? "," : "plan   ", label, rs->r[i].backend,
+           rs->r[i].plan_ms);
+  }
+  if (plans)
+    printf("\n");
+  if (s->note)
+    printf("%s\n", s->note);
+}
+
+int bench_write_files(const bench_args *a, const bench_records *rs)
+{
+  int rc = 0;
+  if (a->json_path)
+    rc |= bench_write_json(rs, a->json_path);
+  if (a->csv_path)
+    rc |= bench_write_csv(rs, a->csv_path);
+  if (a->plot_path)
+    rc |= bench_plot(rs, a->plot_path);
+  return rc;
+}
+
+int bench_print(const bench_spec *s, const bench_args *a, const bench_records *rs)
+{
+  int rc = 0;
+  if (a->json)
+    rc |= bench_write_json(rs, NULL);
+  else if (s)
+    print_table(s, a, rs);
+  else
+    bench_print_suite(rs);
+  fflush(stdout);
+  return rc | bench_write_files(a, rs);
+}

@@ -21,8 +21,8 @@
  * stalls.
  *
  * An operation serves its device's chunks as a pipeline where it can
- * (ops/group_ops.c: convolutions, FFTs, reductions, and GEMMs over rows
- * of one product or whole products): what every chunk needs (weights, B)
+ * (group_ops.c and the files beside it: convolutions, FFTs, reductions,
+ * and GEMMs over rows of one product or whole products): what every chunk needs (weights, B)
  * goes to the device once, and the next chunk is taken, and moved in,
  * while the current one computes, so a device holds up to two chunks. That early take is put
  * off when, with the chunk the device holds, it would end after the group

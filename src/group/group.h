@@ -1,6 +1,6 @@
 /*
  * group.h — a device group's scheduler (group.c) as the operations over a
- * group (ops/group_ops.c) use it. Not installed.
+ * group (group_ops.c and the files it names) use it. Not installed.
  */
 #ifndef KILN_GROUP_H
 #define KILN_GROUP_H

@@ -204,20 +204,18 @@ static const char *package_of(kiln_backend id)
                                   : "VkFFT (Debian package libvkfft-dev)";
 }
 
-/* AUTO's order of preference, from `kiln bench fft` and single transforms
- * timed on PoCL (complex64, medians). On a CPU kiln's own kernels first,
- * where they apply: power-of-two C2C; in 1-D 1.3-2x VkFFT at 2^20, 12x at
- * 2^16, 1.5x at 2^12, and 2x clFFT at 2^16; in 2-D and 3-D (the column
- * passes, fft_kiln.c) 1.8-3x VkFFT at 1024^2, 2-3x at 256^2, 2x at 128 x
- * 32 and 1.5-5x at 64^3 (9 transforms each, this 2-core machine loaded by
- * other builds, so the spread is wide). Then VkFFT, which beat clFFT on 2-D
- * (1024^2 1.7x, 1000^2 1.1x), real 2^20 (2.1x) and most 1-D lengths (10^4
- * 3.5x, 50000 2x, 3^10 1.4x, 3^11 1.4x, 10^6 2.2x); clFFT won 5^7 (1.35x),
- * 10^5 (2x), 2 10^5 (1.2x) and power-of-two lengths from 2^13 to 2^17 (2-7x:
- * VkFFT runs a sequence that fits PoCL's 1 MiB of local memory as one work-
- * group, on one core), which kiln takes. On a GPU VkFFT first: kiln's
- * kernels make one trip through global memory per radix-32 pass where
- * VkFFT's keep whole sequences in local memory. */
+/* AUTO's order of preference. On a CPU kiln's own kernels first, where
+ * they apply (power-of-two C2C, 1-D to 3-D): on PoCL they ran ahead of
+ * VkFFT at every such shape measured, and of clFFT where both were
+ * timed. Then VkFFT, ahead of clFFT on 2-D, real and most 1-D lengths;
+ * clFFT led at a few, among them the powers of two from 2^13 to 2^17,
+ * where VkFFT runs a sequence that fits PoCL's 1 MiB of local memory as
+ * one work-group, on one core: those are kiln's. On a GPU VkFFT first:
+ * kiln's kernels make one trip through global memory per radix-32 pass
+ * where VkFFT's keep whole sequences in local memory. The figures are in
+ * docs/performance.md, "The order of the backends" under FFT (`kiln bench
+ * fft --backend kiln,vkfft,clfft --repeat 9`; other shapes with
+ * `KILN_PROFILE=1 kiln run fft X.npy -o Y.npy --backend B`). */
 static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
 {
   const kiln__fft_backend *kiln = &kiln__fft_kiln,

@@ -24,23 +24,24 @@
  * group), or 32 x 32 tiles where a group cannot hold 256.
  */
 /* Products of at most SMALL_RULE^3 multiply-adds skip the packs on a CPU
- * device (one launch, not three, and no copy of A and B). On PoCL with 2
- * AVX-512 cores, float, GFLOP/s unpacked against packed: 256^3 166-173
- * against 134-159, 512^3 216-218 against 195-224, 640^3 233-242 against
- * 179-204, 768^3 225-238 against 196-210, but 1000^3 171 against 218: B's
- * rows stream from the cache less well than its packed panels once the
- * product no longer fits. A row pitch of B that is a multiple of 4 KiB
- * (1024 floats) packs whatever the size (gemm_kiln.c): those rows share
- * cache sets, and 1024^3 ran at 114 unpacked against 223. */
+ * device (one launch, not three, and no copy of A and B): unpacked ran
+ * faster up to 768^3 on PoCL and slower from 1000^3, where B's rows stream
+ * from the cache less well than its packed panels once the product no
+ * longer fits. A row pitch of B that is a multiple of 4 KiB (1024 floats)
+ * packs whatever the size (gemm_kiln.c): those rows share cache sets, and
+ * unpacked ran at half the speed. The figures are in docs/performance.md,
+ * "Matrix multiply" (`kiln bench gemm --sizes 256,512,640,768,1000,1024
+ * --backend kiln`, built with SMALL_RULE 0 against this one). */
 #define SMALL_RULE 768
 
 /* The CPU product walks A in blocks of about an eighth of the device's
  * last-level cache (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE), each block against
  * every panel of B: the block stays in the cache while B's panels stream
- * past it once, where A whole was read again for every B panel. On PoCL (2
- * cores, 32 MiB L3, 4 MiB blocks) 2048^3 went from 170-183 to 200-205
- * GFLOP/s and 3000^3 from 157-169 to 200-204; 1 to 4 MiB blocks were alike,
- * 16 MiB (A at 2048, no block) was the old speed. */
+ * past it once, where A whole was read again for every B panel. Blocks of
+ * 1 to 4 MiB were alike on PoCL (32 MiB L3), and no block at all the old
+ * speed; docs/performance.md, "Matrix multiply", has the figures
+ * (`kiln bench gemm --sizes 2048 --backend kiln`; kiln tune's progress
+ * times each akib). */
 #define A_BLOCK_PART 8
 #define A_BLOCK_MAX_KIB (1u << 22) /* 4 GiB: what a record may hold */
 
@@ -68,8 +69,9 @@ static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 /*
  * Reductions are memory-bound. On a CPU device each of 4 chunks per compute
  * unit is one work-item reading a contiguous run with 16-wide vector loads
- * (a grid-stride loop there reads 0.4 GB/s, a chunk 20 GB/s: PoCL runs a
- * group's work-items in turn). On GPUs, groups of up to 256 work-items
+ * (PoCL runs a group's work-items in turn, so a grid-stride loop there
+ * reads a fiftieth as fast: docs/performance.md, "Reductions", `kiln bench
+ * reduce --backend kiln,clblast`). On GPUs, groups of up to 256 work-items
  * stride over the input, 8 groups per compute unit.
  */
 static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
@@ -90,20 +92,22 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * by (k, block), which tells the compiler that neighbouring work-items read
  * and write neighbouring points and twiddles (with k = i mod p it sees a
  * scatter and a gather); below 16 a vector of work-items would span several
- * blocks. Groups of 64 along k: on PoCL (AVX-512, one thread) the three
- * wide passes of 2^20 took 1.8, 1.2 and 1.3 ms against 3.7, 2.3 and 2.4 with
- * the 1-D kernel and PoCL's own group size; 16 and 1024 were 20-30% slower.
- * 64 is also a whole number of warps or wavefronts on GPUs.
+ * blocks. Groups of 64 along k: on PoCL they halved the wide passes' time
+ * against the 1-D kernel in PoCL's own group size, and 16 and 1024 were
+ * slower; 64 is also a whole number of warps or wavefronts on GPUs.
  *
  * On a CPU float32 rows run the vector kernels (vec_first, cl/fft.cl):
  * radix 16 and 256 written with float8s, whole-vector loads and stores, the
- * first pass transposing in registers. A radix-16 pass of 2^16 took 27-34
- * us against 50-100 us for PoCL's vectorisation of the scalar radix-32
- * kernels (PoCL, 2 cores). On a GPU each work-item's 32 float8s would crowd its registers
- * and leave 8 times fewer work-items: the scalar kernels. Rows of up to
- * 2048 points run whole in one launch (row_max): 2-D 1024^2 took 4.8 ms
- * on one thread against 7.0 with three row passes, batches of rows of 256
- * to 2048 points 1.2 to 2.3 times as fast, 128 the same.
+ * first pass transposing in registers: faster a pass than PoCL's
+ * vectorisation of the scalar radix-32 kernels. On a GPU each work-item's
+ * 32 float8s would crowd its registers and leave 8 times fewer work-items:
+ * the scalar kernels. Rows of up to 2048 points run whole in one launch
+ * (row_max), which saves every pass but the first and last its trip through
+ * memory; at 128 points it gained nothing.
+ *
+ * The figures are in docs/performance.md, "The kernels' parameters" under
+ * FFT (each pass's time from KILN_TRACE=FILE kiln run fft, on one PoCL
+ * thread with POCL_MAX_PTHREAD_COUNT=1).
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {
@@ -124,14 +128,13 @@ static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
  * im2col writes about 8 MiB of im2col matrix a step, whole images (the
  * matrix then stays in the last-level cache between im2col's write and the
  * GEMM's read; a ResNet 3x3 layer of 56 x 56 x 64 is 7 MiB an image).
- * kiln tune measures the rest (README, "Tuning"). Measured on PoCL (AVX-512,
- * 2 cores shared with other builds, so +-30%): on a depthwise 3x3 layer
- * (4 x 128 x 56 x 56) the direct kernel took 36-38 ms at qw = 1, 8-17 ms at
- * qw = 4 to 16, and more with kb > 1 (45 ms at kb = 2: depthwise channels
- * share no inputs); on ResNet's dense 3x3 layer qw = kb = 8 ran 23 GFLOP/s
- * against 3 at 1 x 1. im2col steps of 1 to 4 MiB were within 10% of 8 MiB,
- * 256 KiB and 32 MiB 50% slower. Blocks along a row cost coalescing on
- * GPUs, which is why the rules leave them to kiln tune.
+ * kiln tune measures the rest (docs/tuning.md): on PoCL wider blocks (qw)
+ * ran several times as fast as the rule, more channels a work-item (kb)
+ * only where channels share inputs (not depthwise), and im2col steps near
+ * 8 MiB were alike where much smaller or larger ones were slower. Blocks
+ * along a row cost coalescing on GPUs, which is why the rules leave them
+ * to kiln tune. The figures are in docs/performance.md, "Convolution"
+ * (kiln tune's progress, which times every candidate).
  */
 static void conv_defaults(const kiln_device_info *dev, kiln__conv_tuning *t)
 {

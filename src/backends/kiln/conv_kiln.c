@@ -68,8 +68,9 @@ static size_t group_side(size_t n, size_t most)
  * the output is narrower or shorter than a group, the group shrinks to it
  * (a power of two) and takes what it gave up along the third dimension
  * (images and channel blocks), so that a 1 x 1 output does not run 63 idle
- * work-items of 64 (the 1x1 NHWC layer on PoCL: 3.3-3.4 GFLOP/s in 8 x 8
- * groups, 3.5-3.6 in 1 x 1 x 64, what the driver's groups gave). */
+ * work-items of 64 (on PoCL it brings the 1x1 NHWC layer back to what the
+ * driver's groups gave: docs/performance.md, "Convolution", `kiln bench
+ * conv --sizes 6 --backend direct`). */
 static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;

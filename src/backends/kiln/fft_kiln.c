@@ -210,13 +210,12 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
     rt->tuning->t.fft.vec_first && ax->cols == 1 && f->d.dtype == KILN_F32 && m >= 7;
   ax->row = ax->vec && ax->n <= rt->tuning->t.fft.row_max;
   /* The vector first pass of radix 256 (r256v1) where it has at least 4
-   * work-items (of 2048 points) a compute unit, else of radix 16. On PoCL
-   * (2 cores), back to back, 2^14 to 2^17 points took 5-15% less time so
-   * (2^16 and 2^17 a launch fewer: 256, 256 for 16, 256, 16), 2^18 to 2^21
-   * about the same, and 2^12 and 2^13 (2 and 4 work-items) 10-30% more;
-   * batches of 4 rows of 2^12 or 2 of 2^13 (8 work-items) 10-40% less. In
-   * `kiln bench fft` 2^20 (256, 256, 16) ran at 37-41 GFLOP/s against
-   * 31-33 (16, 256, 256). */
+   * work-items (of 2048 points) a compute unit, else of radix 16: with
+   * fewer, the larger pass leaves cores idle and was slower; with 4 or
+   * more it saves a launch at some lengths and was faster or the same.
+   * The figures are in docs/performance.md, "The first pass of radix
+   * 256" (`kiln bench fft --backend kiln,fftw-measure --repeat 30`; other
+   * lengths and batches with KILN_PROFILE=1 kiln run fft). */
   unsigned cu = kiln_runtime_device(rt)->compute_units;
   int first256 =
     ax->vec && !ax->row && ax->batch * (ax->n >> 11) >= 4 * (size_t)(cu ? cu : 1);
@@ -294,8 +293,8 @@ static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl
   if (ax->vec) { /* 8 items a work-item */
     assert(!f64 && (s == 0 ? (r == 16 || r == 256) && ax->n / r >= 8 : p >= 8));
     /* A radix-256 work-item is 2048 points' work: groups of one, shared
-     * out one by one (2^16's second pass so: 0.127-0.130 ms for the
-     * transform against 0.137-0.139 in groups of 8 or 16 work-items). */
+     * out one by one, ran 2^16 faster than groups of 8 or 16 work-items
+     * (docs/performance.md, "Two launches, kept" under FFT). */
     if (s == 0) {
       size_t global[2] = {ax->n / r / 8, ax->batch}, one[2] = {1, 1};
       return kiln__launch_fft(rt, what, r == 256 ? "r256v1_f32" : "r16v1_f32", 2, global,

@@ -525,7 +525,8 @@ static kiln_status vkfft_plan_build(kiln_runtime *rt, const kiln__fft *f, void *
   c.commandQueue = &plan->queue; /* Bluestein's and the LUT's uploads */
 
   /* On CPUs (PoCL), grouping strided accesses by 32 bytes instead of
-   * VkFFT's 64 ran 1-D 2^20 15% faster (`kiln bench fft`). */
+   * VkFFT's 64 ran 1-D 2^20 faster (`kiln bench fft --sizes 1 --backend
+   * vkfft`; docs/performance.md, "The order of the backends"). */
   if (!kiln__gpu_shape(rt))
     c.coalescedMemory = 32;
   /* Twiddles from VkFFT's lookup table (computed on the host in double) on
