@@ -184,6 +184,8 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
                                        kiln_buffer *ap, kiln_buffer *bp);
 extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
                                                         when HAVE_CLBLAST */
+/* The GEMM backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__gemm_backend *const kiln__gemm_backends[];
 
 /* ---- reduction backends (src/ops/reduce*.c, src/backends/) ------------- */
 
@@ -241,6 +243,8 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
 extern const kiln__reduce_backend kiln__reduce_kiln; /* src/backends/kiln/reduce_kiln.c */
 extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
                                                             when HAVE_CLBLAST */
+/* The reduction backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__reduce_backend *const kiln__reduce_backends[];
 
 /* ---- convolution backends (src/ops/conv*.c, src/backends/) ------------- */
 
@@ -296,6 +300,8 @@ extern const kiln__conv_backend kiln__conv_direct;  /* src/backends/kiln/conv_ki
 extern const kiln__conv_backend kiln__conv_im2col;  /* src/backends/kiln/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
                                                         when HAVE_CLBLAST */
+/* The convolution backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__conv_backend *const kiln__conv_backends[];
 
 /* ---- FFT backends (src/ops/fft.c, src/backends/) ----------------------- */
 
@@ -329,6 +335,8 @@ extern const kiln__fft_backend kiln__fft_kiln; /* src/backends/kiln/fft_kiln.c *
 extern const kiln__fft_backend
   kiln__fft_clfft; /* src/backends/clfft/clfft.c, HAVE_CLFFT */
 extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
+/* The FFT backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__fft_backend *const kiln__fft_backends[];
 
 /* What kiln_fft() does before it plans anything: checks the request against
  * the buffers and the device record, fills f, and puts the backends that
