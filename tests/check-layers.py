@@ -75,8 +75,6 @@ KNOWN = {
     ("compile/program.c", "kiln__builtin_options"),
     # conv's host loop sizes kiln's im2col workspace.
     ("ops/conv_host.c", "kiln__conv_workspace"),
-    # The tuning record's CLBlast section applies CLBlast's parameters.
-    ("tuning/record_clblast.c", "kiln__clblast_override"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -5,10 +5,16 @@
  * HAVE_VKFFT) into backends: the operations (src/ops/) walk these tables by
  * kiln_backend id and never name a backend, so ops/ sits below backends/
  * and a backend is added here, not in each front end. A table is data, in
- * kiln_backend order, and ends with NULL.
+ * kiln_backend order, and ends with NULL. Likewise the tuning record's
+ * "clblast" section reaches CLBlast only through the hook filled here.
  */
 #include "kiln_config.h"
 #include "ops/ops.h"
+#include "tuning/tuning.h"
+
+#if HAVE_CLBLAST
+#  include "backends/clblast/clblast.h"
+#endif
 
 const kiln__gemm_backend *const kiln__gemm_backends[] = {
   &kiln__gemm_kiln,
@@ -45,3 +51,10 @@ const kiln__fft_backend *const kiln__fft_backends[] = {
 #endif
   NULL,
 };
+
+const kiln__clblast_apply_fn kiln__clblast_section_apply =
+#if HAVE_CLBLAST
+  kiln__clblast_override;
+#else
+  NULL;
+#endif
