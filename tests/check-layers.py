@@ -73,8 +73,6 @@ KNOWN = {
     # Builtin programs are built with the tuning's options.
     ("compile/program.c", "tuning/tuning.h"),
     ("compile/program.c", "kiln__builtin_options"),
-    # conv's host loop sizes kiln's im2col workspace.
-    ("ops/conv_host.c", "kiln__conv_workspace"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -263,6 +263,10 @@ typedef struct kiln__conv_backend {
   kiln_backend id;
   const char *(*cannot)(kiln_runtime *rt, const kiln__conv *c);
   kiln_status (*run)(kiln_runtime *rt, const kiln__conv *c);
+  /* The fewest bytes of the memory budget run() needs left, beyond x, the
+   * weights, the bias and y, to run c (NULL: none): what kiln_conv2d_host()
+   * keeps room for when it cuts the batch (conv_host.c). */
+  uint64_t (*workspace)(kiln_runtime *rt, const kiln__conv *c);
 } kiln__conv_backend;
 
 /* What kiln_conv2d() does before it enqueues anything: checks the request
@@ -293,7 +297,8 @@ kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
 
 /* The fewest bytes of the memory budget that backend id needs left, beyond
  * x, the weights, the bias and y, to run cv: kiln's im2col packs, at least
- * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel. */
+ * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel.
+ * For the layers above the backends; ops/ asks the backend's workspace. */
 uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id);
 
 extern const kiln__conv_backend kiln__conv_direct;  /* src/backends/kiln/conv_kiln.c */
