@@ -70,9 +70,6 @@ KNOWN = {
     # A failure is kept in its runtime (serial, message under rt->lock).
     ("base/error.c", "core/runtime.h"),
     ("base/error.c", "kiln__runtime_set_error"),
-    # Builtin programs are built with the tuning's options.
-    ("compile/program.c", "tuning/tuning.h"),
-    ("compile/program.c", "kiln__builtin_options"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
