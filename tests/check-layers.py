@@ -70,13 +70,6 @@ KNOWN = {
     # A failure is kept in its runtime (serial, message under rt->lock).
     ("base/error.c", "core/runtime.h"),
     ("base/error.c", "kiln__runtime_set_error"),
-    # Builtin programs are built with the tuning's options.
-    ("compile/program.c", "tuning/tuning.h"),
-    ("compile/program.c", "kiln__builtin_options"),
-    # conv's host loop sizes kiln's im2col workspace.
-    ("ops/conv_host.c", "kiln__conv_workspace"),
-    # The tuning record's CLBlast section applies CLBlast's parameters.
-    ("tuning/record_clblast.c", "kiln__clblast_override"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

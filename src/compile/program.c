@@ -27,7 +27,6 @@
 #include "core/runtime.h"
 #include "device/device.h"
 #include "profile/profile.h"
-#include "tuning/tuning.h"
 
 struct kiln_program {
   kiln_runtime *rt;
@@ -430,8 +429,7 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
     src = text;
   }
   kiln__str options = {0};
-  kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, b->name,
-                        &options);
+  kiln__builtin_options_of(rt, b->name, &options);
   char *log = NULL, what[64];
   snprintf(what, sizeof what, "cl/%s.cl", b->name);
   st = options.failed
@@ -545,8 +543,7 @@ static kiln_status kernel_build(kiln_runtime *rt, const char *fn, size_t i,
     return st;
   const char *src = text ? text : (const char *)b->bytes;
   kiln__str options = {0};
-  kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, b->name,
-                        &options);
+  kiln__builtin_options_of(rt, b->name, &options);
   kiln__str_appendf(&options, " -DKILN_ONLY -DKILN_WANT_%s", kernel);
   snprintf(what, sizeof what, "cl/%s.cl %s", b->name, kernel);
   char *log = NULL;
@@ -663,13 +660,14 @@ void kiln__programs_release(kiln_runtime *rt)
   }
 }
 
-void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t)
+void kiln__programs_rebuild_with(kiln_runtime *rt,
+                                 void (*change)(kiln_runtime *rt, const void *arg),
+                                 const void *arg)
 {
   pthread_mutex_lock(&rt->build_lock);
-  rt->tuning->t = *t;
+  change(rt, arg);
   drop_builtins(rt);
   pthread_mutex_unlock(&rt->build_lock);
-  kiln__runtime_tuning_changed(rt);
 }
 
 KILN_API kiln_status kiln_program_destroy(kiln_program *program)

@@ -43,4 +43,19 @@ cl_program kiln__program_cl(const kiln_program *program);
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
 
+/* Under rt's build lock, change(rt, arg), then drops the builtin programs
+ * built so far, which the next call rebuilds with the options of then:
+ * how the tuning replaces rt's parameters (kiln__runtime_set_tuning). */
+void kiln__programs_rebuild_with(kiln_runtime *rt,
+                                 void (*change)(kiln_runtime *rt, const void *arg),
+                                 const void *arg);
+
+/* Appends to out the options builtin program `program` (a cl/ file's name)
+ * is built with on rt's device. The tuning fills this hook (tuning.c: the
+ * -cl-std the device takes and the defines of rt's parameters the program
+ * reads), so compile/ never names the layer above it. Called with rt's
+ * build lock held. */
+typedef void (*kiln__options_fn)(kiln_runtime *rt, const char *program, kiln__str *out);
+extern const kiln__options_fn kiln__builtin_options_of;
+
 #endif /* KILN_COMPILE_PROGRAM_H */

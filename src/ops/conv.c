@@ -4,7 +4,6 @@
  */
 #include <string.h>
 
-#include "kiln_config.h"
 #include "base/abi.h"
 #include "base/error.h"
 #include "base/util.h"
@@ -195,13 +194,10 @@ static kiln_backend auto_choice(const kiln__conv *cv)
 /* The backend of id, or NULL for none (or one not built in). */
 static const kiln__conv_backend *backend_table(kiln_backend id)
 {
-#if HAVE_CLBLAST
-  if (id == KILN_BACKEND_CLBLAST)
-    return &kiln__conv_clblast;
-#endif
-  return id == KILN_BACKEND_DIRECT   ? &kiln__conv_direct
-         : id == KILN_BACKEND_IM2COL ? &kiln__conv_im2col
-                                     : NULL;
+  for (const kiln__conv_backend *const *be = kiln__conv_backends; *be; be++)
+    if ((*be)->id == id)
+      return *be;
+  return NULL;
 }
 
 /* The key of cv's per-shape choice: all that can change which backend is

@@ -4,7 +4,7 @@
  *
  * The weights and the bias stay on the device for the whole call. The
  * batch is cut into the largest runs of whole images whose input, output
- * and the backend's workspace (kiln__conv_workspace) fit what is left of
+ * and the backend's workspace (its `workspace`) fit what is left of
  * the memory budget and the largest allocation; when not even one image
  * does, each image's output rows are cut instead. A piece of output rows
  * p0 .. p0 + m reads the input rows from p0 * stride - pad_top on, through
@@ -29,7 +29,8 @@ typedef struct conv_job {
   kiln_runtime *rt;
   kiln__conv cv; /* the whole request; w and bias on the device */
   kiln_buffer *w, *bias;
-  kiln_backend backend; /* for every piece */
+  const kiln__conv_backend *be; /* for every piece */
+  kiln_backend backend;         /* be's id */
   const unsigned char *x;
   unsigned char *y;
   int rows;                 /* pieces are output rows of one image, else images */
@@ -102,11 +103,13 @@ static uint64_t workspace(const conv_job *c, size_t per)
   piece pc = piece_of(c, per, 0);
   kiln__conv cv = c->cv;
   cv.d = pc.d, cv.p = pc.p;
-  uint64_t ws = kiln__conv_workspace(c->rt, &cv, c->backend);
+  if (!c->be->workspace)
+    return 0;
+  uint64_t ws = c->be->workspace(c->rt, &cv);
   if (c->rows) {
     cv.d.h = reach(&c->cv.d, per);
     cv.d.pad_top = cv.d.pad_bottom = 0;
-    uint64_t inner = kiln__conv_workspace(c->rt, &cv, c->backend);
+    uint64_t inner = c->be->workspace(c->rt, &cv);
     ws = inner > ws ? inner : ws;
   }
   return ws;
@@ -253,6 +256,7 @@ KILN_API kiln_status kiln_conv2d_host(kiln_runtime *rt, const kiln_conv2d_desc *
   if (st == KILN_OK)
     st = kiln__conv_choose(rt, &c.cv, &be);
   if (st == KILN_OK) {
+    c.be = be;
     c.backend = be->id;
     kiln__host_room(rt, &c.room, &c.max_alloc);
     kiln__host_job j = {&c, 0, 1, fits, pieces, create, put, run, get, NULL, NULL, NULL};

@@ -39,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln_config.h"
 #include "base/error.h"
 #include "base/util.h"
 #include "compile/kernel_args.h"
@@ -181,19 +180,12 @@ static kiln_status check(kiln_runtime *rt, const kiln_fft_desc *desc,
 
 /* ---- backend choice ------------------------------------------------------ */
 
+/* The backend of id, or NULL for none (or one not built in). */
 static const kiln__fft_backend *backend_of(kiln_backend id)
 {
-  if (id == KILN_BACKEND_KILN)
-    return &kiln__fft_kiln;
-#if HAVE_CLFFT
-  if (id == KILN_BACKEND_CLFFT)
-    return &kiln__fft_clfft;
-#endif
-#if defined(HAVE_VKFFT) && HAVE_VKFFT
-  if (id == KILN_BACKEND_VKFFT)
-    return &kiln__fft_vkfft;
-#endif
-  (void)id;
+  for (const kiln__fft_backend *const *be = kiln__fft_backends; *be; be++)
+    if ((*be)->id == id)
+      return *be;
   return NULL;
 }
 
@@ -218,7 +210,7 @@ static const char *package_of(kiln_backend id)
  * `KILN_PROFILE=1 kiln run fft X.npy -o Y.npy --backend B`). */
 static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
 {
-  const kiln__fft_backend *kiln = &kiln__fft_kiln,
+  const kiln__fft_backend *kiln = backend_of(KILN_BACKEND_KILN),
                           *vkfft = backend_of(KILN_BACKEND_VKFFT);
   int cpu = !kiln__gpu_shape(rt);
   order[0] = cpu ? kiln : vkfft;

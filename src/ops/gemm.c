@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kiln_config.h"
 #include "base/abi.h"
 #include "base/error.h"
 #include "base/util.h"
@@ -43,16 +42,13 @@ KILN_API const char *kiln_backend_name(kiln_backend backend)
   return "invalid";
 }
 
-/* The backends built in, in kiln_backend order. */
+/* The backend of id, or NULL for none (or one not built in). */
 static const kiln__gemm_backend *backend_table(kiln_backend id)
 {
-  switch (id) {
-  case KILN_BACKEND_KILN: return &kiln__gemm_kiln;
-#if HAVE_CLBLAST
-  case KILN_BACKEND_CLBLAST: return &kiln__gemm_clblast;
-#endif
-  default: return NULL;
-  }
+  for (const kiln__gemm_backend *const *be = kiln__gemm_backends; *be; be++)
+    if ((*be)->id == id)
+      return *be;
+  return NULL;
 }
 
 /* One stored operand: its rows and columns as stored, and what it spans. */

@@ -184,6 +184,8 @@ kiln_status kiln__gemm_kiln_run_packed(kiln_runtime *rt, const kiln__gemm *g,
                                        kiln_buffer *ap, kiln_buffer *bp);
 extern const kiln__gemm_backend kiln__gemm_clblast; /* src/backends/clblast.c,
                                                         when HAVE_CLBLAST */
+/* The GEMM backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__gemm_backend *const kiln__gemm_backends[];
 
 /* ---- reduction backends (src/ops/reduce*.c, src/backends/) ------------- */
 
@@ -241,6 +243,8 @@ kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
 extern const kiln__reduce_backend kiln__reduce_kiln; /* src/backends/kiln/reduce_kiln.c */
 extern const kiln__reduce_backend kiln__reduce_clblast; /* src/backends/clblast_reduce.c,
                                                             when HAVE_CLBLAST */
+/* The reduction backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__reduce_backend *const kiln__reduce_backends[];
 
 /* ---- convolution backends (src/ops/conv*.c, src/backends/) ------------- */
 
@@ -259,6 +263,10 @@ typedef struct kiln__conv_backend {
   kiln_backend id;
   const char *(*cannot)(kiln_runtime *rt, const kiln__conv *c);
   kiln_status (*run)(kiln_runtime *rt, const kiln__conv *c);
+  /* The fewest bytes of the memory budget run() needs left, beyond x, the
+   * weights, the bias and y, to run c (NULL: none): what kiln_conv2d_host()
+   * keeps room for when it cuts the batch (conv_host.c). */
+  uint64_t (*workspace)(kiln_runtime *rt, const kiln__conv *c);
 } kiln__conv_backend;
 
 /* What kiln_conv2d() does before it enqueues anything: checks the request
@@ -289,13 +297,16 @@ kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
 
 /* The fewest bytes of the memory budget that backend id needs left, beyond
  * x, the weights, the bias and y, to run cv: kiln's im2col packs, at least
- * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel. */
+ * one panel of the im2col matrix (conv_kiln.c); 0 for the direct kernel.
+ * For the layers above the backends; ops/ asks the backend's workspace. */
 uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id);
 
 extern const kiln__conv_backend kiln__conv_direct;  /* src/backends/kiln/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_im2col;  /* src/backends/kiln/conv_kiln.c */
 extern const kiln__conv_backend kiln__conv_clblast; /* src/backends/clblast_conv.c,
                                                         when HAVE_CLBLAST */
+/* The convolution backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__conv_backend *const kiln__conv_backends[];
 
 /* ---- FFT backends (src/ops/fft.c, src/backends/) ----------------------- */
 
@@ -329,6 +340,8 @@ extern const kiln__fft_backend kiln__fft_kiln; /* src/backends/kiln/fft_kiln.c *
 extern const kiln__fft_backend
   kiln__fft_clfft; /* src/backends/clfft/clfft.c, HAVE_CLFFT */
 extern const kiln__fft_backend kiln__fft_vkfft; /* src/backends/vkfft.c, HAVE_VKFFT */
+/* The FFT backends built in, NULL-terminated (src/backends/table.c). */
+extern const kiln__fft_backend *const kiln__fft_backends[];
 
 /* What kiln_fft() does before it plans anything: checks the request against
  * the buffers and the device record, fills f, and puts the backends that

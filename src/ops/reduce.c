@@ -6,7 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "kiln_config.h"
 #include "base/abi.h"
 #include "base/error.h"
 #include "base/util.h"
@@ -156,11 +155,10 @@ kiln_status kiln__reduce_empty(kiln_runtime *rt, const kiln__reduce *r, kiln_buf
 /* The backend of id, or NULL for none (or one not built in). */
 static const kiln__reduce_backend *backend_table(kiln_backend id)
 {
-#if HAVE_CLBLAST
-  if (id == KILN_BACKEND_CLBLAST)
-    return &kiln__reduce_clblast;
-#endif
-  return id == KILN_BACKEND_KILN ? &kiln__reduce_kiln : NULL;
+  for (const kiln__reduce_backend *const *be = kiln__reduce_backends; *be; be++)
+    if ((*be)->id == id)
+      return *be;
+  return NULL;
 }
 
 /* The key of r's per-shape choice: all that can change which backend is

@@ -2,8 +2,9 @@
  * record_clblast.c — the tuning record's "clblast" section: CLBlast's
  * parameters for its kernels as CLBlast's own tuners found them on the
  * device (`kiln tune --clblast` runs them), checked like every other field
- * of a record and handed to CLBlast when a runtime is created
- * (backends/clblast/clblast_tune.c):
+ * of a record and handed to CLBlast when a runtime is created, through
+ * the hook its backend fills (kiln__clblast_section_apply: backends/table.c
+ * points it at backends/clblast/clblast_tune.c):
  *
  *   "clblast": [{"kernel": "Xgemm", "precision": "f32",
  *                "parameters": {"GEMMK": 0, "KWG": 32, ...}}, ...]
@@ -113,6 +114,17 @@ int kiln__clblast_check(const kiln__clblast_params *p, const char *path, kiln__s
   return 0;
 }
 
+/* p handed to CLBlast through the hook its backend fills; without CLBlast
+ * KILN_ERR_UNSUPPORTED, with why. */
+static kiln_status apply_set(kiln_runtime *rt, const kiln__clblast_params *p,
+                             kiln__str *why)
+{
+  if (kiln__clblast_section_apply)
+    return kiln__clblast_section_apply(rt, p, why);
+  kiln__str_appendf(why, "kiln was built without CLBlast (Debian: libclblast-dev)");
+  return KILN_ERR_UNSUPPORTED;
+}
+
 void kiln__clblast_apply_record(kiln_runtime *rt)
 {
   kiln__tuning_state *s = rt->tuning;
@@ -120,7 +132,7 @@ void kiln__clblast_apply_record(kiln_runtime *rt)
   for (size_t i = 0; i < s->nclblast; i++) {
     const kiln__clblast_params *p = &s->clblast[i];
     kiln__str why = {0};
-    if (kiln__clblast_override(rt, p, &why) == KILN_OK)
+    if (apply_set(rt, p, &why) == KILN_OK)
       s->clblast_applied++;
     else
       kiln__str_appendf(&rt->devices.notes,
@@ -131,16 +143,6 @@ void kiln__clblast_apply_record(kiln_runtime *rt)
     kiln__str_free(&why);
   }
 }
-
-#if !HAVE_CLBLAST
-kiln_status kiln__clblast_override(kiln_runtime *rt, const kiln__clblast_params *p,
-                                   kiln__str *why)
-{
-  (void)rt, (void)p;
-  kiln__str_appendf(why, "kiln was built without CLBlast (Debian: libclblast-dev)");
-  return KILN_ERR_UNSUPPORTED;
-}
-#endif
 
 #if HAVE_JSON_C
 
@@ -354,7 +356,7 @@ KILN_API kiln_status kiln_tuning_set_clblast(kiln_runtime *rt, const char *kerne
   if (params_from(p, kernel, dtype, n, names, values, &why) != 0)
     st = kiln__fail(rt, KILN_ERR_INVALID_ARGUMENT, "%s: %s; nothing changed", fn,
                     kiln__str_get(&why));
-  else if ((st = kiln__clblast_override(rt, p, &why)) != KILN_OK)
+  else if ((st = apply_set(rt, p, &why)) != KILN_OK)
     st = kiln__fail(
       rt, st, "%s: CLBlast refuses the parameters for %s %s: %s; nothing changed", fn,
       p->kernel, kiln__clblast_precision_tag(p->dtype), kiln__str_get(&why));

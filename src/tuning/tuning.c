@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "compile/program.h"
 #include "core/runtime.h"
 #include "device/rank.h"
 #include "tuning/tuning.h"
@@ -320,4 +321,23 @@ void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,
     kiln__str_appendf(out, " -DKILN_REDUCE_LANES=%u",
                       kiln__vector_lanes_float(dev) >= 16 ? 16 : 8);
   kiln__tuning_defines(t, program, out);
+}
+
+/* compile/'s hook: rt's parameters, read under its build lock. */
+static void options_of(kiln_runtime *rt, const char *program, kiln__str *out)
+{
+  kiln__builtin_options(&kiln__runtime_device(rt)->info, &rt->tuning->t, program, out);
+}
+
+const kiln__options_fn kiln__builtin_options_of = options_of;
+
+static void set_params(kiln_runtime *rt, const void *t)
+{
+  rt->tuning->t = *(const kiln__tuning *)t;
+}
+
+void kiln__runtime_set_tuning(kiln_runtime *rt, const kiln__tuning *t)
+{
+  kiln__programs_rebuild_with(rt, set_params, t);
+  kiln__runtime_tuning_changed(rt);
 }

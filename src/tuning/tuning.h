@@ -204,13 +204,17 @@ int kiln__clblast_check(const kiln__clblast_params *p, const char *path, kiln__s
 /* "f16", "f32" or "f64" for dtype; NULL for another. */
 const char *kiln__clblast_precision_tag(kiln_dtype dtype);
 
-/* Hands p to CLBlast for rt's device (CLBlastOverrideParameters()): its
+/* How the record's "clblast" section reaches CLBlast: the backend that
+ * owns the section fills this hook (src/backends/table.c), so tuning never
+ * names the backend; NULL when kiln was built without CLBlast. The hook
+ * hands p to CLBlast for rt's device (CLBlastOverrideParameters(): its
  * later calls of p->kernel at that precision, in the whole process, build
- * with them. KILN_OK, or the status CLBlast's refusal maps to with its name
- * and meaning appended to why; KILN_ERR_UNSUPPORTED without CLBlast.
- * (backends/clblast/clblast_tune.c, or record_clblast.c without CLBlast.) */
-kiln_status kiln__clblast_override(kiln_runtime *rt, const kiln__clblast_params *p,
-                                   kiln__str *why);
+ * with them): KILN_OK, or the status CLBlast's refusal maps to with its
+ * name and meaning appended to why. */
+typedef kiln_status (*kiln__clblast_apply_fn)(kiln_runtime *rt,
+                                              const kiln__clblast_params *p,
+                                              kiln__str *why);
+extern const kiln__clblast_apply_fn kiln__clblast_section_apply;
 
 /* The sets p[0..n) as the record's "clblast" array (json-c's; the caller
  * owns it). Only with json-c. */

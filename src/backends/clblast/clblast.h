@@ -49,4 +49,11 @@ uint16_t kiln__half_from_double(double d);
  * of them is destroyed. */
 void kiln__clblast_use(kiln_runtime *rt);
 
+/* The tuning record's "clblast" section's hook (kiln__clblast_section_apply,
+ * tuning/tuning.h, which says what it does), filled by backends/table.c
+ * (clblast_tune.c). */
+struct kiln__clblast_params;
+kiln_status kiln__clblast_override(kiln_runtime *rt, const struct kiln__clblast_params *p,
+                                   kiln__str *why);
+
 #endif /* KILN_BACKENDS_CLBLAST_H */

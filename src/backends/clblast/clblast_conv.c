@@ -216,4 +216,13 @@ static kiln_status run(kiln_runtime *rt, const kiln__conv *cv)
 
 #undef CLBLAST_CONVGEMM
 
-const kiln__conv_backend kiln__conv_clblast = {KILN_BACKEND_CLBLAST, cannot, run};
+/* CLBlast allocates its col matrix itself, outside kiln's pool; the room
+ * kiln's im2col would take stands in for it when kiln_conv2d_host() cuts
+ * the batch, as it always has. */
+static uint64_t workspace(kiln_runtime *rt, const kiln__conv *cv)
+{
+  return kiln__conv_workspace(rt, cv, KILN_BACKEND_CLBLAST);
+}
+
+const kiln__conv_backend kiln__conv_clblast = {KILN_BACKEND_CLBLAST, cannot, run,
+                                               workspace};

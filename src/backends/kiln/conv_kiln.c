@@ -284,10 +284,8 @@ static kiln_status product(kiln_runtime *rt, const kiln__conv *cv, size_t gi)
   return kiln__gemm_kiln_run_packed(rt, &g, NULL, NULL);
 }
 
-uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id)
+static uint64_t im2col_workspace(kiln_runtime *rt, const kiln__conv *cv)
 {
-  if (id == KILN_BACKEND_DIRECT)
-    return 0;
   kiln__gemm_packing pk;
   if (is_product(cv)) { /* both operands packed, the whole batch */
     kiln__gemm g = product_request(cv, 0);
@@ -336,6 +334,12 @@ static kiln_status im2col_gemm(kiln_runtime *rt, const kiln__conv *cv)
   return st;
 }
 
-const kiln__conv_backend kiln__conv_direct = {KILN_BACKEND_DIRECT, can_direct, direct};
+uint64_t kiln__conv_workspace(kiln_runtime *rt, const kiln__conv *cv, kiln_backend id)
+{
+  return id == KILN_BACKEND_DIRECT ? 0 : im2col_workspace(rt, cv);
+}
+
+const kiln__conv_backend kiln__conv_direct = {KILN_BACKEND_DIRECT, can_direct, direct,
+                                              NULL};
 const kiln__conv_backend kiln__conv_im2col = {KILN_BACKEND_IM2COL, can_im2col,
-                                              im2col_gemm};
+                                              im2col_gemm, im2col_workspace};
