@@ -22,8 +22,10 @@ static kiln_conv2d_desc layer(int which)
   static const struct {
     size_t n, c, hw, k, rs, stride, groups;
     int nhwc;
-  } l[] = {{8, 64, 56, 64, 3, 1, 1, 0},   {8, 256, 56, 64, 1, 1, 1, 0},
-           {8, 3, 224, 64, 7, 2, 1, 0},   {8, 128, 56, 128, 3, 1, 128, 0},
+  } l[] = {{8, 64, 56, 64, 3, 1, 1, 0},
+           {8, 256, 56, 64, 1, 1, 1, 0},
+           {8, 3, 224, 64, 7, 2, 1, 0},
+           {8, 128, 56, 128, 3, 1, 128, 0},
            {256, 784, 1, 512, 1, 1, 1, 1}};
   kiln_conv2d_desc d;
   kiln_conv2d_desc_init(&d, KILN_F32, l[which].n, l[which].c, l[which].hw, l[which].hw,

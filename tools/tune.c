@@ -253,7 +253,8 @@ static int run_tune(int argc, char **argv)
   if (a.tuners && j.action != CLBLAST)
     return kiln_cli_usage_error(c, "--tuners", "--tuners goes with --clblast");
   if (a.times && j.action != CLBLAST)
-    return kiln_cli_usage_error(c, "--rematch-times", "--rematch-times goes with --clblast");
+    return kiln_cli_usage_error(c, "--rematch-times",
+                                "--rematch-times goes with --clblast");
   if (search && j.action != TUNE)
     return kiln_cli_usage_error(
       c, kiln_cli_given(c, given, "--only") ? "--only" : "--budget",

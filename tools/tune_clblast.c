@@ -70,9 +70,9 @@ extern char **environ;
 
 /* One of CLBlast's tuners and how kiln runs it. */
 typedef struct tuner {
-  const char *program; /* the executable's name */
-  const char *kernel;  /* CLBlast's database name for what it tunes */
-  int exact;           /* its results name the kernel exactly, else with a
+  const char *program;  /* the executable's name */
+  const char *kernel;   /* CLBlast's database name for what it tunes */
+  int exact;            /* its results name the kernel exactly, else with a
                           suffix (XgemmDirectTN) */
   unsigned cpu_size;    /* m = n = k on a CPU (any device but a GPU) */
   unsigned gpu_size[2]; /* on a GPU, those of them that fit */
@@ -388,9 +388,24 @@ static int run_at(const tuner *t, const char *path, size_t p, unsigned size_n,
   snprintf(dev, sizeof dev, "%u", d->device_index);
   snprintf(size, sizeof size, "%u", size_n);
   snprintf(fraction, sizeof fraction, "%u", t->fraction);
-  char *argv[] = {(char *)t->program, "-platform", plat, "-device", dev, "-precision",
-                  (char *)precisions[p].bits, "-m", size, "-n", size, "-k", size,
-                  "-fraction", fraction, "-runs", "2", NULL};
+  char *argv[] = {(char *)t->program,
+                  "-platform",
+                  plat,
+                  "-device",
+                  dev,
+                  "-precision",
+                  (char *)precisions[p].bits,
+                  "-m",
+                  size,
+                  "-n",
+                  size,
+                  "-k",
+                  size,
+                  "-fraction",
+                  fraction,
+                  "-runs",
+                  "2",
+                  NULL};
   fprintf(stderr,
           "kiln tune --clblast: %s: %s -platform %s -device %s -precision %s "
           "-m %s -n %s -k %s -fraction %s -runs 2\n",
@@ -423,7 +438,8 @@ static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p
   int rc = 0, status = 0;
   for (size_t s = 0; s < nsizes && rc == 0 && !*stop; s++) {
     snprintf(sub, sizeof sub, "%s/tune-%u", dir, sizes[s]);
-    if (mkdir(sub, 0700) != 0 || (status = run_at(t, path, p, sizes[s], d, sub, label)) == -2) {
+    if (mkdir(sub, 0700) != 0 ||
+        (status = run_at(t, path, p, sizes[s], d, sub, label)) == -2) {
       remove_tree(dir);
       return 1;
     }
@@ -459,8 +475,8 @@ static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p
     snprintf(args[i], sizeof args[i], "%s=%zu", c->names[i], c->values[i]);
     params[i] = args[i];
   }
-  kiln_cli_clblast_job job = {d,       t->kernel, precisions[p].tag, label,
-                              precisions[p].dtype, c->n, params, times};
+  kiln_cli_clblast_job job = {
+    d, t->kernel, precisions[p].tag, label, precisions[p].dtype, c->n, params, times};
   int win = kiln_cli_clblast_rematch(&job, dir, summary, sizeof summary);
   if (win < 0) {
     fprintf(stderr, "kiln tune --clblast: %s: %s\n", label, summary);

@@ -149,8 +149,9 @@ static int check_shape(kiln_runtime *rt, kiln_dtype dtype, size_t s, char *why,
 static void verdict(const char *dir, const char *prefix, const char *why)
 {
   char path[4096];
-  FILE *f =
-    snprintf(path, sizeof path, "%s/verdict", dir) < (int)sizeof path ? fopen(path, "w") : NULL;
+  FILE *f = snprintf(path, sizeof path, "%s/verdict", dir) < (int)sizeof path
+              ? fopen(path, "w")
+              : NULL;
   if (!f)
     return;
   if (why)
@@ -273,10 +274,11 @@ int kiln_cli_clblast_check(int argc, char **argv)
   const size_t indirect[] = {strcmp(argv[2], "Xgemm") == 0 ? 1 : 4096};
   kiln_dtype dtype = precs[pi].dtype;
   char why[512] = "";
-  int rc = kiln_runtime_create(&o, &rt) != KILN_OK ||
-           (n && kiln_tuning_set_clblast(rt, argv[2], dtype, n, names, values) != KILN_OK) ||
-           (!timing &&
-            kiln_tuning_set_clblast(rt, "GemmRoutine", dtype, 1, routine, indirect) != KILN_OK);
+  int rc =
+    kiln_runtime_create(&o, &rt) != KILN_OK ||
+    (n && kiln_tuning_set_clblast(rt, argv[2], dtype, n, names, values) != KILN_OK) ||
+    (!timing &&
+     kiln_tuning_set_clblast(rt, "GemmRoutine", dtype, 1, routine, indirect) != KILN_OK);
   if (rc)
     snprintf(why, sizeof why, "%s", kiln_last_error(rt));
   if (timing) {

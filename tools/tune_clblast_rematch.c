@@ -125,8 +125,9 @@ static int time_round(const kiln_cli_clblast_job *j, int tuned, const size_t *si
   snprintf(sel, sizeof sel, "%u:%u", j->dev->platform_index, j->dev->device_index);
   snprintf(scratch, sizeof scratch, "%s/time-%u", dir, seq++);
   snprintf(log, sizeof log, "%s/time.log", dir);
-  char *argv[48] = {"kiln", "tune", "--clblast-check", sel, scratch, (char *)j->kernel,
-                    (char *)j->tag, list};
+  char *argv[48] = {
+    "kiln",         "tune", "--clblast-check", sel, scratch, (char *)j->kernel,
+    (char *)j->tag, list};
   size_t argc = 8;
   for (size_t i = 0; tuned && i < j->nparams && argc < 47; i++)
     argv[argc++] = j->params[i];
@@ -179,8 +180,9 @@ int kiln_cli_clblast_rematch(const kiln_cli_clblast_job *j, const char *dir,
     snprintf(summary, size, "no size to rematch at");
     return -1;
   }
-  fprintf(stderr, "  %s: rematch against CLBlast's own parameters, %d rounds each:",
-          j->label, ROUNDS);
+  fprintf(stderr,
+          "  %s: rematch against CLBlast's own parameters, %d rounds each:", j->label,
+          ROUNDS);
   for (size_t i = 0; i < n; i++)
     fprintf(stderr, " %zu^3", sizes[i]);
   fprintf(stderr, "\n");
@@ -203,7 +205,8 @@ int kiln_cli_clblast_rematch(const kiln_cli_clblast_job *j, const char *dir,
     faster += b < a / MARGIN;
     if (b > a * MARGIN && (!slower++ || ratio < worst_ratio))
       worst = i, worst_ratio = ratio;
-    fprintf(stderr, "  %s: %zu^3: %.3f ms tuned, %.3f ms with CLBlast's own (%.2fx): %s\n",
+    fprintf(stderr,
+            "  %s: %zu^3: %.3f ms tuned, %.3f ms with CLBlast's own (%.2fx): %s\n",
             j->label, sizes[i], b, a, ratio, verdict);
     given[i][0] = a, given[i][1] = b; /* the medians, for the summary */
   }
@@ -215,7 +218,7 @@ int kiln_cli_clblast_rematch(const kiln_cli_clblast_job *j, const char *dir,
   else if (!faster)
     snprintf(summary, size, "no faster than CLBlast's own at any of %zu sizes", n);
   else
-    snprintf(summary, size, "faster than CLBlast's own at %zu of %zu sizes, slower at none",
-             faster, n);
+    snprintf(summary, size,
+             "faster than CLBlast's own at %zu of %zu sizes, slower at none", faster, n);
   return slower == 0 && faster > 0;
 }

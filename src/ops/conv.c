@@ -209,7 +209,8 @@ static const kiln__conv_backend *backend_table(kiln_backend id);
 static kiln_backend auto_choice(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln__conv_backend *clblast = backend_table(KILN_BACKEND_CLBLAST);
-  return kiln__conv_rule(&cv->d, kiln__gpu_shape(rt), clblast && !clblast->cannot(rt, cv));
+  return kiln__conv_rule(&cv->d, kiln__gpu_shape(rt),
+                         clblast && !clblast->cannot(rt, cv));
 }
 
 /* The backend of id, or NULL for none (or one not built in). */
