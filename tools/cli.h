@@ -22,15 +22,46 @@ extern const cli_command kiln_info_command, kiln_cache_command, kiln_kernels_com
 
 /* `kiln tune --clblast [--tuners DIR]` for rt's device (tune_clblast.c):
  * runs CLBlast's GEMM tuners from DIR (NULL: PATH) and keeps their best
- * parameters in the record; stops between tuners once *stop is set. Returns
- * the exit status. */
-int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
+ * parameters in the record where they beat CLBlast's own in a rematch;
+ * times (--rematch-times, the tests' seam; NULL: time them) as
+ * kiln_cli_clblast_rematch() takes it; stops between tuners once *stop is
+ * set. Returns the exit status. */
+int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir, const char *times,
                           const volatile sig_atomic_t *stop);
 
-/* `kiln tune --clblast-check DEVICE DIR KERNEL PREC NAME=VALUE...`
- * (tune_clblast_check.c; argv after --clblast-check): the process that
- * checks a tuner's candidate in CLBlast's GEMM. Exit status 0 when right. */
+/* `kiln tune --clblast-check DEVICE DIR KERNEL PREC [time=N,...]
+ * NAME=VALUE...` (tune_clblast_check.c; argv after --clblast-check): the
+ * process that checks a tuner's candidate in CLBlast's GEMM, or times it.
+ * Exit status 0 when right. */
 int kiln_cli_clblast_check(int argc, char **argv);
+
+/* One candidate of `kiln tune --clblast` for its rematch. */
+typedef struct kiln_cli_clblast_job {
+  const kiln_device_info *dev;
+  const char *kernel, *tag, *label; /* "Xgemm", "f32", "Xgemm f32" */
+  kiln_dtype dtype;
+  size_t nparams;
+  char **params;          /* "NAME=VALUE" */
+  const char *times_file; /* --rematch-times, or NULL */
+} kiln_cli_clblast_job;
+
+/* The rematch (tune_clblast_rematch.c): CLBlast's GEMM with j's parameters
+ * against its own at the device's bench sizes, scratch in dir, each size's
+ * verdict on stderr and the outcome in one line into summary. 1: keep it,
+ * 0: refuse it, -1: the rematch failed. */
+int kiln_cli_clblast_rematch(const kiln_cli_clblast_job *j, const char *dir,
+                             char *summary, size_t size);
+
+/* The sizes (at most 16) and given times (ms, 0 for "time it") of a
+ * --rematch-times file: how many, or 0 after saying why. */
+size_t kiln_cli_clblast_read_times(const char *file, size_t *sizes, double given[][2]);
+
+/* Whether three n x n matrices of elem bytes fit d (tune_clblast_rematch.c). */
+int kiln_cli_clblast_fits(const kiln_device_info *d, size_t n, size_t elem);
+
+/* Runs this program with argv, stdout and stderr appended to log, and
+ * waits: 0 when it exited 0, else -1 (tune_clblast_rematch.c). */
+int kiln_cli_spawn_self(char *const argv[], const char *log);
 
 /* One line on whether the runtime's device is tuned (tune.c): its record,
  * or why none applies. */

@@ -54,7 +54,8 @@ static int progress(const kiln_tune_step *s, void *user)
 
 typedef struct job {
   enum { TUNE, SHOW, CLEAR, EXPORT, IMPORT, CLBLAST } action;
-  const char *file; /* --export, --import; --tuners DIR for CLBLAST */
+  const char *file;  /* --export, --import; --tuners DIR for CLBLAST */
+  const char *times; /* --rematch-times FILE for CLBLAST */
   kiln_tune_options opts;
 } job;
 
@@ -82,7 +83,7 @@ static int one_device(const job *j, const char *sel)
       fprintf(stderr, "kiln tune: stopped; what was measured is kept\n");
     break;
   case CLBLAST: {
-    int rc = kiln_cli_tune_clblast(rt, j->file, &interrupted);
+    int rc = kiln_cli_tune_clblast(rt, j->file, j->times, &interrupted);
     if (interrupted)
       fprintf(stderr, "kiln tune: stopped; what was measured is kept\n");
     kiln_cli_runtime_destroy(rt);
@@ -123,7 +124,7 @@ static int one_device(const job *j, const char *sel)
 }
 
 typedef struct tune_args {
-  const char *device, *export_file, *import_file, *tuners;
+  const char *device, *export_file, *import_file, *tuners, *times;
   int all, show, clear, clblast, check; /* check: argv's index after --clblast-check */
   unsigned only;
   double budget;
@@ -176,18 +177,27 @@ static const cli_option tune_rows[] = {
    CLI_FLAG_AT(tune_args, clblast),
    .help = "run CLBlast's GEMM tuners (clblast-utils) for the device, a cut-down "
            "search of minutes, check their fastest results in CLBlast's GEMM at "
-           "other sizes, and keep the fastest right one in the record: every later "
-           "runtime hands it to CLBlast"},
+           "other sizes, rematch the fastest right one against CLBlast's own "
+           "parameters at the device's bench sizes, and keep it in the record where "
+           "it is faster and nowhere slower: every later runtime hands it to CLBlast"},
   {.name = "--tuners",
    CLI_TEXT_AT(tune_args, tuners),
    .value = "DIR",
    .help = "with --clblast: the folder of CLBlast's tuners",
    .def_text = "PATH"},
+  {.name = "--rematch-times",
+   CLI_TEXT_AT(tune_args, times),
+   .value = "FILE",
+   .help = "with --clblast, for tests: the rematch's sizes from FILE, one a line, each "
+           "alone (timed) or with CLBlast's own and the tuned time in ms (taken as "
+           "measured)",
+   .def_text = "the device's bench sizes, timed"},
   {.name = "--clblast-check",
    CLI_REST_AT(tune_args, check),
-   .value = "DEVICE DIR KERNEL PREC NAME=VALUE...",
+   .value = "DEVICE DIR KERNEL PREC [time=N,...] NAME=VALUE...",
    .help = "internal: the process that --clblast starts to check one candidate in "
-           "CLBlast's GEMM; exits 0 when its products are right"},
+           "CLBlast's GEMM (or time it, with time=); exits 0 when its products are "
+           "right"},
 };
 
 static int run_tune(int argc, char **argv);
@@ -242,13 +252,16 @@ static int run_tune(int argc, char **argv)
                                 "alone, and --all neither with --device nor with a file");
   if (a.tuners && j.action != CLBLAST)
     return kiln_cli_usage_error(c, "--tuners", "--tuners goes with --clblast");
+  if (a.times && j.action != CLBLAST)
+    return kiln_cli_usage_error(c, "--rematch-times",
+                                "--rematch-times goes with --clblast");
   if (search && j.action != TUNE)
     return kiln_cli_usage_error(
       c, kiln_cli_given(c, given, "--only") ? "--only" : "--budget",
       "--only and --budget are for the search of kiln's own "
       "kernels, alone");
   if (j.action == CLBLAST)
-    j.file = a.tuners;
+    j.file = a.tuners, j.times = a.times;
   struct sigaction sa = {0};
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process */

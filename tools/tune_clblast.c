@@ -2,10 +2,11 @@
  * tune_clblast.c — `kiln tune --clblast`: runs CLBlast's own GEMM tuners
  * (Debian's clblast-utils) for the picked device, reads the JSON files they
  * write, checks their fastest results in CLBlast's GEMM at other shapes
- * (tune_clblast_check.c says why), and hands the fastest right one of each
- * kernel and precision to libkiln (kiln_tuning_set_clblast()), which keeps
- * it in the device's tuning record and gives it to CLBlast in every later
- * runtime.
+ * (tune_clblast_check.c says why), rematches the fastest right one of each
+ * kernel and precision against CLBlast's own parameters at the device's
+ * bench sizes (tune_clblast_rematch.c), and hands it, where it wins there,
+ * to libkiln (kiln_tuning_set_clblast()), which keeps it in the device's
+ * tuning record and gives it to CLBlast in every later runtime.
  *
  * The tuners are programs of their own: each is started with posix_spawn()
  * in a fresh temporary folder (they write their JSON into the current
@@ -33,6 +34,10 @@
  * for every one); F = 300 times about 28 of them at 256. The whole run,
  * f32 and f64, took 2 minutes here with PoCL's kernel cache warm, checks
  * included, and 8.5 for the tuners alone with it cold on a busy machine.
+ *
+ * The tuning size follows the device: a GPU's xgemm tuner runs at 1024 and
+ * at 4096 where memory allows (tiles that win at 512 lose at 8192 there),
+ * and the candidates of both runs are ranked by GFLOP/s; a CPU's at 512.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np() */
 #define KILN_EXPERIMENTAL
@@ -65,17 +70,19 @@ extern char **environ;
 
 /* One of CLBlast's tuners and how kiln runs it. */
 typedef struct tuner {
-  const char *program; /* the executable's name */
-  const char *kernel;  /* CLBlast's database name for what it tunes */
-  int exact;           /* its results name the kernel exactly, else with a
+  const char *program;  /* the executable's name */
+  const char *kernel;   /* CLBlast's database name for what it tunes */
+  int exact;            /* its results name the kernel exactly, else with a
                           suffix (XgemmDirectTN) */
-  unsigned size;       /* m = n = k */
-  unsigned fraction;   /* -fraction: 1/F of each phase's configurations */
+  unsigned cpu_size;    /* m = n = k on a CPU (any device but a GPU) */
+  unsigned gpu_size[2]; /* on a GPU, those of them that fit */
+  unsigned fraction;    /* -fraction: 1/F of each phase's configurations */
 } tuner;
 
+/* The direct kernel is CLBlast's for small products on every device. */
 static const tuner tuners[] = {
-  {"clblast_tuner_xgemm", "Xgemm", 1, 512, 1500},
-  {"clblast_tuner_xgemm_direct", "XgemmDirect", 0, 256, 300},
+  {"clblast_tuner_xgemm", "Xgemm", 1, 512, {1024, 4096}, 1500},
+  {"clblast_tuner_xgemm_direct", "XgemmDirect", 0, 256, {256, 0}, 300},
 };
 enum { NTUNERS = sizeof tuners / sizeof tuners[0] };
 
@@ -89,6 +96,7 @@ static const struct {
 /* One of a tuner's results. */
 typedef struct cand {
   double ms;
+  unsigned size; /* the m = n = k it was timed at */
   size_t n;
   char names[32][48];
   size_t values[32];
@@ -210,10 +218,17 @@ static const char *str_at(json_object *o, const char *k)
            : NULL;
 }
 
-/* Keeps result r (one of a JSON file's "results") in b when it is of t's
- * kernel and among the fastest; 0, or -1 with why for one that does not
- * read (parameters not whole numbers, too many). */
-static int take_result(json_object *r, const tuner *t, best *b, char *why, size_t size)
+/* Milliseconds per GFLOP: how candidates timed at different sizes rank. */
+static double rank(const cand *c)
+{
+  return c->ms / ((double)c->size * c->size * c->size * 2e-9);
+}
+
+/* Keeps result r (one of a JSON file's "results", timed at tsize^3) in b
+ * when it is of t's kernel and among the fastest; 0, or -1 with why for one
+ * that does not read (parameters not whole numbers, too many). */
+static int take_result(json_object *r, const tuner *t, unsigned tsize, best *b, char *why,
+                       size_t size)
 {
   json_object *tm, *ps;
   const char *kernel = str_at(r, "kernel");
@@ -227,7 +242,7 @@ static int take_result(json_object *r, const tuner *t, best *b, char *why, size_
       !json_object_is_type(ps, json_type_object))
     return snprintf(why, size, "a result without a time or parameters"), -1;
   b->configs++;
-  cand next = {.ms = json_object_get_double(tm)};
+  cand next = {.ms = json_object_get_double(tm), .size = tsize};
   json_object_object_foreach(ps, name, val)
   {
     if (strcmp(name, "PRECISION") == 0)
@@ -239,7 +254,7 @@ static int take_result(json_object *r, const tuner *t, best *b, char *why, size_
     next.values[next.n++] = (size_t)v;
   }
   size_t i = b->n < CANDIDATES ? b->n++ : CANDIDATES;
-  for (; i > 0 && b->c[i - 1].ms > next.ms; i--)
+  for (; i > 0 && rank(&b->c[i - 1]) > rank(&next); i--)
     if (i < CANDIDATES)
       b->c[i] = b->c[i - 1];
   if (i < CANDIDATES)
@@ -249,8 +264,9 @@ static int take_result(json_object *r, const tuner *t, best *b, char *why, size_
 
 /* Reads every JSON file the tuner wrote into dir, for device d and
  * precision bits, keeping t's fastest result in b: 0, or -1 with why. */
-static int read_results(const char *dir, const tuner *t, const kiln_device_info *d,
-                        const char *bits, best *b, char *why, size_t size)
+static int read_results(const char *dir, const tuner *t, unsigned tsize,
+                        const kiln_device_info *d, const char *bits, best *b, char *why,
+                        size_t size)
 {
   DIR *dh = opendir(dir);
   struct dirent *e;
@@ -277,7 +293,7 @@ static int read_results(const char *dir, const tuner *t, const kiln_device_info 
       rc = -1;
     } else if (strcmp(str_at(o, "precision"), bits) == 0) {
       for (size_t i = 0; rc == 0 && i < json_object_array_length(rs); i++)
-        rc = take_result(json_object_array_get_idx(rs, i), t, b, why, size);
+        rc = take_result(json_object_array_get_idx(rs, i), t, tsize, b, why, size);
     }
     if (o)
       json_object_put(o);
@@ -334,49 +350,43 @@ static int check(const kiln_device_info *d, const char *kernel, const char *tag,
           i ? "next fastest" : "fastest", c->ms);
   /* The driver's and CLBlast's messages into the log; the verdict, one
    * line, comes back in scratch/verdict. */
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int err = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) {
-    fprintf(stderr, "cannot start /proc/self/exe: %s\n", strerror(err));
-    return -1;
-  }
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
+  int rc = kiln_cli_spawn_self(argv, log);
   char verdict[4096];
   char *line = join(verdict, sizeof verdict, scratch, "verdict") == 0
                  ? kiln_cli_read_file(verdict)
                  : NULL;
   fprintf(stderr, "%s", line && *line ? line : "no verdict (see check.log)\n");
   free(line);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+  return rc;
 }
 
-/* Runs tuner t at precision p on rt's device, and keeps the fastest of its
- * results that CLBlast's GEMM gets right at every shape check() tries (of
- * the CANDIDATES fastest): 0, or 1 after saying what went wrong. */
-static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p,
-                    const volatile sig_atomic_t *stop)
+/* The sizes tuner t runs at on device d for elements of elem bytes (the
+ * head of this file says why), into out: how many. */
+static size_t tuning_sizes(const tuner *t, const kiln_device_info *d, size_t elem,
+                           unsigned *out)
 {
-  const kiln_device_info *d = kiln_runtime_device(rt);
-  const char *tmp = getenv("TMPDIR");
-  char dir[4096], label[64], why[512] = "";
-  snprintf(dir, sizeof dir, "%s/kiln-clblast-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  snprintf(label, sizeof label, "%s %s", t->kernel, precisions[p].tag);
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "kiln tune --clblast: cannot make a folder %s: %s\n", dir,
-            strerror(errno));
-    return 1;
+  size_t n = 0;
+  if (!(d->type & KILN_DEVICE_GPU)) {
+    out[n++] = t->cpu_size;
+    return n;
   }
+  for (size_t i = 0; i < 2; i++)
+    if (t->gpu_size[i] && kiln_cli_clblast_fits(d, t->gpu_size[i], elem))
+      out[n++] = t->gpu_size[i];
+  if (n == 0)
+    out[n++] = t->cpu_size;
+  return n;
+}
+
+/* Runs tuner t (at path) at precision p and size^3 on d in folder dir: the
+ * tuner's exit status, as run_tuner(). */
+static int run_at(const tuner *t, const char *path, size_t p, unsigned size_n,
+                  const kiln_device_info *d, const char *dir, const char *label)
+{
   char plat[16], dev[16], size[16], fraction[16];
   snprintf(plat, sizeof plat, "%u", d->platform_index);
   snprintf(dev, sizeof dev, "%u", d->device_index);
-  snprintf(size, sizeof size, "%u", t->size);
+  snprintf(size, sizeof size, "%u", size_n);
   snprintf(fraction, sizeof fraction, "%u", t->fraction);
   char *argv[] = {(char *)t->program,
                   "-platform",
@@ -400,21 +410,48 @@ static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p
           "kiln tune --clblast: %s: %s -platform %s -device %s -precision %s "
           "-m %s -n %s -k %s -fraction %s -runs 2\n",
           label, path, plat, dev, precisions[p].bits, size, size, size, fraction);
-  double t0 = now();
-  int status = run_tuner(path, argv, dir, label);
-  if (status == -2) {
-    remove_tree(dir);
+  return run_tuner(path, argv, dir, label);
+}
+
+/* Runs tuner t at precision p on rt's device at its tuning sizes, checks
+ * its fastest results in CLBlast's GEMM (of the CANDIDATES fastest), and
+ * keeps the fastest right one when it beats CLBlast's own parameters in
+ * the rematch (times: --rematch-times): 0, or 1 after saying what went
+ * wrong. */
+static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p,
+                    const char *times, const volatile sig_atomic_t *stop)
+{
+  const kiln_device_info *d = kiln_runtime_device(rt);
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096], sub[4200], label[64], why[512] = "";
+  snprintf(dir, sizeof dir, "%s/kiln-clblast-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf(label, sizeof label, "%s %s", t->kernel, precisions[p].tag);
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "kiln tune --clblast: cannot make a folder %s: %s\n", dir,
+            strerror(errno));
     return 1;
   }
+  unsigned sizes[2];
+  size_t nsizes = tuning_sizes(t, d, kiln_dtype_size(precisions[p].dtype), sizes);
+  double t0 = now();
   best b = {0};
-  int rc = read_results(dir, t, d, precisions[p].bits, &b, why, sizeof why);
+  int rc = 0, status = 0;
+  for (size_t s = 0; s < nsizes && rc == 0 && !*stop; s++) {
+    snprintf(sub, sizeof sub, "%s/tune-%u", dir, sizes[s]);
+    if (mkdir(sub, 0700) != 0 ||
+        (status = run_at(t, path, p, sizes[s], d, sub, label)) == -2) {
+      remove_tree(dir);
+      return 1;
+    }
+    rc = read_results(sub, t, sizes[s], d, precisions[p].bits, &b, why, sizeof why);
+  }
   if (rc == 0 && b.n == 0)
     snprintf(why, sizeof why, "%s", *stop ? "stopped before any result" : "no result");
   if (rc != 0 || b.n == 0) {
     fprintf(stderr,
             "kiln tune --clblast: %s: %s (the tuner exited with %d; its output "
             "is in %s/tuner.log)\n",
-            label, why, status, dir);
+            label, why, status, sub);
     if (*stop)
       remove_tree(dir);
     return *stop ? 0 : 1;
@@ -432,8 +469,28 @@ static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p
   }
   const cand *c = &b.c[kept];
   const char *names[32];
-  for (size_t i = 0; i < c->n; i++)
+  char args[32][64], *params[32], summary[256];
+  for (size_t i = 0; i < c->n; i++) {
     names[i] = c->names[i];
+    snprintf(args[i], sizeof args[i], "%s=%zu", c->names[i], c->values[i]);
+    params[i] = args[i];
+  }
+  kiln_cli_clblast_job job = {
+    d, t->kernel, precisions[p].tag, label, precisions[p].dtype, c->n, params, times};
+  int win = kiln_cli_clblast_rematch(&job, dir, summary, sizeof summary);
+  if (win < 0) {
+    fprintf(stderr, "kiln tune --clblast: %s: %s\n", label, summary);
+    return 1;
+  }
+  if (win == 0) {
+    printf("%-11s %s  refused the %s (%.3f ms at %ux%ux%u): %s; CLBlast's own "
+           "parameters stay\n",
+           t->kernel, precisions[p].tag, kept ? "fastest right one" : "best", c->ms,
+           c->size, c->size, c->size, summary);
+    fflush(stdout);
+    remove_tree(dir);
+    return 0;
+  }
   kiln_status st =
     kiln_tuning_set_clblast(rt, t->kernel, precisions[p].dtype, c->n, names, c->values);
   if (st != KILN_OK && st != KILN_ERR_IO) {
@@ -441,21 +498,25 @@ static int tune_one(kiln_runtime *rt, const tuner *t, const char *path, size_t p
     return kiln_cli_fail("tune --clblast", st, rt);
   }
   printf("%-11s %s  %.3f ms at %ux%ux%u, the %s of %zu configurations (%.0f s):",
-         t->kernel, precisions[p].tag, c->ms, t->size, t->size, t->size,
+         t->kernel, precisions[p].tag, c->ms, c->size, c->size, c->size,
          kept ? "fastest right one" : "best", b.configs, now() - t0);
   for (size_t i = 0; i < c->n; i++)
     printf(" %s=%zu", c->names[i], c->values[i]);
-  printf("\n");
+  printf("\n%-11s %s  kept: %s\n", t->kernel, precisions[p].tag, summary);
   fflush(stdout);
   remove_tree(dir);
   return st == KILN_OK ? 0 : kiln_cli_fail("tune --clblast", st, rt);
 }
 
-int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
+int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir, const char *times,
                           const volatile sig_atomic_t *stop)
 {
   const kiln_device_info *d = kiln_runtime_device(rt);
   char paths[NTUNERS][PATH_MAX];
+  size_t sizes[16];
+  double given[16][2];
+  if (times && kiln_cli_clblast_read_times(times, sizes, given) == 0)
+    return 1; /* before minutes of tuning */
   for (size_t t = 0; t < NTUNERS; t++)
     if (find_tuner(dir, tuners[t].program, paths[t]) != 0) {
       fprintf(stderr,
@@ -470,17 +531,17 @@ int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
         (precisions[p].dtype == KILN_F16 && !d->has_fp16))
       continue;
     for (size_t t = 0; t < NTUNERS && !*stop; t++)
-      rc |= tune_one(rt, &tuners[t], paths[t], p, stop);
+      rc |= tune_one(rt, &tuners[t], paths[t], p, times, stop);
   }
   return rc;
 }
 
 #else /* !(HAVE_JSON_C && HAVE_CLBLAST) */
 
-int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir,
+int kiln_cli_tune_clblast(kiln_runtime *rt, const char *dir, const char *times,
                           const volatile sig_atomic_t *stop)
 {
-  (void)rt, (void)dir, (void)stop;
+  (void)rt, (void)dir, (void)times, (void)stop;
   fprintf(stderr,
           "kiln tune --clblast: this kiln was built without %s, which it needs "
           "(Debian: %s, then meson setup --reconfigure)\n",

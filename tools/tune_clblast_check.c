@@ -19,12 +19,20 @@
  * every shape runs the kernel checked: 1 for Xgemm, 4096 (4096^3 is above
  * any shape here) for XgemmDirect. Exit status 0 when every shape is
  * right, 1 when not; either way one line in DIR/verdict says what.
+ *
+ * With `time=N,...` before the parameters (none: CLBlast's own), it times
+ * CLBlast's GEMM at those sizes instead, as `kiln bench gemm` runs it
+ * (CLBlast's routine picks its kernel, no XGEMM_MIN_INDIRECT_SIZE), and
+ * writes one line "N MS" a size, the median of its runs, into DIR/times:
+ * the rematch of tune_clblast_rematch.c runs it for each side in turn.
  */
 #define KILN_EXPERIMENTAL
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "kiln/kiln.h"
@@ -135,9 +143,105 @@ static int check_shape(kiln_runtime *rt, kiln_dtype dtype, size_t s, char *why,
   return rc;
 }
 
+/* The verdict, one line, in dir/verdict for the parent to show: this
+ * process's stdout and stderr go to a log, where the driver's and
+ * CLBlast's own messages land too: prefix and why, or (why NULL) right. */
+static void verdict(const char *dir, const char *prefix, const char *why)
+{
+  char path[4096];
+  FILE *f = snprintf(path, sizeof path, "%s/verdict", dir) < (int)sizeof path
+              ? fopen(path, "w")
+              : NULL;
+  if (!f)
+    return;
+  if (why)
+    fprintf(f, "%s%.*s\n", prefix, (int)strcspn(why, "\n"), why);
+  else
+    fprintf(f, "right at %zu shapes\n", sizeof shapes / sizeof shapes[0]);
+  fclose(f);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* CLBlast's GEMM at n^3: the median of its timed runs after a warm-up, in
+ * milliseconds, into *ms: 0, or -1 with why. Five runs, fewer once they
+ * have taken two seconds (a CPU at the GPU's sizes). */
+static int time_size(kiln_runtime *rt, kiln_dtype dtype, size_t n, double *ms, char *why,
+                     size_t size)
+{
+  float *x = malloc(n * n * sizeof *x);
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+  if (x) {
+    fill(x, n * n, 3);
+    a = upload(rt, dtype, x, n * n);
+    b = upload(rt, dtype, x, n * n);
+    kiln_buffer_create(rt, dtype, n * n, 0, &c);
+  }
+  free(x);
+  kiln_gemm_desc d;
+  kiln_gemm_desc_init(&d, dtype, n, n, n);
+  d.backend = KILN_BACKEND_CLBLAST;
+  double t[6], spent = 0;
+  int runs = 0;
+  kiln_status st = a && b && c ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+  for (int r = 0; st == KILN_OK && r < 6 && (r < 4 || spent < 2000); r++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = kiln_gemm(rt, &d, a, b, c);
+    if (st == KILN_OK)
+      st = kiln_finish(rt);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    if (r > 0) /* r == 0 was the warm-up (and CLBlast's build) */
+      t[runs++] = dt, spent += dt;
+  }
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  if (st != KILN_OK || runs == 0)
+    return snprintf(why, size, "%zu^3: %s", n, kiln_last_error(rt)), -1;
+  qsort(t, (size_t)runs, sizeof *t, cmp_double);
+  *ms = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
+  return 0;
+}
+
+/* Time mode: CLBlast's GEMM at each of the sizes in list ("256,1024"),
+ * "N MS" lines into dir/times: 0, or -1 with why. */
+static int time_sizes(kiln_runtime *rt, kiln_dtype dtype, const char *list,
+                      const char *dir, char *why, size_t size)
+{
+  char path[4096];
+  FILE *f = snprintf(path, sizeof path, "%s/times", dir) < (int)sizeof path
+              ? fopen(path, "w")
+              : NULL;
+  if (!f)
+    return snprintf(why, size, "cannot write %.400s/times", dir), -1;
+  int rc = 0;
+  for (const char *p = list; rc == 0 && *p; p += *p == ',') {
+    char *end;
+    unsigned long n = strtoul(p, &end, 10);
+    double ms = 0;
+    if (end == p || n == 0 || n > 65536)
+      rc = -1, snprintf(why, size, "time=%s: not a list of sizes", list);
+    else if ((rc = time_size(rt, dtype, n, &ms, why, size)) == 0)
+      fprintf(f, "%lu %.6f\n", n, ms);
+    p = end;
+  }
+  return fclose(f) != 0 ? -1 : rc;
+}
+
 int kiln_cli_clblast_check(int argc, char **argv)
 {
-  if (argc < 5 || argc - 4 > 32)
+  const char *timing = argc > 4 && strncmp(argv[4], "time=", 5) == 0 ? argv[4] + 5 : NULL;
+  if (timing) { /* the sizes go before the parameters */
+    argv[4] = argv[3], argv[3] = argv[2], argv[2] = argv[1], argv[1] = argv[0];
+    argv++, argc--;
+  }
+  if (argc < 4 + !timing || argc - 4 > 32)
     return fprintf(stderr,
                    "kiln tune --clblast-check: DEVICE DIR KERNEL PREC NAME=VALUE...\n"),
            2;
@@ -148,12 +252,14 @@ int kiln_cli_clblast_check(int argc, char **argv)
   size_t pi = 0;
   while (pi < 3 && strcmp(argv[3], precs[pi].tag) != 0)
     pi++;
+  if (pi == 3)
+    return fprintf(stderr, "kiln tune --clblast-check: precision '%s'?\n", argv[3]), 2;
   const char *names[32];
   size_t values[32], n = 0;
   char copy[32][64];
   for (int i = 4; i < argc; i++, n++) {
     char *eq = strchr(argv[i], '=');
-    if (!eq || (size_t)(eq - argv[i]) >= sizeof copy[0] || pi == 3)
+    if (!eq || (size_t)(eq - argv[i]) >= sizeof copy[0])
       return fprintf(stderr, "kiln tune --clblast-check: '%s'?\n", argv[i]), 2;
     snprintf(copy[n], sizeof copy[n], "%.*s", (int)(eq - argv[i]), argv[i]);
     names[n] = copy[n];
@@ -170,26 +276,21 @@ int kiln_cli_clblast_check(int argc, char **argv)
   char why[512] = "";
   int rc =
     kiln_runtime_create(&o, &rt) != KILN_OK ||
-    kiln_tuning_set_clblast(rt, argv[2], dtype, n, names, values) != KILN_OK ||
-    kiln_tuning_set_clblast(rt, "GemmRoutine", dtype, 1, routine, indirect) != KILN_OK;
+    (n && kiln_tuning_set_clblast(rt, argv[2], dtype, n, names, values) != KILN_OK) ||
+    (!timing &&
+     kiln_tuning_set_clblast(rt, "GemmRoutine", dtype, 1, routine, indirect) != KILN_OK);
   if (rc)
     snprintf(why, sizeof why, "%s", kiln_last_error(rt));
+  if (timing) {
+    rc = rc || time_sizes(rt, dtype, timing, argv[1], why, sizeof why) != 0;
+    if (rc)
+      verdict(argv[1], "failed: ", why);
+    kiln_runtime_destroy(rt);
+    return rc;
+  }
   for (size_t s = 0; !rc && s < sizeof shapes / sizeof shapes[0]; s++)
     rc = check_shape(rt, dtype, s, why, sizeof why) != 0;
-  /* The verdict, one line, in DIR/verdict for the parent to show: this
-   * process's stdout and stderr go to a log, where the driver's and
-   * CLBlast's own messages land too. */
-  char path[4096];
-  FILE *f = snprintf(path, sizeof path, "%s/verdict", argv[1]) < (int)sizeof path
-              ? fopen(path, "w")
-              : NULL;
-  if (f) {
-    if (rc)
-      fprintf(f, "wrong: %.*s\n", (int)strcspn(why, "\n"), why);
-    else
-      fprintf(f, "right at %zu shapes\n", sizeof shapes / sizeof shapes[0]);
-    fclose(f);
-  }
+  verdict(argv[1], "wrong: ", rc ? why : NULL);
   kiln_runtime_destroy(rt);
   return rc;
 }

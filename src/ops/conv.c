@@ -180,15 +180,36 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
 }
 
 /*
- * AUTO's rules, from `kiln bench conv` on PoCL (README): im2col + kiln's GEMM
- * wins wherever a group's reduction (c/g * r * s) is long enough to feed the
- * GEMM's tiles; the direct kernel wins for depthwise layers and a few input
- * channels, where im2col's matrix is too thin to pay for itself.
+ * AUTO's rules; docs/performance.md ("Convolution: AUTO's rules") has the
+ * figures behind each. On a CPU, im2col + kiln's GEMM wherever a group's
+ * reduction (c/g * r * s) is long enough to feed the GEMM's tiles, else the
+ * direct kernel. On a GPU: a depthwise layer never goes through im2col (its
+ * matrix is one row per group: a GEMM per group that a GPU cannot fill);
+ * a 1x1 layer is one GEMM, im2col's; a wider filter goes to CLBlast's
+ * convgemm where built in and able, else the direct kernel at stride 1 and
+ * im2col above it.
  */
-static kiln_backend auto_choice(const kiln__conv *cv)
+kiln_backend kiln__conv_rule(const kiln_conv2d_desc *d, int gpu, int clblast)
 {
-  size_t depth = cv->d.c / cv->d.groups * cv->d.r * cv->d.s;
-  return depth < 64 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
+  size_t per_group = d->c / d->groups, taps = d->r * d->s;
+  if (!gpu)
+    return per_group * taps < 64 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
+  if (per_group == 1)
+    return KILN_BACKEND_DIRECT;
+  if (taps == 1)
+    return KILN_BACKEND_IM2COL;
+  if (clblast)
+    return KILN_BACKEND_CLBLAST;
+  return d->stride_h == 1 && d->stride_w == 1 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
+}
+
+static const kiln__conv_backend *backend_table(kiln_backend id);
+
+static kiln_backend auto_choice(kiln_runtime *rt, const kiln__conv *cv)
+{
+  const kiln__conv_backend *clblast = backend_table(KILN_BACKEND_CLBLAST);
+  return kiln__conv_rule(&cv->d, kiln__gpu_shape(rt),
+                         clblast && !clblast->cannot(rt, cv));
 }
 
 /* The backend of id, or NULL for none (or one not built in). */
@@ -223,7 +244,7 @@ kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
     char key[256];
     conv_key(cv, key, sizeof key);
     const kiln__conv_backend *chosen = backend_table(kiln__choice_find(rt, key));
-    id = chosen && !chosen->cannot(rt, cv) ? chosen->id : auto_choice(cv);
+    id = chosen && !chosen->cannot(rt, cv) ? chosen->id : auto_choice(rt, cv);
     /* The rules' pick may be one this device cannot run; the other may. */
     kiln_backend other =
       id == KILN_BACKEND_DIRECT ? KILN_BACKEND_IM2COL : KILN_BACKEND_DIRECT;

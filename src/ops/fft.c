@@ -204,18 +204,27 @@ static const char *package_of(kiln_backend id)
  * where VkFFT runs a sequence that fits PoCL's 1 MiB of local memory as
  * one work-group, on one core: those are kiln's. On a GPU VkFFT first:
  * kiln's kernels make one trip through global memory per radix-32 pass
- * where VkFFT's keep whole sequences in local memory. The figures are in
+ * where VkFFT's keep whole sequences in local memory; clFFT's do too for
+ * all but the longest sequences, so clFFT comes next but for 1-D lengths
+ * of 2^20 and more, where kiln's passes led. The figures are in
  * docs/performance.md, "The order of the backends" under FFT (`kiln bench
  * fft --backend kiln,vkfft,clfft --repeat 9`; other shapes with
  * `KILN_PROFILE=1 kiln run fft X.npy -o Y.npy --backend B`). */
-static void preference(kiln_runtime *rt, const kiln__fft_backend *order[3])
+void kiln__fft_rule(const kiln_fft_desc *d, int gpu, kiln_backend order[3])
 {
-  const kiln__fft_backend *kiln = backend_of(KILN_BACKEND_KILN),
-                          *vkfft = backend_of(KILN_BACKEND_VKFFT);
-  int cpu = !kiln__gpu_shape(rt);
-  order[0] = cpu ? kiln : vkfft;
-  order[1] = cpu ? vkfft : kiln;
-  order[2] = backend_of(KILN_BACKEND_CLFFT);
+  int long_1d = d->ndim == 1 && d->shape[0] >= ((size_t)1 << 20);
+  order[0] = gpu ? KILN_BACKEND_VKFFT : KILN_BACKEND_KILN;
+  order[1] = !gpu ? KILN_BACKEND_VKFFT : long_1d ? KILN_BACKEND_KILN : KILN_BACKEND_CLFFT;
+  order[2] = gpu && !long_1d ? KILN_BACKEND_KILN : KILN_BACKEND_CLFFT;
+}
+
+static void preference(kiln_runtime *rt, const kiln__fft *f,
+                       const kiln__fft_backend *order[3])
+{
+  kiln_backend ids[3];
+  kiln__fft_rule(&f->d, kiln__gpu_shape(rt), ids);
+  for (int i = 0; i < 3; i++)
+    order[i] = backend_of(ids[i]);
 }
 
 /* The key of f's per-shape choice: all that can change which backend is
@@ -268,7 +277,7 @@ static unsigned choose(kiln_runtime *rt, const kiln__fft *f,
     return 1;
   }
   const kiln__fft_backend *order[3];
-  preference(rt, order);
+  preference(rt, f, order);
   unsigned n = 0;
   for (unsigned i = 0; i < 3; i++)
     if (order[i] && !order[i]->cannot(rt, f))

@@ -292,6 +292,9 @@ kiln_status kiln__conv_upload(kiln_runtime *rt, const char *op, kiln__conv *cv,
 
 /* The backend for cv: the one asked for, else the choice recorded for its
  * shape, else AUTO's rules; or why it cannot run cv (conv.c). */
+/* AUTO's rule for d (conv.c): gpu, a GPU-shaped device; clblast, CLBlast's
+ * convgemm built in and able to run it. Pure, for the rules' test. */
+kiln_backend kiln__conv_rule(const kiln_conv2d_desc *d, int gpu, int clblast);
 kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
                               const kiln__conv_backend **out);
 
@@ -350,6 +353,10 @@ extern const kiln__fft_backend *const kiln__fft_backends[];
 kiln_status kiln__fft_check(kiln_runtime *rt, const kiln_fft_desc *desc,
                             const kiln_buffer *in, const kiln_buffer *out, kiln__fft *f,
                             const kiln__fft_backend *be[3], unsigned *n);
+
+/* AUTO's order of the backends for d (fft.c), best first, on a GPU-shaped
+ * device or not; some may not be built in. Pure, for the rules' test. */
+void kiln__fft_rule(const kiln_fft_desc *d, int gpu, kiln_backend order[3]);
 
 /* Checks a request, buffers aside, and fills f (its cl_mem fields NULL);
  * used by kiln_fft_host() (fft.c). */
