@@ -27,11 +27,14 @@ typedef struct kilnpy_runtime {
   Py_ssize_t calls;  /* calls running without the GIL */
 } kilnpy_runtime;
 
-/* kiln.DeviceArray: a C-order array in one kiln buffer. An empty array
- * holds a buffer of one element, as kiln has no empty buffers. */
+/* kiln.DeviceArray: a C-order array in one kiln buffer, or a view of part
+ * of another's (kiln_buffer_view: a contiguous range). An empty array holds
+ * a buffer of one element, as kiln has no empty buffers. */
 typedef struct kilnpy_array {
   PyObject_HEAD kilnpy_runtime *owner;
   kiln_buffer *buf;
+  PyObject *base; /* a view: the array whose buffer buf views (kept alive, as
+                     kiln destroys a view before its buffer); else NULL */
   int ndim;
   npy_intp shape[KILN_ARRAY_MAX_DIMS];
   int typenum;    /* numpy's type number */
@@ -75,6 +78,13 @@ kilnpy_array *kilnpy_array_new(kilnpy_runtime *owner, int ndim, const npy_intp *
  * else a copy of its numpy form. */
 kilnpy_array *kilnpy_array_of(kilnpy_runtime *owner, PyObject *obj, const char *what);
 PyObject *kilnpy_array_numpy(kilnpy_array *self);
+/* A view of count(shape) elements of base from offset (no copy); an empty
+ * shape gets an array of its own. */
+kilnpy_array *kilnpy_array_view(kilnpy_array *base, size_t offset, int ndim,
+                                const npy_intp *shape);
+
+/* views.c */
+extern PyMappingMethods kilnpy_array_mapping;
 PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
 
 /* ops.c */
