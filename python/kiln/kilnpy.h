@@ -91,4 +91,7 @@ PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
 PyObject *kilnpy_gemm(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 PyObject *kilnpy_reduce(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
+/* fft.c */
+PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+
 #endif

@@ -345,6 +345,9 @@ static PyMethodDef runtime_methods[] = {
   {"reduce", (PyCFunction)(void (*)(void))kilnpy_reduce, METH_VARARGS | METH_KEYWORDS,
    "reduce(x, op='sum', axis=None): sum, mean, min, max, argmin, argmax or norm, as "
    "numpy along one axis or all."},
+  {"_fft", (PyCFunction)(void (*)(void))kilnpy_fft, METH_VARARGS | METH_KEYWORDS,
+   "_fft(x, kind=0, axes=1, inverse=False, norm=0, n_last=0): kiln_fft over the last "
+   "axes (kiln/_fft.py gives it numpy.fft's names)."},
   {"memory_stats", (PyCFunction)runtime_memory_stats, METH_NOARGS,
    "What kiln holds on the device, as a dict (kiln_memory_stats)."},
   {"empty_cache", (PyCFunction)runtime_empty_cache, METH_NOARGS,
@@ -367,7 +370,7 @@ static PyGetSetDef runtime_getset[] = {
 PyTypeObject kilnpy_runtime_type = {
   PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kiln.Runtime",
   .tp_basicsize = sizeof(kilnpy_runtime),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* kiln/__init__.py's */
   .tp_doc = "Runtime(device=None, memory_limit=None): kiln on one device; a context "
             "manager. device: None (the best ranked), an index, or a selector as "
             "KILN_DEVICE takes; memory_limit: bytes (int) or a fraction of the device's "
