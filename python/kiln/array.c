@@ -297,7 +297,14 @@ static PyObject *array_repr(kilnpy_array *self)
   return r;
 }
 
+static PyObject *array_astype(kilnpy_array *self, PyObject *dtype)
+{
+  return kilnpy_convert_to(self->owner, (PyObject *)self, dtype);
+}
+
 static PyMethodDef array_methods[] = {
+  {"astype", (PyCFunction)array_astype, METH_O,
+   "astype(dtype) -> DeviceArray: converted on the device (Runtime.convert)."},
   {"numpy", (PyCFunction)array_numpy, METH_NOARGS,
    "numpy() -> numpy.ndarray: a host copy of the array."},
   {"__array__", (PyCFunction)array_array, METH_VARARGS, NULL},

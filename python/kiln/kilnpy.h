@@ -91,6 +91,14 @@ PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
 PyObject *kilnpy_gemm(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 PyObject *kilnpy_reduce(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
+/* conv.c */
+PyObject *kilnpy_conv2d(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+PyObject *kilnpy_convert(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+/* x (numpy or a device array) converted on the device to dtype. */
+PyObject *kilnpy_convert_to(kilnpy_runtime *self, PyObject *x, PyObject *dtype);
+/* None or an activation's name; -1 with kiln.InvalidArgumentError set. */
+int kilnpy_activation(PyObject *o, kiln_activation *act);
+
 /* fft.c */
 PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 

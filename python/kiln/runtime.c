@@ -345,6 +345,12 @@ static PyMethodDef runtime_methods[] = {
   {"reduce", (PyCFunction)(void (*)(void))kilnpy_reduce, METH_VARARGS | METH_KEYWORDS,
    "reduce(x, op='sum', axis=None): sum, mean, min, max, argmin, argmax or norm, as "
    "numpy along one axis or all."},
+  {"conv2d", (PyCFunction)(void (*)(void))kilnpy_conv2d, METH_VARARGS | METH_KEYWORDS,
+   "conv2d(x, weights, bias=None, *, stride=1, padding=0, dilation=1, groups=1, "
+   "activation=None, layout='NCHW'): the 2-D convolution (cross-correlation) of "
+   "kiln_conv2d."},
+  {"convert", (PyCFunction)(void (*)(void))kilnpy_convert, METH_VARARGS | METH_KEYWORDS,
+   "convert(x, dtype): x converted to dtype on the device (kiln_convert)."},
   {"_fft", (PyCFunction)(void (*)(void))kilnpy_fft, METH_VARARGS | METH_KEYWORDS,
    "_fft(x, kind=0, axes=1, inverse=False, norm=0, n_last=0): kiln_fft over the last "
    "axes (kiln/_fft.py gives it numpy.fft's names)."},
