@@ -337,3 +337,45 @@ PyTypeObject kilnpy_array_type = {
   .tp_methods = array_methods,
   .tp_getset = array_getset,
 };
+
+int kilnpy_numpy_type(kiln_dtype d)
+{
+  switch (d) {
+  case KILN_F16: return NPY_FLOAT16;
+  case KILN_F32: return NPY_FLOAT32;
+  case KILN_F64: return NPY_FLOAT64;
+  case KILN_C32: return NPY_COMPLEX64;
+  case KILN_C64: return NPY_COMPLEX128;
+  case KILN_I32: return NPY_INT32;
+  case KILN_I64: return NPY_INT64;
+  }
+  return NPY_NOTYPE;
+}
+
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device, const char *what,
+                        kilnpy_operand *op)
+{
+  memset(op, 0, sizeof *op);
+  if (obj == Py_None)
+    return 0;
+  if (on_device) {
+    if (!(op->dev = kilnpy_array_of(rt, obj, what)))
+      return -1;
+    op->ndim = op->dev->ndim;
+    op->shape = op->dev->shape;
+    op->typenum = op->dev->typenum;
+  } else {
+    if (!(op->np = kilnpy_numpy_in(obj, what)))
+      return -1;
+    op->ndim = PyArray_NDIM(op->np);
+    op->shape = PyArray_DIMS(op->np);
+    op->typenum = PyArray_TYPE(op->np);
+  }
+  return 0;
+}
+
+void kilnpy_operand_clear(kilnpy_operand *op)
+{
+  Py_CLEAR(op->np);
+  Py_CLEAR(op->dev);
+}

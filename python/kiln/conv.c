@@ -73,40 +73,8 @@ int kilnpy_activation(PyObject *o, kiln_activation *act)
   return activation_of(name, act);
 }
 
-/* One array argument: shape and type, on the device or the host. */
-typedef struct arg {
-  PyArrayObject *np;
-  kilnpy_array *dev;
-  int ndim, typenum;
-  const npy_intp *shape;
-} arg;
-
-static int arg_load(kilnpy_runtime *rt, PyObject *o, int dev, const char *what, arg *a)
-{
-  memset(a, 0, sizeof *a);
-  if (o == Py_None)
-    return 0;
-  if (dev) {
-    if (!(a->dev = kilnpy_array_of(rt, o, what)))
-      return -1;
-    a->ndim = a->dev->ndim, a->typenum = a->dev->typenum, a->shape = a->dev->shape;
-  } else {
-    if (!(a->np = kilnpy_numpy_in(o, what)))
-      return -1;
-    a->ndim = PyArray_NDIM(a->np), a->typenum = PyArray_TYPE(a->np);
-    a->shape = PyArray_DIMS(a->np);
-  }
-  return 0;
-}
-
-static void arg_clear(arg *a)
-{
-  Py_CLEAR(a->np);
-  Py_CLEAR(a->dev);
-}
-
 /* Sizes from the arrays' shapes (x NCHW or NHWC, weights KCRS or KRSC). */
-static int conv_shapes(const arg *x, const arg *w, const arg *b, int nhwc, size_t groups,
+static int conv_shapes(const kilnpy_operand *x, const kilnpy_operand *w, const kilnpy_operand *b, int nhwc, size_t groups,
                        kiln_conv2d_desc *d)
 {
   if (x->ndim != 4 || w->ndim != 4) {
@@ -146,8 +114,8 @@ static int conv_shapes(const arg *x, const arg *w, const arg *b, int nhwc, size_
   return 0;
 }
 
-static PyObject *conv_run(kilnpy_runtime *self, const kiln_conv2d_desc *d, const arg *x,
-                          const arg *w, const arg *b)
+static PyObject *conv_run(kilnpy_runtime *self, const kiln_conv2d_desc *d, const kilnpy_operand *x,
+                          const kilnpy_operand *w, const kilnpy_operand *b)
 {
   size_t p, q;
   kiln_status s = kiln_conv2d_output(d, &p, &q);
@@ -210,15 +178,15 @@ PyObject *kilnpy_conv2d(kilnpy_runtime *self, PyObject *args, PyObject *kwargs)
     return kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
                             "conv2d: groups, stride and dilation must be at least 1");
   int dev = kilnpy_is_array(xo) || kilnpy_is_array(wo) || kilnpy_is_array(bo);
-  arg x, w, b;
+  kilnpy_operand x, w, b;
   memset(&w, 0, sizeof w);
   memset(&b, 0, sizeof b);
   PyObject *out = NULL;
   kiln_conv2d_desc d;
   kilnpy_call_begin(self);
-  if (arg_load(self, xo, dev, "conv2d: x", &x) < 0 ||
-      arg_load(self, wo, dev, "conv2d: weights", &w) < 0 ||
-      arg_load(self, bo, dev, "conv2d: bias", &b) < 0)
+  if (kilnpy_operand_load(self, xo, dev, "conv2d: x", &x) < 0 ||
+      kilnpy_operand_load(self, wo, dev, "conv2d: weights", &w) < 0 ||
+      kilnpy_operand_load(self, bo, dev, "conv2d: bias", &b) < 0)
     goto done;
   if (conv_shapes(&x, &w, &b, nhwc, (size_t)groups, &d) < 0)
     goto done;
@@ -229,9 +197,9 @@ PyObject *kilnpy_conv2d(kilnpy_runtime *self, PyObject *args, PyObject *kwargs)
   d.activation = act;
   out = conv_run(self, &d, &x, &w, &b);
 done:
-  arg_clear(&x);
-  arg_clear(&w);
-  arg_clear(&b);
+  kilnpy_operand_clear(&x);
+  kilnpy_operand_clear(&w);
+  kilnpy_operand_clear(&b);
   kilnpy_call_end(self);
   return out;
 }

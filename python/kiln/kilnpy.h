@@ -86,9 +86,28 @@ kilnpy_array *kilnpy_array_view(kilnpy_array *base, size_t offset, int ndim,
 /* views.c */
 extern PyMappingMethods kilnpy_array_mapping;
 PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
+/* numpy's type number for a kiln dtype. */
+int kilnpy_numpy_type(kiln_dtype d);
 
-/* ops.c */
+/* One input of an operation: its numpy form (host path) or device form;
+ * all zero for None. */
+typedef struct kilnpy_operand {
+  PyArrayObject *np;
+  kilnpy_array *dev;
+  int ndim;
+  const npy_intp *shape;
+  int typenum;
+} kilnpy_operand;
+/* obj as a device array of rt (on_device) or a C-order numpy array; None
+ * leaves op zeroed. */
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device, const char *what,
+                        kilnpy_operand *op);
+void kilnpy_operand_clear(kilnpy_operand *op);
+
+/* gemm.c */
 PyObject *kilnpy_gemm(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+
+/* reduce.c */
 PyObject *kilnpy_reduce(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
 /* conv.c */
