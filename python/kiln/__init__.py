@@ -14,9 +14,45 @@ from . import _kiln, _fft
 __version__ = kiln_version
 
 
+class Profile:
+    """What Runtime.profile() yields: after the `with`, `table` holds kiln's
+    profile table (kiln_profile_report: one line per operation and backend,
+    device and host times, GFLOP/s, GB/s, then builds and plans) and `rows`
+    its rows as dicts (kiln_profile_rows); str(p) is the table."""
+
+    def __init__(self, runtime, print_table):
+        self._rt = runtime
+        self._print = print_table
+        self.table = ""
+        self.rows = []
+
+    def __enter__(self):
+        self._rt._profile_reset()
+        return self
+
+    def __exit__(self, *exc):
+        self.table = self._rt._profile_table()
+        self.rows = self._rt.profile_rows()
+        if self._print:
+            print(self.table, end="")
+        return False
+
+    def __str__(self):
+        return self.table
+
+
 class Runtime(_kiln.Runtime):
     __doc__ = _kiln.Runtime.__doc__
     __slots__ = ()
+
+    def profile(self, print=False):  # noqa: A002  (as torch.profiler's)
+        """profile(print=False): a context manager that records the calls made
+        inside it (the runtime must record: Runtime(profile=True)) and gives
+        a Profile whose table and rows are kiln's after the `with`; prints
+        the table only with print=True."""
+        if not self.profiling:
+            self._profile_reset()  # raises kiln.UnsupportedError, with what to do
+        return Profile(self, print)
 
 
 for _name, _f in _fft.METHODS.items():

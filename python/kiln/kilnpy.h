@@ -118,6 +118,11 @@ PyObject *kilnpy_convert_to(kilnpy_runtime *self, PyObject *x, PyObject *dtype);
 /* None or an activation's name; -1 with kiln.InvalidArgumentError set. */
 int kilnpy_activation(PyObject *o, kiln_activation *act);
 
+/* profile.c */
+PyObject *kilnpy_profile_reset(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_profile_table(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_profile_rows(kilnpy_runtime *self, PyObject *unused);
+
 /* fft.c */
 PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
