@@ -1,5 +1,6 @@
 """Eight threads on one runtime, and no leak over many calls."""
 import gc
+import os
 import sys
 import threading
 import tracemalloc
@@ -38,6 +39,9 @@ def test_no_leak_over_many_calls(rt):
     da = rt.array(a)
     refs = (sys.getrefcount(a), sys.getrefcount(b), sys.getrefcount(da))
 
+    c = np.ones((4, 8), np.complex64)
+    bias = np.ones(8, np.float32)
+
     def calls(n):
         for _ in range(n):
             rt.gemm(a, b)
@@ -49,18 +53,26 @@ def test_no_leak_over_many_calls(rt):
                 rt.gemm(a, np.ones((3, 3), np.float32))
             except kiln.InvalidArgumentError:
                 pass
+            da[2:5][1].numpy()
+            rt.reduce(da[1:], "sum", axis=(0, 1), keepdims=True)
+            rt.gemm(da, b, bias=bias, activation="relu")
+            rt.fft(c)
+            da.astype(np.int32)
 
-    calls(200)  # warm: kernels built, the pool filled
+    # The binding's leaks do not depend on the device: 11 000 calls on
+    # PoCL, fewer on rusticl's llvmpipe, where a call takes milliseconds.
+    n = 200 if os.environ.get("KILN_TEST_RUSTICL") else 1000
+    calls(100)  # warm: kernels built, the pool filled
     gc.collect()
     start = rt.memory_stats()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    calls(2000)
+    calls(n)
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
-    assert grown < 64 * 1024, grown  # 12 000 calls: under 6 bytes a call
+    assert grown < 64 * 1024, grown  # 11 000 calls: under 6 bytes a call
     end = rt.memory_stats()
     assert end["live_buffers"] == start["live_buffers"]
     assert end["current_bytes"] == start["current_bytes"]
