@@ -352,8 +352,8 @@ int kilnpy_numpy_type(kiln_dtype d)
   return NPY_NOTYPE;
 }
 
-int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device, const char *what,
-                        kilnpy_operand *op)
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device,
+                        const char *what, kilnpy_operand *op)
 {
   memset(op, 0, sizeof *op);
   if (obj == Py_None)

@@ -53,9 +53,9 @@ static int activation_of(const char *name, kiln_activation *act)
       return 0;
     }
   }
-  kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
-                   "activation '%s' is not one of None, 'relu', 'gelu', 'sigmoid', 'tanh'",
-                   name);
+  kilnpy_raise_msg(
+    KILN_ERR_INVALID_ARGUMENT,
+    "activation '%s' is not one of None, 'relu', 'gelu', 'sigmoid', 'tanh'", name);
   return -1;
 }
 
@@ -74,13 +74,15 @@ int kilnpy_activation(PyObject *o, kiln_activation *act)
 }
 
 /* Sizes from the arrays' shapes (x NCHW or NHWC, weights KCRS or KRSC). */
-static int conv_shapes(const kilnpy_operand *x, const kilnpy_operand *w, const kilnpy_operand *b, int nhwc, size_t groups,
+static int conv_shapes(const kilnpy_operand *x, const kilnpy_operand *w,
+                       const kilnpy_operand *b, int nhwc, size_t groups,
                        kiln_conv2d_desc *d)
 {
   if (x->ndim != 4 || w->ndim != 4) {
     kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
                      "conv2d: x and weights must be 4-D (%s); got %d-D and %d-D",
-                     nhwc ? "x NHWC, weights K R S C/groups" : "x NCHW, weights K C/groups R S",
+                     nhwc ? "x NHWC, weights K R S C/groups"
+                          : "x NCHW, weights K C/groups R S",
                      x->ndim, w->ndim);
     return -1;
   }
@@ -114,8 +116,9 @@ static int conv_shapes(const kilnpy_operand *x, const kilnpy_operand *w, const k
   return 0;
 }
 
-static PyObject *conv_run(kilnpy_runtime *self, const kiln_conv2d_desc *d, const kilnpy_operand *x,
-                          const kilnpy_operand *w, const kilnpy_operand *b)
+static PyObject *conv_run(kilnpy_runtime *self, const kiln_conv2d_desc *d,
+                          const kilnpy_operand *x, const kilnpy_operand *w,
+                          const kilnpy_operand *b)
 {
   size_t p, q;
   kiln_status s = kiln_conv2d_output(d, &p, &q);
@@ -153,8 +156,8 @@ static PyObject *conv_run(kilnpy_runtime *self, const kiln_conv2d_desc *d, const
 
 PyObject *kilnpy_conv2d(kilnpy_runtime *self, PyObject *args, PyObject *kwargs)
 {
-  static char *kwlist[] = {"x",      "weights",    "bias",   "stride", "padding",
-                           "dilation", "groups", "activation", "layout", NULL};
+  static char *kwlist[] = {"x",        "weights", "bias",       "stride", "padding",
+                           "dilation", "groups",  "activation", "layout", NULL};
   PyObject *xo, *wo, *bo = Py_None, *stride = NULL, *pad = NULL, *dil = NULL;
   PyObject *act_o = Py_None;
   Py_ssize_t groups = 1;

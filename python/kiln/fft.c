@@ -74,7 +74,8 @@ static int fft_plan(int ndim, const npy_intp *shape, int typenum, int kind, int 
   for (int i = 0; i < axes; i++) {
     if (!d->shape[i]) {
       kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
-                       "fft: invalid number of data points (0) on axis %d", ndim - axes + i);
+                       "fft: invalid number of data points (0) on axis %d",
+                       ndim - axes + i);
       return -1;
     }
   }

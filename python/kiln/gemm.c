@@ -11,8 +11,8 @@ typedef struct gemm_args {
   double alpha, beta;
   int trans_a, trans_b;
   npy_intp m, n, k;
-  npy_intp batch;      /* products; 0 with an empty batch */
-  int batched;         /* the result is 3-D */
+  npy_intp batch;       /* products; 0 with an empty batch */
+  int batched;          /* the result is 3-D */
   int bcast_a, bcast_b; /* 2-D beside a 3-D other: one matrix for every product */
   kiln_bias bias;
   int bias_batched; /* one bias vector per product */
@@ -47,7 +47,8 @@ static int gemm_sizes(const kilnpy_operand *a, const kilnpy_operand *b, gemm_arg
   if (kb != g->k)
     return gemm_fail("gemm: op(a) is %zd x %zd and op(b) %zd x %zd: op(a)'s columns must "
                      "equal op(b)'s rows",
-                     (Py_ssize_t)g->m, (Py_ssize_t)g->k, (Py_ssize_t)kb, (Py_ssize_t)g->n);
+                     (Py_ssize_t)g->m, (Py_ssize_t)g->k, (Py_ssize_t)kb,
+                     (Py_ssize_t)g->n);
   g->batched = a->ndim == 3 || b->ndim == 3;
   g->bcast_a = g->batched && a->ndim == 2;
   g->bcast_b = g->batched && b->ndim == 2;
@@ -64,9 +65,8 @@ static int gemm_extras(const kilnpy_operand *c, const kilnpy_operand *bias, int 
                        gemm_args *g)
 {
   int nd = g->batched ? 3 : 2;
-  if (present(c) &&
-      (c->ndim != nd || c->typenum != typenum || c->shape[nd - 2] != g->m ||
-       c->shape[nd - 1] != g->n || (g->batched && c->shape[0] != g->batch)))
+  if (present(c) && (c->ndim != nd || c->typenum != typenum || c->shape[nd - 2] != g->m ||
+                     c->shape[nd - 1] != g->n || (g->batched && c->shape[0] != g->batch)))
     return gemm_fail("gemm: c must be of the result's shape (%zd products of %zd x %zd, "
                      "a batch when a or b is 3-D) and dtype; it has %zd dimensions",
                      (Py_ssize_t)(g->batched ? g->batch : 0), (Py_ssize_t)g->m,
@@ -81,7 +81,8 @@ static int gemm_extras(const kilnpy_operand *c, const kilnpy_operand *bias, int 
   int r = bias->ndim;
   int lead = g->batched && r == 3;
   if (bias->typenum != typenum) {
-    kilnpy_raise_msg(KILN_ERR_INVALID_DTYPE, "gemm: bias must be of a's dtype, %s; got %s",
+    kilnpy_raise_msg(KILN_ERR_INVALID_DTYPE,
+                     "gemm: bias must be of a's dtype, %s; got %s",
                      kiln_dtype_name(kilnpy_kiln_dtype(typenum)),
                      kiln_dtype_name(kilnpy_kiln_dtype(bias->typenum)));
     return -1;
@@ -98,7 +99,8 @@ static int gemm_extras(const kilnpy_operand *c, const kilnpy_operand *bias, int 
     return gemm_fail("gemm: bias must be (n,) or (1, n) for the columns, (m, 1) for the "
                      "rows, or with a leading batch axis one per product (n = %zd, m = "
                      "%zd, batch %zd); it has %zd dimensions",
-                     (Py_ssize_t)g->n, (Py_ssize_t)g->m, (Py_ssize_t)g->batch, (Py_ssize_t)r);
+                     (Py_ssize_t)g->n, (Py_ssize_t)g->m, (Py_ssize_t)g->batch,
+                     (Py_ssize_t)r);
   g->bias_batched = lead;
   return 0;
 }
@@ -122,12 +124,14 @@ static void gemm_desc(const gemm_args *g, int typenum, int has_c, kiln_gemm_desc
 }
 
 /* The product(s): one call, or one per product where a or b is shared. */
-static kiln_status gemm_calls(kilnpy_runtime *self, kiln_gemm_desc *desc, const gemm_args *g,
-                              const kilnpy_operand *a, const kilnpy_operand *b,
-                              const kilnpy_operand *bias, void *out)
+static kiln_status gemm_calls(kilnpy_runtime *self, kiln_gemm_desc *desc,
+                              const gemm_args *g, const kilnpy_operand *a,
+                              const kilnpy_operand *b, const kilnpy_operand *bias,
+                              void *out)
 {
   size_t calls = desc->batch ? 1 : (size_t)g->batch;
-  size_t sa = g->bcast_a ? 0 : (size_t)(g->m * g->k), sb = g->bcast_b ? 0 : (size_t)(g->k * g->n);
+  size_t sa = g->bcast_a ? 0 : (size_t)(g->m * g->k),
+         sb = g->bcast_b ? 0 : (size_t)(g->k * g->n);
   size_t sc = (size_t)(g->m * g->n), sbias = desc->stride_bias;
   kiln_status s = KILN_OK;
   Py_BEGIN_ALLOW_THREADS;

@@ -100,8 +100,8 @@ typedef struct kilnpy_operand {
 } kilnpy_operand;
 /* obj as a device array of rt (on_device) or a C-order numpy array; None
  * leaves op zeroed. */
-int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device, const char *what,
-                        kilnpy_operand *op);
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device,
+                        const char *what, kilnpy_operand *op);
 void kilnpy_operand_clear(kilnpy_operand *op);
 
 /* gemm.c */

@@ -111,17 +111,17 @@ static PyObject *out_check(kilnpy_runtime *self, PyObject *out, int dev, int ndi
     oshape = ok ? PyArray_DIMS(o) : NULL;
   }
   if (!ok)
-    return kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
-                            "reduce: out must be %s", dev
-                              ? "a device array of this runtime, as x is one"
-                              : "a writeable C-contiguous numpy array, as x is one");
+    return kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT, "reduce: out must be %s",
+                            dev ? "a device array of this runtime, as x is one"
+                                : "a writeable C-contiguous numpy array, as x is one");
   if (otype != typenum || ondim != ndim ||
       memcmp(oshape, shape, sizeof(npy_intp) * (size_t)ndim))
-    return kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
-                            "reduce: out must be %d-D of the result's shape and dtype (%s); "
-                            "got %d-D of %s",
-                            ndim, kiln_dtype_name(kilnpy_kiln_dtype(typenum)), ondim,
-                            kiln_dtype_name(kilnpy_kiln_dtype(otype)));
+    return kilnpy_raise_msg(
+      KILN_ERR_INVALID_ARGUMENT,
+      "reduce: out must be %d-D of the result's shape and dtype (%s); "
+      "got %d-D of %s",
+      ndim, kiln_dtype_name(kilnpy_kiln_dtype(typenum)), ondim,
+      kiln_dtype_name(kilnpy_kiln_dtype(otype)));
   return Py_NewRef(out);
 }
 
@@ -160,8 +160,8 @@ static PyObject *reduce_run(kilnpy_runtime *self, kiln_reduce_op op,
   PyObject *out;
   kiln_status s = KILN_OK;
   if (in->dev) {
-    kilnpy_array *o =
-      dst ? (kilnpy_array *)Py_NewRef(dst) : kilnpy_array_new(self, ondim, oshape, typenum, 0);
+    kilnpy_array *o = dst ? (kilnpy_array *)Py_NewRef(dst)
+                          : kilnpy_array_new(self, ondim, oshape, typenum, 0);
     if ((out = (PyObject *)o) && o->count) {
       Py_BEGIN_ALLOW_THREADS;
       s = kiln_reduce(self->rt, &desc, in->dev->buf, o->buf);
@@ -201,15 +201,16 @@ static PyObject *reduce_runs(kilnpy_runtime *self, kiln_reduce_op op, kilnpy_ope
   if (nmask == x->ndim) /* every element */
     return reduce_run(self, op, x, 0, x->ndim, 1, dst);
   if (nruns > 1 && op == KILN_REDUCE_SUM && kilnpy_kiln_dtype(x->typenum) == KILN_I32)
-    return kilnpy_raise_msg(KILN_ERR_UNSUPPORTED,
-                            "reduce: an int32 sum over axes that are not adjacent takes "
-                            "two passes, the second over int64, which kiln's reduce does "
-                            "not take; reduce adjacent axes, or convert to float64 first");
+    return kilnpy_raise_msg(
+      KILN_ERR_UNSUPPORTED,
+      "reduce: an int32 sum over axes that are not adjacent takes "
+      "two passes, the second over int64, which kiln's reduce does "
+      "not take; reduce adjacent axes, or convert to float64 first");
   kilnpy_operand cur = *x;
   PyObject *res = NULL;
   for (int r = 0; r < nruns; r++) {
-    res = reduce_run(self, op, &cur, runs[r][0], runs[r][1], 0,
-                     r == nruns - 1 ? dst : NULL);
+    res =
+      reduce_run(self, op, &cur, runs[r][0], runs[r][1], 0, r == nruns - 1 ? dst : NULL);
     if (r)
       kilnpy_operand_clear(&cur); /* an intermediate result of ours */
     if (!res)
@@ -218,7 +219,8 @@ static PyObject *reduce_runs(kilnpy_runtime *self, kiln_reduce_op op, kilnpy_ope
       memset(&cur, 0, sizeof cur);
       if (x->dev) {
         cur.dev = (kilnpy_array *)res;
-        cur.ndim = cur.dev->ndim, cur.shape = cur.dev->shape, cur.typenum = cur.dev->typenum;
+        cur.ndim = cur.dev->ndim, cur.shape = cur.dev->shape,
+        cur.typenum = cur.dev->typenum;
       } else {
         cur.np = (PyArrayObject *)res;
         cur.ndim = PyArray_NDIM(cur.np), cur.shape = PyArray_DIMS(cur.np);

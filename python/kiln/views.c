@@ -17,11 +17,12 @@ typedef struct range {
 
 static int refuse(const char *why)
 {
-  kilnpy_raise_msg(KILN_ERR_INVALID_ARGUMENT,
-                   "DeviceArray index: %s; a view of a device array is one contiguous "
-                   "range (integers on leading axes, then one slice of step 1, then whole "
-                   "axes): for anything else index a host copy, x.numpy()[...]",
-                   why);
+  kilnpy_raise_msg(
+    KILN_ERR_INVALID_ARGUMENT,
+    "DeviceArray index: %s; a view of a device array is one contiguous "
+    "range (integers on leading axes, then one slice of step 1, then whole "
+    "axes): for anything else index a host copy, x.numpy()[...]",
+    why);
   return -1;
 }
 
@@ -39,8 +40,8 @@ static int index_one(const kilnpy_array *a, PyObject *k, int *axis, int *phase,
                      size_t stride[], range *r)
 {
   if (*axis >= a->ndim) {
-    PyErr_Format(PyExc_IndexError,
-                 "too many indices for a device array of %d dimensions", a->ndim);
+    PyErr_Format(PyExc_IndexError, "too many indices for a device array of %d dimensions",
+                 a->ndim);
     return -1;
   }
   npy_intp len = a->shape[*axis];
@@ -162,7 +163,8 @@ static int array_ass_subscript(kilnpy_array *self, PyObject *key, PyObject *valu
     if (count)
       s = kiln_buffer_copy(self->buf, r.offset, v->buf, 0, count);
   } else {
-    PyArrayObject *host = (PyArrayObject *)PyArray_SimpleNew(r.ndim, r.shape, self->typenum);
+    PyArrayObject *host =
+      (PyArrayObject *)PyArray_SimpleNew(r.ndim, r.shape, self->typenum);
     if (!host)
       return -1;
     if (PyArray_CopyObject(host, value) < 0) {
