@@ -8,7 +8,7 @@
 See docs/python.md.
 """
 from ._kiln import *  # noqa: F401,F403  (Runtime, DeviceArray, devices, errors)
-from ._kiln import Error, DeviceArray, devices, kiln_version
+from ._kiln import Error, DeviceArray, Event, Stream, devices, kiln_version
 import time
 
 from . import _kiln, _fft
@@ -68,3 +68,12 @@ class Runtime(_kiln.Runtime):
 for _name, _f in _fft.METHODS.items():
     setattr(Runtime, _name, _f)
 del _name, _f
+
+
+def tune(device=None, what=None, *, budget=0, progress=None):
+    """tune(device=None, what=None, *, budget=0, progress=None): `kiln tune`
+    from Python: kiln_tune on the device (as Runtime's device argument),
+    which keeps the best parameters as the device's tuning record; later
+    runtimes on it apply them. See Runtime.tune."""
+    with Runtime(device=device) as rt:
+        rt.tune(what, budget=budget, progress=progress)

@@ -23,7 +23,7 @@
 typedef struct kilnpy_runtime {
   PyObject_HEAD kiln_runtime *rt;
   int closed;
-  Py_ssize_t arrays; /* device arrays alive */
+  Py_ssize_t arrays; /* device arrays, streams and events alive */
   Py_ssize_t calls;  /* calls running without the GIL */
 } kilnpy_runtime;
 
@@ -122,6 +122,15 @@ int kilnpy_activation(PyObject *o, kiln_activation *act);
 PyObject *kilnpy_profile_reset(kilnpy_runtime *self, PyObject *unused);
 PyObject *kilnpy_profile_table(kilnpy_runtime *self, PyObject *unused);
 PyObject *kilnpy_profile_rows(kilnpy_runtime *self, PyObject *unused);
+
+/* stream.c */
+int kilnpy_stream_types_add(PyObject *module);
+PyObject *kilnpy_stream_new(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_event_record(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_wait_event(kilnpy_runtime *self, PyObject *event);
+
+/* tune.c */
+PyObject *kilnpy_tune(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
 /* fft.c */
 PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);

@@ -368,6 +368,19 @@ static PyMethodDef runtime_methods[] = {
    "kiln's profile table (kiln_profile_report), a str, after kiln_finish."},
   {"profile_rows", (PyCFunction)kilnpy_profile_rows, METH_NOARGS,
    "profile_rows() -> list of dict: kiln's profile rows (kiln_profile_rows)."},
+  {"stream", (PyCFunction)kilnpy_stream_new, METH_NOARGS,
+   "stream() -> Stream: a new queue of the runtime (kiln_stream_create); `with s:` "
+   "sends this thread's calls to it."},
+  {"record_event", (PyCFunction)kilnpy_event_record, METH_NOARGS,
+   "record_event() -> Event: completes when the work this thread's queue holds now "
+   "is done (kiln_event_record)."},
+  {"wait_event", (PyCFunction)kilnpy_wait_event, METH_O,
+   "wait_event(event): later work on this thread's queue waits for event, the host "
+   "does not (kiln_stream_wait_event)."},
+  {"tune", (PyCFunction)(void (*)(void))kilnpy_tune, METH_VARARGS | METH_KEYWORDS,
+   "tune(what=None, *, budget=0, progress=None): kiln_tune on this device; what: None "
+   "(all) or names among 'gemm', 'reduce', 'fft', 'conv'; budget: seconds (0: 240); "
+   "progress(step: dict) -> True stops."},
   {"_fft", (PyCFunction)(void (*)(void))kilnpy_fft, METH_VARARGS | METH_KEYWORDS,
    "_fft(x, kind=0, axes=1, inverse=False, norm=0, n_last=0): kiln_fft over the last "
    "axes (kiln/_fft.py gives it numpy.fft's names)."},
