@@ -118,9 +118,19 @@ static void gemm_desc(const gemm_args *g, int typenum, int has_c, kiln_gemm_desc
   if (g->bias_batched)
     desc->stride_bias = (size_t)(g->bias == KILN_BIAS_ROW ? g->m : g->n);
   /* A 2-D a or b beside a batch is one matrix for all: kiln's stride 0
-   * means packed, so such a batch runs one product a call (gemm_calls). */
-  if (!g->bcast_a && !g->bcast_b)
+   * means packed, so such a batch runs one product a call (gemm_calls),
+   * but for a shared b under an untransposed a (torch.matmul(x, w)): the
+   * batch is then one tall product of batch * m rows, where a bias of the
+   * columns is the same for every product. */
+  int fold =
+    g->bcast_b && !g->trans_a &&
+    (g->bias == KILN_BIAS_NONE || (g->bias == KILN_BIAS_COL && !g->bias_batched));
+  if (fold) {
+    desc->m = (size_t)(g->batch * g->m);
+    desc->batch = 1;
+  } else if (!g->bcast_a && !g->bcast_b) {
     desc->batch = (size_t)g->batch;
+  }
 }
 
 /* The product(s): one call, or one per product where a or b is shared. */

@@ -149,7 +149,8 @@ def test_bias_and_activation(rt):
         a3 = rng.uniform(-1, 1, (bt, m, k)).astype(dtype)
         p3 = bref(a3, b)
         for bias in [rng.uniform(-1, 1, (bt, n)), rng.uniform(-1, 1, (bt, 1, n)),
-                     rng.uniform(-1, 1, (bt, m, 1)), rng.uniform(-1, 1, n)]:
+                     rng.uniform(-1, 1, (bt, m, 1)), rng.uniform(-1, 1, n),
+                     rng.uniform(-1, 1, (m, 1))]:
             bias = bias.astype(dtype)
             want = p3 + (bias[:, None, :] if bias.shape == (bt, n) else bias).astype(np.float64)
             check(rt.gemm(a3, b, bias=bias, activation="tanh"), np.tanh(want), dtype, k)
