@@ -14,15 +14,20 @@ def test_eight_threads_one_runtime(rt):
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (48, 40)).astype(np.float32), rng.uniform(-1, 1, (40, 24)).astype(np.float32)
     want, want_sum = a.astype(np.float64) @ b, a.astype(np.float64).sum(axis=0)
+    sig = rng.uniform(-1, 1, (6, 16)).astype(np.complex64)
+    want_fft = np.fft.fft(sig)
     errors = []
 
     def work():
         try:
             d = rt.array(a)
+            s = rt.array(sig)
             for _ in range(20):
                 np.testing.assert_allclose(rt.gemm(a, b), want, atol=1e-4)
                 np.testing.assert_allclose(rt.gemm(d, b).numpy(), want, atol=1e-4)
                 np.testing.assert_allclose(rt.reduce(a, "sum", axis=0), want_sum, atol=1e-4)
+                np.testing.assert_allclose(rt.fft(s[2:]).numpy(), want_fft[2:], atol=1e-4)
+                np.testing.assert_allclose(rt.gemm(d[5:9], b).numpy(), want[5:9], atol=1e-4)
         except Exception as e:  # noqa: BLE001  (reported below)
             errors.append(e)
 
