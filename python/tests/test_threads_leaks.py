@@ -29,6 +29,7 @@ def test_eight_threads_one_runtime(rt):
                 np.testing.assert_allclose(rt.fft(s[2:]).numpy(), want_fft[2:], atol=1e-4)
                 np.testing.assert_allclose(rt.gemm(d[5:9], b).numpy(), want[5:9], atol=1e-4)
         except Exception as e:  # noqa: BLE001  (reported below)
+            print(e)  # in full: pytest shows the output of a failed test
             errors.append(e)
 
     threads = [threading.Thread(target=work) for _ in range(8)]
