@@ -79,8 +79,6 @@ PyObject *kilnpy_profile_rows(kilnpy_runtime *self, PyObject *unused)
   if (profiling(self) < 0)
     return NULL;
   size_t n = 0;
-  kiln_profile_row probe;
-  kiln_profile_row_init(&probe);
   kiln_status s = kiln_finish(self->rt);
   if (s == KILN_OK)
     s = kiln_profile_rows(self->rt, NULL, 0, &n);
