@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln for a PyTorch user: which device is there, how much memory is free,
 and a batched matrix product split into pieces that fit the device's memory,
-checked against numpy on the CPU.
+with kiln's profile table of it, checked against numpy on the CPU.
 
     python3 examples/python/devices_and_gemm.py [--batch 64] [--n 256]
         [--memory-limit BYTES]
@@ -30,7 +30,7 @@ def main():
         print(f"device {d['index']}: {d['name']} ({d['type']}, {d['platform']}), "
               f"{d['global_mem_bytes'] / 2**30:.1f} GiB; {d['rank_reasons']}")
 
-    with kiln.Runtime(memory_limit=args.memory_limit) as rt:
+    with kiln.Runtime(memory_limit=args.memory_limit, profile=True) as rt:
         print(f"kiln runs on {rt.device['name']}: {rt.why}")
         stats = rt.memory_stats()
         free = stats["device_free_bytes"]  # -1 where the driver cannot say
@@ -43,9 +43,10 @@ def main():
         x = rng.standard_normal((batch, n, n), dtype=np.float32)
         w = rng.standard_normal((n, n), dtype=np.float32)
 
-        # The batch as one tall matrix (batch * n rows) times w, in pieces of
-        # whole matrices: each piece's input and output, plus w, in half of
-        # what is left (the rest for kiln's own workspace).
+        # torch.matmul(x, w) of a (batch, n, n) by an (n, n): a batched
+        # product with w shared, in pieces of whole matrices: each piece's
+        # input and output, plus w, in half of what is left (the rest for
+        # kiln's own workspace).
         wd = rt.array(w)
         per_matrix = 2 * n * n * 4
         fit = max(1, int(left // 2 - wd.nbytes) // per_matrix)
@@ -54,11 +55,12 @@ def main():
               f"{len(pieces)} piece(s) of up to {min(fit, batch)}")
         out = np.empty_like(x)
         t0 = time.perf_counter()
-        for start in pieces:
-            stop = min(start + fit, batch)
-            piece = x[start:stop].reshape(-1, n)
-            out[start:stop] = rt.gemm(rt.array(piece), wd).numpy().reshape(-1, n, n)
+        with rt.profile() as prof:  # torch.profiler.profile()
+            for start in pieces:
+                stop = min(start + fit, batch)
+                out[start:stop] = rt.gemm(rt.array(x[start:stop]), wd).numpy()
         t_kiln = time.perf_counter() - t0
+        print(prof.table)
 
         t0 = time.perf_counter()
         want = x @ w

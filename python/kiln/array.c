@@ -49,8 +49,9 @@ PyArrayObject *kilnpy_numpy_in(PyObject *obj, const char *what)
   return c;
 }
 
-kilnpy_array *kilnpy_array_new(kilnpy_runtime *owner, int ndim, const npy_intp *shape,
-                               int typenum, unsigned flags)
+/* The object without its buffer. */
+static kilnpy_array *array_alloc(kilnpy_runtime *owner, int ndim, const npy_intp *shape,
+                                 int typenum)
 {
   size_t count = 1;
   for (int i = 0; i < ndim; i++)
@@ -60,12 +61,43 @@ kilnpy_array *kilnpy_array_new(kilnpy_runtime *owner, int ndim, const npy_intp *
     return NULL;
   self->owner = (kilnpy_runtime *)Py_NewRef(owner);
   self->buf = NULL;
+  self->base = NULL;
   self->ndim = ndim;
   memcpy(self->shape, shape, sizeof(npy_intp) * (size_t)ndim);
   self->typenum = typenum;
   self->kdt = kilnpy_kiln_dtype(typenum);
   self->count = count;
   owner->arrays++;
+  return self;
+}
+
+kilnpy_array *kilnpy_array_view(kilnpy_array *base, size_t offset, int ndim,
+                                const npy_intp *shape)
+{
+  kilnpy_array *self = array_alloc(base->owner, ndim, shape, base->typenum);
+  if (!self)
+    return NULL;
+  if (!self->count) { /* kiln has no empty views: an empty array of its own */
+    Py_DECREF(self);
+    return kilnpy_array_new(base->owner, ndim, shape, base->typenum, 0);
+  }
+  kiln_status s = kiln_buffer_view(base->buf, offset, self->count, &self->buf);
+  if (s != KILN_OK) {
+    kilnpy_raise(s, base->owner->rt);
+    Py_DECREF(self);
+    return NULL;
+  }
+  self->base = Py_NewRef(base->base ? base->base : (PyObject *)base);
+  return self;
+}
+
+kilnpy_array *kilnpy_array_new(kilnpy_runtime *owner, int ndim, const npy_intp *shape,
+                               int typenum, unsigned flags)
+{
+  kilnpy_array *self = array_alloc(owner, ndim, shape, typenum);
+  if (!self)
+    return NULL;
+  size_t count = self->count;
   kiln_status s;
   kilnpy_call_begin(owner);
   Py_BEGIN_ALLOW_THREADS;
@@ -85,7 +117,8 @@ static void array_dealloc(kilnpy_array *self)
 {
   kilnpy_runtime *owner = self->owner;
   if (self->buf)
-    kiln_buffer_destroy(self->buf);
+    kiln_buffer_destroy(self->buf); /* a view's before its base's */
+  Py_XDECREF(self->base);
   owner->arrays--;
   kilnpy_runtime_release(owner);
   Py_DECREF(owner);
@@ -234,6 +267,25 @@ static PyObject *get_runtime(kilnpy_array *self, void *closure)
   return Py_NewRef(self->owner);
 }
 
+static PyObject *get_base(kilnpy_array *self, void *closure)
+{
+  (void)closure;
+  return Py_NewRef(self->base ? self->base : Py_None);
+}
+
+static Py_ssize_t array_length(kilnpy_array *self)
+{
+  if (!self->ndim) {
+    PyErr_SetString(PyExc_TypeError, "len() of a 0-d device array");
+    return -1;
+  }
+  return (Py_ssize_t)self->shape[0];
+}
+
+static PySequenceMethods array_sequence = {
+  .sq_length = (lenfunc)array_length,
+};
+
 static PyObject *array_repr(kilnpy_array *self)
 {
   PyObject *shape = get_shape(self, NULL);
@@ -245,7 +297,14 @@ static PyObject *array_repr(kilnpy_array *self)
   return r;
 }
 
+static PyObject *array_astype(kilnpy_array *self, PyObject *dtype)
+{
+  return kilnpy_convert_to(self->owner, (PyObject *)self, dtype);
+}
+
 static PyMethodDef array_methods[] = {
+  {"astype", (PyCFunction)array_astype, METH_O,
+   "astype(dtype) -> DeviceArray: converted on the device (Runtime.convert)."},
   {"numpy", (PyCFunction)array_numpy, METH_NOARGS,
    "numpy() -> numpy.ndarray: a host copy of the array."},
   {"__array__", (PyCFunction)array_array, METH_VARARGS, NULL},
@@ -259,6 +318,9 @@ static PyGetSetDef array_getset[] = {
   {"size", (getter)get_size, NULL, "The number of elements.", NULL},
   {"ndim", (getter)get_ndim, NULL, "The number of dimensions.", NULL},
   {"runtime", (getter)get_runtime, NULL, "The kiln.Runtime it lives on.", NULL},
+  {"base", (getter)get_base, NULL,
+   "The device array whose memory this view is (x[...]), None for an array of its own.",
+   NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -270,6 +332,50 @@ PyTypeObject kilnpy_array_type = {
             "operation given one; freed when collected.",
   .tp_dealloc = (destructor)array_dealloc,
   .tp_repr = (reprfunc)array_repr,
+  .tp_as_mapping = &kilnpy_array_mapping,
+  .tp_as_sequence = &array_sequence,
   .tp_methods = array_methods,
   .tp_getset = array_getset,
 };
+
+int kilnpy_numpy_type(kiln_dtype d)
+{
+  switch (d) {
+  case KILN_F16: return NPY_FLOAT16;
+  case KILN_F32: return NPY_FLOAT32;
+  case KILN_F64: return NPY_FLOAT64;
+  case KILN_C32: return NPY_COMPLEX64;
+  case KILN_C64: return NPY_COMPLEX128;
+  case KILN_I32: return NPY_INT32;
+  case KILN_I64: return NPY_INT64;
+  }
+  return NPY_NOTYPE;
+}
+
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device,
+                        const char *what, kilnpy_operand *op)
+{
+  memset(op, 0, sizeof *op);
+  if (obj == Py_None)
+    return 0;
+  if (on_device) {
+    if (!(op->dev = kilnpy_array_of(rt, obj, what)))
+      return -1;
+    op->ndim = op->dev->ndim;
+    op->shape = op->dev->shape;
+    op->typenum = op->dev->typenum;
+  } else {
+    if (!(op->np = kilnpy_numpy_in(obj, what)))
+      return -1;
+    op->ndim = PyArray_NDIM(op->np);
+    op->shape = PyArray_DIMS(op->np);
+    op->typenum = PyArray_TYPE(op->np);
+  }
+  return 0;
+}
+
+void kilnpy_operand_clear(kilnpy_operand *op)
+{
+  Py_CLEAR(op->np);
+  Py_CLEAR(op->dev);
+}

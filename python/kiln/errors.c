@@ -25,13 +25,29 @@ static PyObject *builtin_base(kiln_status s)
   case KILN_ERR_INVALID_DEVICE_SELECTOR: return PyExc_ValueError;
   case KILN_ERR_INVALID_DTYPE: return PyExc_TypeError;
   case KILN_ERR_OUT_OF_MEMORY: return PyExc_MemoryError;
+  case KILN_ERR_OVERFLOW: return PyExc_OverflowError;
   default: return NULL;
   }
 }
 
+/* Classes whose name from the status would shadow a builtin of Python's
+ * (`from kiln import *` would hide it): their own name. */
+static const struct {
+  kiln_status status;
+  const char *name;
+} renamed[] = {
+  {KILN_ERR_OVERFLOW, "SizeOverflowError"}, /* not builtins.OverflowError */
+};
+
 /* "ERR_OUT_OF_MEMORY" -> "OutOfMemoryError". */
 static void class_name(kiln_status s, char *buf, size_t size)
 {
+  for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
+    if (renamed[i].status == s) {
+      snprintf(buf, size, "%s", renamed[i].name);
+      return;
+    }
+  }
   const char *name = kiln_status_name(s);
   size_t n = 0;
   int upper = 1;

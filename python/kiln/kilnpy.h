@@ -23,15 +23,18 @@
 typedef struct kilnpy_runtime {
   PyObject_HEAD kiln_runtime *rt;
   int closed;
-  Py_ssize_t arrays; /* device arrays alive */
+  Py_ssize_t arrays; /* device arrays, streams and events alive */
   Py_ssize_t calls;  /* calls running without the GIL */
 } kilnpy_runtime;
 
-/* kiln.DeviceArray: a C-order array in one kiln buffer. An empty array
- * holds a buffer of one element, as kiln has no empty buffers. */
+/* kiln.DeviceArray: a C-order array in one kiln buffer, or a view of part
+ * of another's (kiln_buffer_view: a contiguous range). An empty array holds
+ * a buffer of one element, as kiln has no empty buffers. */
 typedef struct kilnpy_array {
   PyObject_HEAD kilnpy_runtime *owner;
   kiln_buffer *buf;
+  PyObject *base; /* a view: the array whose buffer buf views (kept alive, as
+                     kiln destroys a view before its buffer); else NULL */
   int ndim;
   npy_intp shape[KILN_ARRAY_MAX_DIMS];
   int typenum;    /* numpy's type number */
@@ -75,10 +78,61 @@ kilnpy_array *kilnpy_array_new(kilnpy_runtime *owner, int ndim, const npy_intp *
  * else a copy of its numpy form. */
 kilnpy_array *kilnpy_array_of(kilnpy_runtime *owner, PyObject *obj, const char *what);
 PyObject *kilnpy_array_numpy(kilnpy_array *self);
-PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
+/* A view of count(shape) elements of base from offset (no copy); an empty
+ * shape gets an array of its own. */
+kilnpy_array *kilnpy_array_view(kilnpy_array *base, size_t offset, int ndim,
+                                const npy_intp *shape);
 
-/* ops.c */
+/* views.c */
+extern PyMappingMethods kilnpy_array_mapping;
+PyObject *kilnpy_runtime_array(kilnpy_runtime *self, PyObject *obj);
+/* numpy's type number for a kiln dtype. */
+int kilnpy_numpy_type(kiln_dtype d);
+
+/* One input of an operation: its numpy form (host path) or device form;
+ * all zero for None. */
+typedef struct kilnpy_operand {
+  PyArrayObject *np;
+  kilnpy_array *dev;
+  int ndim;
+  const npy_intp *shape;
+  int typenum;
+} kilnpy_operand;
+/* obj as a device array of rt (on_device) or a C-order numpy array; None
+ * leaves op zeroed. */
+int kilnpy_operand_load(kilnpy_runtime *rt, PyObject *obj, int on_device,
+                        const char *what, kilnpy_operand *op);
+void kilnpy_operand_clear(kilnpy_operand *op);
+
+/* gemm.c */
 PyObject *kilnpy_gemm(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+
+/* reduce.c */
 PyObject *kilnpy_reduce(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+
+/* conv.c */
+PyObject *kilnpy_conv2d(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+PyObject *kilnpy_convert(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+/* x (numpy or a device array) converted on the device to dtype. */
+PyObject *kilnpy_convert_to(kilnpy_runtime *self, PyObject *x, PyObject *dtype);
+/* None or an activation's name; -1 with kiln.InvalidArgumentError set. */
+int kilnpy_activation(PyObject *o, kiln_activation *act);
+
+/* profile.c */
+PyObject *kilnpy_profile_reset(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_profile_table(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_profile_rows(kilnpy_runtime *self, PyObject *unused);
+
+/* stream.c */
+int kilnpy_stream_types_add(PyObject *module);
+PyObject *kilnpy_stream_new(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_event_record(kilnpy_runtime *self, PyObject *unused);
+PyObject *kilnpy_wait_event(kilnpy_runtime *self, PyObject *event);
+
+/* tune.c */
+PyObject *kilnpy_tune(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+
+/* fft.c */
+PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
 #endif

@@ -142,9 +142,11 @@ void kilnpy_runtime_release(kilnpy_runtime *self)
 
 static int runtime_init(kilnpy_runtime *self, PyObject *args, PyObject *kwargs)
 {
-  static char *kwlist[] = {"device", "memory_limit", NULL};
+  static char *kwlist[] = {"device", "memory_limit", "profile", NULL};
   PyObject *device = Py_None, *limit = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:Runtime", kwlist, &device, &limit))
+  int profile = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO$p:Runtime", kwlist, &device, &limit,
+                                   &profile))
     return -1;
   if (self->rt) {
     PyErr_SetString(PyExc_RuntimeError, "kiln.Runtime is initialised already");
@@ -152,6 +154,7 @@ static int runtime_init(kilnpy_runtime *self, PyObject *args, PyObject *kwargs)
   }
   kiln_options opts;
   kiln_options_init(&opts);
+  opts.profile = profile; /* 0 leaves KILN_PROFILE to decide */
   PyObject *dev_str = NULL;
   if (PyLong_Check(device))
     dev_str = PyObject_Str(device); /* the N-th visible device */
@@ -330,6 +333,14 @@ static PyObject *get_closed(kilnpy_runtime *self, void *closure)
   return PyBool_FromLong(self->closed);
 }
 
+static PyObject *get_profiling(kilnpy_runtime *self, void *closure)
+{
+  (void)closure;
+  if (kilnpy_runtime_check(self) < 0)
+    return NULL;
+  return PyBool_FromLong(kiln_profile_enabled(self->rt));
+}
+
 static PyMethodDef runtime_methods[] = {
   {"close", (PyCFunction)runtime_close, METH_NOARGS,
    "Destroys the runtime once no device array of it is alive; later calls raise "
@@ -345,6 +356,34 @@ static PyMethodDef runtime_methods[] = {
   {"reduce", (PyCFunction)(void (*)(void))kilnpy_reduce, METH_VARARGS | METH_KEYWORDS,
    "reduce(x, op='sum', axis=None): sum, mean, min, max, argmin, argmax or norm, as "
    "numpy along one axis or all."},
+  {"conv2d", (PyCFunction)(void (*)(void))kilnpy_conv2d, METH_VARARGS | METH_KEYWORDS,
+   "conv2d(x, weights, bias=None, *, stride=1, padding=0, dilation=1, groups=1, "
+   "activation=None, layout='NCHW'): the 2-D convolution (cross-correlation) of "
+   "kiln_conv2d."},
+  {"convert", (PyCFunction)(void (*)(void))kilnpy_convert, METH_VARARGS | METH_KEYWORDS,
+   "convert(x, dtype): x converted to dtype on the device (kiln_convert)."},
+  {"_profile_reset", (PyCFunction)kilnpy_profile_reset, METH_NOARGS,
+   "Forgets the recorded calls (kiln_profile_reset)."},
+  {"_profile_table", (PyCFunction)kilnpy_profile_table, METH_NOARGS,
+   "kiln's profile table (kiln_profile_report), a str, after kiln_finish."},
+  {"profile_rows", (PyCFunction)kilnpy_profile_rows, METH_NOARGS,
+   "profile_rows() -> list of dict: kiln's profile rows (kiln_profile_rows)."},
+  {"stream", (PyCFunction)kilnpy_stream_new, METH_NOARGS,
+   "stream() -> Stream: a new queue of the runtime (kiln_stream_create); `with s:` "
+   "sends this thread's calls to it."},
+  {"record_event", (PyCFunction)kilnpy_event_record, METH_NOARGS,
+   "record_event() -> Event: completes when the work this thread's queue holds now "
+   "is done (kiln_event_record)."},
+  {"wait_event", (PyCFunction)kilnpy_wait_event, METH_O,
+   "wait_event(event): later work on this thread's queue waits for event, the host "
+   "does not (kiln_stream_wait_event)."},
+  {"tune", (PyCFunction)(void (*)(void))kilnpy_tune, METH_VARARGS | METH_KEYWORDS,
+   "tune(what=None, *, budget=0, progress=None): kiln_tune on this device; what: None "
+   "(all) or names among 'gemm', 'reduce', 'fft', 'conv'; budget: seconds (0: 240); "
+   "progress(step: dict) -> True stops."},
+  {"_fft", (PyCFunction)(void (*)(void))kilnpy_fft, METH_VARARGS | METH_KEYWORDS,
+   "_fft(x, kind=0, axes=1, inverse=False, norm=0, n_last=0): kiln_fft over the last "
+   "axes (kiln/_fft.py gives it numpy.fft's names)."},
   {"memory_stats", (PyCFunction)runtime_memory_stats, METH_NOARGS,
    "What kiln holds on the device, as a dict (kiln_memory_stats)."},
   {"empty_cache", (PyCFunction)runtime_empty_cache, METH_NOARGS,
@@ -361,14 +400,18 @@ static PyGetSetDef runtime_getset[] = {
   {"diagnostics", (getter)get_diagnostics, NULL,
    "Notes from finding the devices: those skipped and why.", NULL},
   {"closed", (getter)get_closed, NULL, "Whether close() was called.", NULL},
+  {"profiling", (getter)get_profiling, NULL,
+   "Whether the runtime records its calls (Runtime(profile=True) or KILN_PROFILE=1).",
+   NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyTypeObject kilnpy_runtime_type = {
   PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kiln.Runtime",
   .tp_basicsize = sizeof(kilnpy_runtime),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "Runtime(device=None, memory_limit=None): kiln on one device; a context "
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* kiln/__init__.py's */
+  .tp_doc = "Runtime(device=None, memory_limit=None, *, profile=False): kiln on one "
+            "device; a context "
             "manager. device: None (the best ranked), an index, or a selector as "
             "KILN_DEVICE takes; memory_limit: bytes (int) or a fraction of the device's "
             "memory (float).",

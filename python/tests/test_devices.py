@@ -107,11 +107,19 @@ def test_one_class_per_status():
                if isinstance(getattr(kiln, n), type) and issubclass(getattr(kiln, n), kiln.Error)
                and getattr(kiln, n) is not kiln.Error]
     assert sorted(c.status for c in classes) == sorted(v for v in statuses if v != 0)
+    import builtins
+    assert len({c.status for c in classes}) == len(classes)  # one class a status
     for c in classes:
         assert c.status_name == statuses[c.status]
+        assert not hasattr(builtins, c.__name__), c  # shadows no builtin
+        assert getattr(kiln, c.__name__) is c
         assert c.__module__ == "kiln"
         assert c.__doc__
     assert issubclass(kiln.OutOfHostMemoryError, kiln.OutOfMemoryError)
     assert issubclass(kiln.InvalidDtypeError, TypeError)
     assert issubclass(kiln.InvalidArgumentError, ValueError)
     assert issubclass(kiln.Error, RuntimeError)
+    assert issubclass(kiln.SizeOverflowError, kiln.Error)
+    assert issubclass(kiln.SizeOverflowError, OverflowError)
+    assert kiln.SizeOverflowError.status_name == "ERR_OVERFLOW"
+    assert kiln.__dict__.get("OverflowError") is None

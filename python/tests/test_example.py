@@ -17,6 +17,7 @@ def run(*args):
 def test_example_whole_batch():
     out = run("--batch", "6", "--n", "48")
     assert "kiln runs on" in out and "1 piece(s)" in out
+    assert "kiln profile on" in out and "gemm" in out  # the profile table
 
 
 def test_example_split_to_fit_memory():

@@ -97,3 +97,88 @@ def test_gemm_errors(rt):
     with pytest.raises(TypeError):
         rt.gemm(f, f.T, 2.0)  # alpha is keyword-only
     rt.gemm(f, f.T)  # usable after
+
+
+ACTS = {None: lambda y: y, "relu": lambda y: np.maximum(y, 0),
+        "sigmoid": lambda y: 1 / (1 + np.exp(-y)), "tanh": np.tanh,
+        "gelu": lambda y: y / 2 * (1 + np.vectorize(__import__("math").erf)(y / 2 ** .5))}
+
+
+def bref(a, b, ta=False, tb=False):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return (np.swapaxes(a64, -1, -2) if ta else a64) @ (np.swapaxes(b64, -1, -2) if tb else b64)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_batched(rt, ta, tb):
+    rng = np.random.default_rng(7)
+    bt, m, n, k = 5, 9, 6, 13
+    for dtype in float_dtypes(rt):
+        a3 = rng.uniform(-1, 1, (bt, k, m) if ta else (bt, m, k)).astype(dtype)
+        b3 = rng.uniform(-1, 1, (bt, n, k) if tb else (bt, k, n)).astype(dtype)
+        a2, b2 = a3[1], b3[2]
+        c = rng.uniform(-1, 1, (bt, m, n)).astype(dtype)
+        for x, y in [(a3, b3), (a3, b2), (a2, b3)]:
+            got = rt.gemm(x, y, trans_a=ta, trans_b=tb)
+            assert got.shape == (bt, m, n)
+            check(got, bref(x, y, ta, tb), dtype, k)
+            got = rt.gemm(x, y, trans_a=ta, trans_b=tb, alpha=2.0, beta=0.5, c=c)
+            check(got, 2 * bref(x, y, ta, tb) + 0.5 * c.astype(np.float64), dtype, k)
+        d = rt.gemm(rt.array(a3), b2, trans_a=ta, trans_b=tb)  # on the device
+        assert isinstance(d, kiln.DeviceArray) and d.shape == (bt, m, n)
+        check(d.numpy(), bref(a3, b2, ta, tb), dtype, k)
+    empty = rt.gemm(np.zeros((0, 3, 4), np.float32), np.zeros((0, 4, 2), np.float32))
+    assert empty.shape == (0, 3, 2)
+
+
+def test_bias_and_activation(rt):
+    rng = np.random.default_rng(8)
+    m, n, k, bt = 7, 11, 5, 3
+    for dtype in float_dtypes(rt):
+        a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+        p = bref(a, b)
+        for bias in [rng.uniform(-1, 1, n), rng.uniform(-1, 1, (1, n)),
+                     rng.uniform(-1, 1, (m, 1))]:
+            bias = bias.astype(dtype)
+            for act, f in ACTS.items():
+                got = rt.gemm(a, b, bias=bias, activation=act)
+                check(got, f(p + bias.astype(np.float64)), dtype, k)
+        got = rt.gemm(a, b, activation="relu", alpha=-1.0)
+        check(got, np.maximum(-p, 0), dtype, k)
+        a3 = rng.uniform(-1, 1, (bt, m, k)).astype(dtype)
+        p3 = bref(a3, b)
+        for bias in [rng.uniform(-1, 1, (bt, n)), rng.uniform(-1, 1, (bt, 1, n)),
+                     rng.uniform(-1, 1, (bt, m, 1)), rng.uniform(-1, 1, n),
+                     rng.uniform(-1, 1, (m, 1))]:
+            bias = bias.astype(dtype)
+            want = p3 + (bias[:, None, :] if bias.shape == (bt, n) else bias).astype(np.float64)
+            check(rt.gemm(a3, b, bias=bias, activation="tanh"), np.tanh(want), dtype, k)
+            b3 = rng.uniform(-1, 1, (bt, k, n)).astype(dtype)
+            want = bref(a3, b3) + (bias[:, None, :] if bias.shape == (bt, n) else bias)
+            got = rt.gemm(rt.array(a3), rt.array(b3), bias=rt.array(bias))
+            check(got.numpy(), want, dtype, k)
+
+
+def test_batched_and_epilogue_errors(rt):
+    a = np.ones((3, 4, 5), np.float32)
+    b = np.ones((2, 5, 6), np.float32)
+    with pytest.raises(ValueError, match="batch"):
+        rt.gemm(a, b)
+    with pytest.raises(ValueError, match="2-D"):
+        rt.gemm(np.ones((2, 2, 2, 2), np.float32), np.ones((2, 2), np.float32))
+    with pytest.raises(ValueError, match="bias"):
+        rt.gemm(a, b[0], bias=np.ones(5, np.float32))
+    with pytest.raises(ValueError, match="bias"):
+        rt.gemm(a, b[0], bias=np.ones((2, 6), np.float32))
+    with pytest.raises(TypeError):
+        rt.gemm(a, b[0], bias=np.ones(6, np.float64))
+    with pytest.raises(ValueError, match="c must"):
+        rt.gemm(a, b[0], c=np.ones((4, 6), np.float32), beta=1.0)
+    with pytest.raises(ValueError, match="c must"):
+        rt.gemm(a[0], b[0], c=np.float32(1), beta=1.0)
+    with pytest.raises(ValueError, match="swish"):
+        rt.gemm(a, b[0], activation="swish")
+    with pytest.raises(ValueError, match="k = 0"):
+        rt.gemm(np.ones((3, 0), np.float32), np.ones((0, 2), np.float32), activation="relu")
+    np.testing.assert_array_equal(rt.gemm(a, b[0]), np.full((3, 4, 6), 5.0))
