@@ -61,12 +61,6 @@ KNOWN = {
     ("core/runtime.c", "kiln__profile_attach"),
     ("core/runtime.c", "kiln__profile_resolve"),
     ("core/runtime.c", "kiln__trace_write"),
-    # Transfers record themselves in the profile.
-    ("core/transfer.c", "profile/profile.h"),
-    ("core/transfer.c", "kiln__profile_attach"),
-    ("core/transfer.c", "kiln__profile_open"),
-    ("core/transfer.c", "kiln__profile_close"),
-    ("core/transfer.c", "kiln__profile_set"),
     # A failure is kept in its runtime (serial, message under rt->lock).
     ("base/error.c", "core/runtime.h"),
     ("base/error.c", "kiln__runtime_set_error"),
