@@ -61,9 +61,6 @@ KNOWN = {
     ("core/runtime.c", "kiln__profile_attach"),
     ("core/runtime.c", "kiln__profile_resolve"),
     ("core/runtime.c", "kiln__trace_write"),
-    # A failure is kept in its runtime (serial, message under rt->lock).
-    ("base/error.c", "core/runtime.h"),
-    ("base/error.c", "kiln__runtime_set_error"),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

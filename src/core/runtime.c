@@ -22,11 +22,37 @@
 #include "profile/profile.h"
 #include "tuning/tuning.h"
 
-/* Numbers the runtimes of the process, for error.c. */
+/* Numbers the runtimes of the process, for error.c's sink. */
 static atomic_uint_fast64_t runtimes_made;
 
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
+
+/* ---- the sink of error.c: a runtime's failures, of any thread ------------ */
+
+static uint64_t error_serial(const kiln_runtime *rt)
+{
+  return rt->serial;
+}
+
+static void error_store(kiln_runtime *rt, char *msg)
+{
+  pthread_mutex_lock(&rt->lock);
+  free(rt->error);
+  rt->error = msg;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+static char *error_copy(const kiln_runtime *rt)
+{
+  kiln_runtime *mrt = (kiln_runtime *)rt; /* the lock is not part of the value */
+  pthread_mutex_lock(&mrt->lock);
+  char *copy = rt->error ? strdup(rt->error) : NULL;
+  pthread_mutex_unlock(&mrt->lock);
+  return copy;
+}
+
+const kiln__error_sink kiln__runtime_errors = {error_serial, error_store, error_copy};
 
 static kiln_status fail_no_device(const kiln__device_list *list, const kiln__config *cfg)
 {
@@ -176,6 +202,7 @@ KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime 
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_runtime_create: allocating the runtime failed");
   }
+  kiln__error_sink_set(&kiln__runtime_errors); /* before rt can fail */
   rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
   rt->pool.on = !cfg.no_memory_pool;
   rt->oom_wait_ms = cfg.oom_wait_ms;
@@ -297,14 +324,6 @@ void kiln__runtime_tuning_changed(kiln_runtime *rt)
       h[i]->tuning_changed(rt);
 }
 
-void kiln__runtime_set_error(kiln_runtime *rt, char *msg)
-{
-  pthread_mutex_lock(&rt->lock);
-  free(rt->error);
-  rt->error = msg;
-  pthread_mutex_unlock(&rt->lock);
-}
-
 /* Drops the finished commands from the pending list, keeping the first
  * failure for kiln_finish(). Called with the lock held. */
 static void reap_finished(kiln_runtime *rt)
@@ -406,6 +425,27 @@ const kiln__device *kiln__runtime_device(const kiln_runtime *rt)
 KILN_API const kiln_device_info *kiln_runtime_device(const kiln_runtime *rt)
 {
   return rt ? &kiln__runtime_device(rt)->info : NULL;
+}
+
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what)
+{
+  const kiln_device_info *here = kiln_runtime_device(rt), *best = NULL;
+  for (size_t i = 0; i < rt->devices.count; i++) {
+    const kiln_device_info *d = &rt->devices.items[i].info;
+    if (d != here && d->has_fp64 && d->available && d->compiler_available &&
+        (!best || kiln_device_compare(d, best) < 0))
+      best = d;
+  }
+  if (!best)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not, nor has any "
+                      "other device here; use float32",
+                      func, what, here->name);
+  return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                    "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not; '%s' (%u:%u) "
+                    "has it: KILN_DEVICE=%u:%u picks it. Or use float32",
+                    func, what, here->name, best->name, best->platform_index,
+                    best->device_index, best->platform_index, best->device_index);
 }
 
 KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt)

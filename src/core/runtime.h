@@ -5,6 +5,7 @@
 #ifndef KILN_CORE_RUNTIME_H
 #define KILN_CORE_RUNTIME_H
 
+#include "base/error.h"
 #include "base/util.h"
 #include "compile/cache.h"
 #include "core/pool.h"
@@ -87,7 +88,7 @@ struct kiln_runtime {
   const char *deferred_what;
   char *error;                 /* the last failure's message, of any thread */
   uint64_t serial;             /* unique in the process, never reused: names the
-                            runtime in each thread's messages (error.c) */
+                            runtime in each thread's messages (error.c's sink) */
   int profile;                 /* recording calls; set at creation, never changed */
   struct kiln__profiler *prof; /* the records (profile.h); NULL when off */
 };
@@ -120,7 +121,15 @@ size_t kiln__runtime_reclaim(kiln_runtime *rt);
  * passes follow the parameters they were made with). */
 void kiln__runtime_tuning_changed(kiln_runtime *rt);
 
-/* Stores msg (taking ownership) as rt's last error; used by error.c. */
-void kiln__runtime_set_error(kiln_runtime *rt, char *msg);
+/* error.c's sink (base/error.h): the runtime's serial, and its last failure
+ * of any thread under rt->lock. kiln_runtime_create() registers it; a test
+ * that makes a runtime by hand registers it itself. */
+extern const kiln__error_sink kiln__runtime_errors;
+
+/* KILN_ERR_UNSUPPORTED: `what` (e.g. "float64", "mean of int32, whose result
+ * is float64,") needs fp64, which rt's device has not. The message names
+ * the best device of the machine that has it and the KILN_DEVICE that picks
+ * it, or says that none has. */
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what);
 
 #endif /* KILN_CORE_RUNTIME_H */
