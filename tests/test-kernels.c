@@ -553,7 +553,7 @@ static void test_kernels_kernel_programs_cached(void **state)
   uint64_t programs[2], hits[2];
   for (int r = 0; r < 2; r++) {
     kiln_runtime *rt = kiln_test_runtime_on(NULL, dir, 0);
-    int keeps = !rt->cache.binaries_off;
+    int keeps = !rt->cache->binaries_off;
     sum_on(rt, 1000);
     kiln_cache_usage u;
     kiln_cache_usage_init(&u);

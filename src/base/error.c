@@ -15,13 +15,16 @@
  * Each kiln_last_error() returns a copy owned by the calling thread, valid
  * until the same thread asks again: another thread's failure never frees
  * the text a thread is reading.
+ *
+ * The runtime's serial and its message of any thread come through the sink
+ * core registers (kiln__error_sink, error.h): base sits below core.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/util.h"
-#include "core/runtime.h"
 
 #define OWN_RUNTIMES 8
 
@@ -33,6 +36,9 @@ typedef struct thread_slot {
     char *msg;
   } on[OWN_RUNTIMES]; /* its last failure on each runtime, latest first */
 } thread_slot;
+
+/* core's, set before the first runtime exists (kiln__error_sink_set) */
+static const kiln__error_sink *_Atomic sink;
 
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
@@ -70,26 +76,33 @@ static thread_slot *slot_get(void)
   return t;
 }
 
-/* Keeps a copy of msg as this thread's last failure on rt, first in t->on;
- * the runtime the thread failed on longest ago makes room. */
-static void record_own(thread_slot *t, const kiln_runtime *rt, const char *msg)
+void kiln__error_sink_set(const kiln__error_sink *s)
+{
+  atomic_store(&sink, s);
+}
+
+/* Keeps a copy of msg as this thread's last failure on the runtime of
+ * `serial`, first in t->on; the runtime the thread failed on longest ago
+ * makes room. */
+static void record_own(thread_slot *t, uint64_t serial, const char *msg)
 {
   size_t i = 0;
-  while (i + 1 < OWN_RUNTIMES && t->on[i].serial != rt->serial)
+  while (i + 1 < OWN_RUNTIMES && t->on[i].serial != serial)
     i++;
   free(t->on[i].msg);
   memmove(&t->on[1], &t->on[0], i * sizeof t->on[0]);
-  t->on[0].serial = rt->serial;
+  t->on[0].serial = serial;
   t->on[0].msg = msg ? strdup(msg) : NULL;
 }
 
 static void record(kiln_runtime *rt, char *msg)
 {
   thread_slot *t = slot_get();
-  if (rt) {
+  const kiln__error_sink *s = atomic_load(&sink);
+  if (rt && s) { /* s is set: rt was made by kiln_runtime_create() */
     if (t)
-      record_own(t, rt, msg);
-    kiln__runtime_set_error(rt, msg);
+      record_own(t, s->serial(rt), msg);
+    s->store(rt, msg);
     return;
   }
   if (!t) {
@@ -134,40 +147,19 @@ KILN_API const char *kiln_last_error(const kiln_runtime *rt)
     return "out of host memory while reading the last error";
   if (!rt)
     return t->own ? t->own : "";
+  const kiln__error_sink *s = atomic_load(&sink);
+  if (!s) /* no runtime made yet: rt has no failure */
+    return "";
   char *copy = NULL;
+  uint64_t serial = s->serial(rt);
   size_t i = 0;
-  while (i < OWN_RUNTIMES && t->on[i].serial != rt->serial)
+  while (i < OWN_RUNTIMES && t->on[i].serial != serial)
     i++;
-  if (i < OWN_RUNTIMES && t->on[i].msg) {
+  if (i < OWN_RUNTIMES && t->on[i].msg)
     copy = strdup(t->on[i].msg);
-  } else { /* no failure of this thread on rt: the runtime's last */
-    kiln_runtime *mrt = (kiln_runtime *)rt; /* the lock is not part of the value */
-    pthread_mutex_lock(&mrt->lock);
-    copy = rt->error ? strdup(rt->error) : NULL;
-    pthread_mutex_unlock(&mrt->lock);
-  }
+  else /* no failure of this thread on rt: the runtime's last */
+    copy = s->copy(rt);
   free(t->copy);
   t->copy = copy;
   return copy ? copy : "";
-}
-
-kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what)
-{
-  const kiln_device_info *here = kiln_runtime_device(rt), *best = NULL;
-  for (size_t i = 0; i < rt->devices.count; i++) {
-    const kiln_device_info *d = &rt->devices.items[i].info;
-    if (d != here && d->has_fp64 && d->available && d->compiler_available &&
-        (!best || kiln_device_compare(d, best) < 0))
-      best = d;
-  }
-  if (!best)
-    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                      "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not, nor has any "
-                      "other device here; use float32",
-                      func, what, here->name);
-  return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
-                    "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not; '%s' (%u:%u) "
-                    "has it: KILN_DEVICE=%u:%u picks it. Or use float32",
-                    func, what, here->name, best->name, best->platform_index,
-                    best->device_index, best->platform_index, best->device_index);
 }

@@ -20,11 +20,23 @@
 kiln_status kiln__fail_cl(kiln_runtime *rt, cl_int err, const char *call, const char *fmt,
                           ...) KILN__PRINTF(4, 5);
 
-/* KILN_ERR_UNSUPPORTED: `what` (e.g. "float64", "mean of int32, whose result
- * is float64,") needs fp64, which rt's device has not. The message names
- * the best device of the machine that has it and the KILN_DEVICE that picks
- * it, or says that none has. */
-kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what);
+/* Where a runtime keeps the failures recorded on it. error.c formats the
+ * messages and keeps each thread's; it knows nothing of a runtime's insides:
+ * core registers its sink (kiln__error_sink_set) when it creates a runtime,
+ * before any kiln_runtime exists to fail on. */
+typedef struct kiln__error_sink {
+  /* rt's serial: unique in the process, never reused */
+  uint64_t (*serial)(const kiln_runtime *rt);
+  /* stores msg (taking ownership) as rt's last failure of any thread */
+  void (*store)(kiln_runtime *rt, char *msg);
+  /* a copy of rt's last failure of any thread (the caller frees it), or
+   * NULL: none, or no host memory */
+  char *(*copy)(const kiln_runtime *rt);
+} kiln__error_sink;
+
+/* Registers the sink (idempotent, thread-safe; sink outlives the process's
+ * use of kiln: a static const). */
+void kiln__error_sink_set(const kiln__error_sink *sink);
 
 /* The kiln_status an OpenCL error maps to (status.c). */
 kiln_status kiln__status_from_cl(cl_int err);

@@ -595,7 +595,7 @@ static kiln_status walk(kiln_runtime *rt, const char *fn, int temps,
                                      void *arg),
                         void *arg)
 {
-  kiln__cache *c = &rt->cache;
+  kiln__cache *c = rt->cache;
   if (!c->dir)
     return KILN_OK;
   int fd = dup(c->dirfd);

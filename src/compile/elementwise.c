@@ -30,6 +30,7 @@
 #include "base/util.h"
 #include "compile/kernel.h"
 #include "core/buffer.h"
+#include "core/runtime.h"
 
 #define EW_MAX_ARGS 16
 

@@ -81,7 +81,7 @@ static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
   unsigned char *bin = NULL;
   size_t size = 0;
   pthread_mutex_lock(&rt->lock);
-  int hit = kiln__cache_load(&rt->cache, key, &bin, &size) == 0;
+  int hit = kiln__cache_load(rt->cache, key, &bin, &size) == 0;
   pthread_mutex_unlock(&rt->lock);
   if (!hit)
     return;
@@ -99,9 +99,9 @@ static void build_from_cache(kiln_runtime *rt, const kiln__cache_key *key,
   if (p)
     clReleaseProgram(p);
   pthread_mutex_lock(&rt->lock);
-  kiln__cache_remove(&rt->cache, key);
-  rt->cache.rejected++;
-  rt->cache.hits--; /* it was not one after all */
+  kiln__cache_remove(rt->cache, key);
+  rt->cache->rejected++;
+  rt->cache->hits--; /* it was not one after all */
   pthread_mutex_unlock(&rt->lock);
 }
 
@@ -118,7 +118,7 @@ static void store_binary(kiln_runtime *rt, const kiln__cache_key *key, cl_progra
   if (bin &&
       clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
     pthread_mutex_lock(&rt->lock);
-    kiln__cache_store(&rt->cache, key, bin, size);
+    kiln__cache_store(rt->cache, key, bin, size);
     pthread_mutex_unlock(&rt->lock);
   }
   free(bin);
@@ -133,7 +133,7 @@ static kiln_status build_or_load(kiln_runtime *rt, const char *fn, const char *s
 {
   const kiln__device *dev = kiln__runtime_device(rt);
   kiln__cache_key key = kiln__cache_key_of(src, len, options, &dev->info);
-  int binaries = !rt->cache.binaries_off; /* the driver's cache instead */
+  int binaries = !rt->cache->binaries_off; /* the driver's cache instead */
   *out = NULL;
   if (binaries)
     build_from_cache(rt, &key, options, out);
@@ -704,16 +704,16 @@ KILN_API kiln_status kiln_cache_stats(kiln_runtime *rt, kiln_cache_usage *out)
   kiln_cache_usage u;
   kiln_cache_usage_init(&u);
   pthread_mutex_lock(&rt->lock);
-  u.dir = rt->cache.dir;
+  u.dir = rt->cache->dir;
   u.compiles = rt->compiles;
-  u.hits = rt->cache.hits;
-  u.misses = rt->cache.misses;
-  u.stores = rt->cache.stores;
-  u.rejected = rt->cache.rejected;
-  u.untrusted = rt->cache.untrusted;
-  u.shared = rt->cache.trust.shared;
-  u.binaries_off = rt->cache.binaries_off;
-  snprintf(u.untrusted_note, sizeof u.untrusted_note, "%s", rt->cache.untrusted_note);
+  u.hits = rt->cache->hits;
+  u.misses = rt->cache->misses;
+  u.stores = rt->cache->stores;
+  u.rejected = rt->cache->rejected;
+  u.untrusted = rt->cache->untrusted;
+  u.shared = rt->cache->trust.shared;
+  u.binaries_off = rt->cache->binaries_off;
+  snprintf(u.untrusted_note, sizeof u.untrusted_note, "%s", rt->cache->untrusted_note);
   pthread_mutex_unlock(&rt->lock);
   kiln__struct_put(out, out->struct_size, &u, sizeof u);
   return KILN_OK;

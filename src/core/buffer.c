@@ -1,6 +1,6 @@
 /*
  * buffer.c — device buffers, the memory they and cached plans hold, and
- * kiln's memory accounting (the transfers are transfer.c).
+ * kiln's memory accounting (the transfers are ops/transfer.c).
  *
  * OpenCL drivers allocate lazily: clCreateBuffer succeeds and the first
  * command that touches the buffer fails with CL_MEM_OBJECT_ALLOCATION_FAILURE

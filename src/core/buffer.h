@@ -1,5 +1,6 @@
 /*
- * buffer.h — device buffers, views and transfers (buffer.c, buffer_view.c).
+ * buffer.h — device buffers and views (buffer.c, buffer_view.c); the
+ * transfers are ops/transfer.h.
  */
 #ifndef KILN_CORE_BUFFER_H
 #define KILN_CORE_BUFFER_H
@@ -69,30 +70,5 @@ void kiln__view_destroy(kiln_buffer *v);
 kiln_status kiln__check_operand(kiln_runtime *rt, const char *fn, const char *name,
                                 const kiln_buffer *b, kiln_dtype want, size_t need,
                                 const char *detail);
-
-/* Blocking copies of a rows x cols block between host memory (row pitch ld
- * elements, the block at element `at`) and the packed start of buf
- * (buffer.c). */
-kiln_status kiln__buffer_write_rect(kiln_buffer *buf, const void *host, size_t at,
-                                    size_t ld, size_t rows, size_t cols);
-kiln_status kiln__buffer_read_rect(kiln_buffer *buf, void *host, size_t at, size_t ld,
-                                   size_t rows, size_t cols);
-
-/* Where an internal command is enqueued: on `queue`, after the nwait
- * events of `wait`. The host loops (ops/host.c) move pieces on the
- * runtime's copy queue with it; NULL stands for the runtime's queue and
- * nothing to wait for. */
-typedef struct kiln__lane {
-  cl_command_queue queue;
-  cl_uint nwait;
-  const cl_event *wait;
-} kiln__lane;
-
-/* The same without waiting (write: host to buf, else buf to host), the
- * block packed in buf from its element `to`, on lane: host must stay as it
- * is, or be left unread, until kiln_finish(). */
-kiln_status kiln__buffer_move_async(kiln_buffer *buf, size_t to, int write,
-                                    const void *host, size_t at, size_t ld, size_t rows,
-                                    size_t cols, const kiln__lane *lane);
 
 #endif /* KILN_CORE_BUFFER_H */

@@ -1,17 +1,16 @@
 /*
- * runtime.c — creating and destroying a runtime: choosing the device, the
- * context and queues, the memory budget, and waiting for enqueued work.
+ * runtime.c — the core of a runtime's creation and destruction: choosing
+ * the device, the context and queues, the memory budget; and waiting for
+ * enqueued work. runtime/create.c assembles the modules above core around
+ * these (kiln_runtime_create, kiln_runtime_destroy).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln_config.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/util.h"
-#include "compile/cache.h"
-#include "compile/program.h"
 #include "core/pool.h"
 #include "core/runtime.h"
 #include "core/stream.h"
@@ -19,14 +18,38 @@
 #include "device/drivers.h"
 #include "device/rank.h"
 #include "device/select.h"
-#include "profile/profile.h"
-#include "tuning/tuning.h"
 
-/* Numbers the runtimes of the process, for error.c. */
+/* Numbers the runtimes of the process, for error.c's sink. */
 static atomic_uint_fast64_t runtimes_made;
 
 /* How many unchecked commands to keep before looking for finished ones. */
 #define PENDING_REAP_AT 1024
+
+/* ---- the sink of error.c: a runtime's failures, of any thread ------------ */
+
+static uint64_t error_serial(const kiln_runtime *rt)
+{
+  return rt->serial;
+}
+
+static void error_store(kiln_runtime *rt, char *msg)
+{
+  pthread_mutex_lock(&rt->lock);
+  free(rt->error);
+  rt->error = msg;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+static char *error_copy(const kiln_runtime *rt)
+{
+  kiln_runtime *mrt = (kiln_runtime *)rt; /* the lock is not part of the value */
+  pthread_mutex_lock(&mrt->lock);
+  char *copy = rt->error ? strdup(rt->error) : NULL;
+  pthread_mutex_unlock(&mrt->lock);
+  return copy;
+}
+
+const kiln__error_sink kiln__runtime_errors = {error_serial, error_store, error_copy};
 
 static kiln_status fail_no_device(const kiln__device_list *list, const kiln__config *cfg)
 {
@@ -121,18 +144,20 @@ static kiln_status open_device(kiln_runtime *rt)
   return KILN_OK;
 }
 
-/* Releases what a runtime holds; safe on a partly created one. */
-static void runtime_free(kiln_runtime *rt)
+void kiln__runtime_close(kiln_runtime *rt)
 {
   kiln__pool_trim(rt);
-  for (size_t i = 0; i < KILN__SLOT_COUNT; i++) /* before the queue and context */
+  /* before the queue and context; the profile's events last of them */
+  for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
     if (rt->slots[i].hooks && rt->slots[i].hooks->release)
       rt->slots[i].hooks->release(rt);
-  kiln__profile_free(rt); /* the events of calls still recorded */
   for (size_t i = 0; i < rt->npending; i++)
     clReleaseEvent(rt->pending[i].ev);
   free(rt->pending);
+  rt->pending = NULL;
+  rt->npending = rt->cap_pending = 0;
   free(rt->streams);
+  rt->streams = NULL;
   if (rt->copy_queue)
     clReleaseCommandQueue(rt->copy_queue);
   if (rt->alloc_queue)
@@ -141,9 +166,12 @@ static void runtime_free(kiln_runtime *rt)
     clReleaseCommandQueue(rt->queue);
   if (rt->context)
     clReleaseContext(rt->context);
-  kiln__programs_release(rt);
-  kiln__tuning_free(rt);
-  kiln__cache_close(&rt->cache);
+  rt->copy_queue = rt->alloc_queue = rt->queue = NULL;
+  rt->context = NULL;
+}
+
+void kiln__runtime_free(kiln_runtime *rt)
+{
   free(rt->cl_dir);
   kiln__devices_free(&rt->devices);
   kiln__str_free(&rt->selection);
@@ -153,81 +181,48 @@ static void runtime_free(kiln_runtime *rt)
   free(rt);
 }
 
-KILN_API kiln_status kiln_runtime_create(const kiln_options *opts, kiln_runtime **out)
+kiln_runtime *kiln__runtime_new(const kiln__config *cfg)
 {
-  if (!out)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_runtime_create: out is NULL; expected the address "
-                      "of a kiln_runtime pointer to receive the runtime");
-  *out = NULL;
-  kiln__config cfg;
-  kiln_status st = kiln__config_resolve(opts, &cfg);
-  if (st != KILN_OK)
-    return st;
   kiln_runtime *rt = calloc(1, sizeof *rt);
   if (!rt || pthread_mutex_init(&rt->lock, NULL) != 0) {
     free(rt);
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "kiln_runtime_create: allocating the runtime failed");
+    return NULL;
   }
   if (pthread_mutex_init(&rt->build_lock, NULL) != 0) {
     pthread_mutex_destroy(&rt->lock);
     free(rt);
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "kiln_runtime_create: allocating the runtime failed");
+    return NULL;
   }
+  kiln__error_sink_set(&kiln__runtime_errors); /* before rt can fail */
   rt->serial = atomic_fetch_add(&runtimes_made, 1) + 1;
-  rt->pool.on = !cfg.no_memory_pool;
-  rt->oom_wait_ms = cfg.oom_wait_ms;
-  rt->builtins =
-    calloc(kiln__builtin_count ? kiln__builtin_count : 1, sizeof *rt->builtins);
-  rt->cl_dir = cfg.cl_dir ? strdup(cfg.cl_dir) : NULL;
-  rt->tuning = calloc(1, sizeof *rt->tuning);
-  if (!rt->builtins || !rt->tuning || (cfg.cl_dir && !rt->cl_dir)) {
-    runtime_free(rt);
-    return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "kiln_runtime_create: allocating the runtime failed");
-  }
-  st = kiln__devices_discover(&rt->devices);
-  if (st != KILN_OK) {
-    runtime_free(rt);
+  rt->pool.on = !cfg->no_memory_pool;
+  rt->oom_wait_ms = cfg->oom_wait_ms;
+  return rt;
+}
+
+kiln_status kiln__runtime_open_device(kiln_runtime *rt, const kiln__config *cfg)
+{
+  kiln_status st = kiln__devices_discover(&rt->devices);
+  if (st != KILN_OK)
     return kiln__fail(NULL, st,
                       "kiln_runtime_create: out of host memory "
                       "while listing OpenCL devices");
-  }
-  st = choose_device(rt, &cfg);
+  st = choose_device(rt, cfg);
   if (st == KILN_OK)
     st = open_device(rt);
-  if (st != KILN_OK) {
-    runtime_free(rt);
+  if (st != KILN_OK)
     return st;
-  }
-  set_memory_limit(rt, &cfg);
-  kiln__drivers_note(&rt->devices.notes, &cfg, &rt->devices,
+  set_memory_limit(rt, cfg);
+  kiln__drivers_note(&rt->devices.notes, cfg, &rt->devices,
                      &kiln__runtime_device(rt)->info);
-  rt->gemm_backend = cfg.gemm_backend;
+  rt->gemm_backend = cfg->gemm_backend;
   rt->keep_sub_buffers =
-    cfg.keep_sub_buffers || kiln__keeps_sub_buffers(&kiln__runtime_device(rt)->info);
-  kiln__cache_open(&rt->cache, &cfg, &rt->devices.notes);
-  if (rt->cache.dir && !cfg.cache_binaries)
-    rt->cache.binaries_off = kiln__driver_cache(&kiln__runtime_device(rt)->info);
-  kiln__tuning_shape(rt, cfg.shape);
-  rt->tuning->benchmark = cfg.benchmark;
-  if (!cfg.no_tuning && !cfg.shape) /* a record is measured in the device's shape */
-    kiln__record_load(rt);
-  st = kiln__profile_init(rt, &cfg);
-  if (st != KILN_OK) {
-    runtime_free(rt);
-    return st;
-  }
-  *out = rt;
+    cfg->keep_sub_buffers || kiln__keeps_sub_buffers(&kiln__runtime_device(rt)->info);
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
+kiln_status kiln__runtime_quiesce(kiln_runtime *rt)
 {
-  if (!rt)
-    return KILN_OK;
   pthread_mutex_lock(&rt->lock);
   uint64_t live = rt->live_buffers, held = rt->mem_current;
   uint64_t programs = rt->live_programs, kernels = rt->live_kernels;
@@ -252,13 +247,7 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
   }
   kiln__finish_queue(rt, rt->copy_queue); /* errors no longer have anyone to go to */
   kiln__finish_queue(rt, rt->queue);
-  /* The trace's failure is the thread's to read: the runtime is gone. */
-  kiln_status st =
-    rt->prof && rt->prof->trace
-      ? kiln__trace_write(rt, NULL, rt->prof->trace, "kiln_runtime_destroy")
-      : KILN_OK;
-  runtime_free(rt);
-  return st;
+  return KILN_OK;
 }
 
 void kiln__runtime_hook(kiln_runtime *rt, kiln__slot_id id, const kiln__slot_hooks *hooks)
@@ -295,14 +284,6 @@ void kiln__runtime_tuning_changed(kiln_runtime *rt)
   for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
     if (h[i] && h[i]->tuning_changed)
       h[i]->tuning_changed(rt);
-}
-
-void kiln__runtime_set_error(kiln_runtime *rt, char *msg)
-{
-  pthread_mutex_lock(&rt->lock);
-  free(rt->error);
-  rt->error = msg;
-  pthread_mutex_unlock(&rt->lock);
 }
 
 /* Drops the finished commands from the pending list, keeping the first
@@ -347,8 +328,8 @@ kiln_status kiln__runtime_track(kiln_runtime *rt, cl_event ev, const char *what)
 kiln_status kiln__runtime_track_as(kiln_runtime *rt, cl_event ev, const char *what,
                                    const char *label)
 {
-  if (rt->profile)
-    kiln__profile_attach(rt, ev, label);
+  if (rt->profile) /* its slot is hooked at creation, never after */
+    rt->slots[KILN__SLOT_PROFILE].hooks->command(rt, ev, label);
   pthread_mutex_lock(&rt->lock);
   if (rt->npending >= PENDING_REAP_AT && rt->npending == rt->cap_pending)
     reap_finished(rt);
@@ -385,7 +366,7 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
   pthread_mutex_lock(&rt->lock);
   reap_finished(rt); /* everything has finished: this empties the list */
   if (rt->profile)
-    kiln__profile_resolve(rt, 1);
+    rt->slots[KILN__SLOT_PROFILE].hooks->finished(rt);
   cl_int failed = rt->deferred_err;
   const char *what = rt->deferred_what;
   rt->deferred_err = CL_SUCCESS;
@@ -406,6 +387,27 @@ const kiln__device *kiln__runtime_device(const kiln_runtime *rt)
 KILN_API const kiln_device_info *kiln_runtime_device(const kiln_runtime *rt)
 {
   return rt ? &kiln__runtime_device(rt)->info : NULL;
+}
+
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what)
+{
+  const kiln_device_info *here = kiln_runtime_device(rt), *best = NULL;
+  for (size_t i = 0; i < rt->devices.count; i++) {
+    const kiln_device_info *d = &rt->devices.items[i].info;
+    if (d != here && d->has_fp64 && d->available && d->compiler_available &&
+        (!best || kiln_device_compare(d, best) < 0))
+      best = d;
+  }
+  if (!best)
+    return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                      "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not, nor has any "
+                      "other device here; use float32",
+                      func, what, here->name);
+  return kiln__fail(rt, KILN_ERR_UNSUPPORTED,
+                    "%s: %s needs fp64 (cl_khr_fp64), which '%s' has not; '%s' (%u:%u) "
+                    "has it: KILN_DEVICE=%u:%u picks it. Or use float32",
+                    func, what, here->name, best->name, best->platform_index,
+                    best->device_index, best->platform_index, best->device_index);
 }
 
 KILN_API size_t kiln_runtime_device_count(const kiln_runtime *rt)

@@ -1,12 +1,15 @@
 /*
- * runtime.h — the runtime: what it holds, and the commands it tracks until
- * kiln_finish() (runtime.c).
+ * runtime.h — the runtime: what it holds, its core's creation and release,
+ * and the commands it tracks until kiln_finish() (runtime.c). The public
+ * kiln_runtime_create() and kiln_runtime_destroy(), which assemble the
+ * modules above core around these, are runtime/create.c.
  */
 #ifndef KILN_CORE_RUNTIME_H
 #define KILN_CORE_RUNTIME_H
 
+#include "base/env.h"
+#include "base/error.h"
 #include "base/util.h"
-#include "compile/cache.h"
 #include "core/pool.h"
 #include "device/device.h"
 
@@ -16,10 +19,12 @@
  * hooks there (kiln__runtime_hook): core calls them, never the module by
  * name. The ids' order is the order of release at destruction: all of them
  * before the queues and the context, which FFT plans hold and CLBlast's
- * cache keeps alive. */
+ * cache keeps alive; the profile's events after the plans and CLBlast's. */
 typedef enum kiln__slot_id {
   KILN__SLOT_FFT,     /* ops/fft.c: the cached plans, a list */
   KILN__SLOT_CLBLAST, /* backends/clblast/clblast.c: non-NULL once used */
+  KILN__SLOT_PROFILE, /* profile/profile.c: hooked at creation when profiling
+                         (rt->profile), never after, so read without the lock */
   KILN__SLOT_COUNT
 } kiln__slot_id;
 
@@ -31,6 +36,12 @@ typedef struct kiln__slot_hooks {
   size_t (*reclaim)(kiln_runtime *rt);
   /* the kernels' parameters changed (kiln__runtime_set_tuning). NULL: none */
   void (*tuning_changed)(kiln_runtime *rt);
+  /* The profiler's (KILN__SLOT_PROFILE), called only when rt->profile:
+   * a command kiln__runtime_track_as() takes, with its label, before it is
+   * listed; and kiln_finish() once every command has finished, rt->lock
+   * held. */
+  void (*command)(kiln_runtime *rt, cl_event ev, const char *label);
+  void (*finished)(kiln_runtime *rt);
 } kiln__slot_hooks;
 
 typedef struct kiln__slot {
@@ -59,8 +70,8 @@ struct kiln_runtime {
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
-  char *cl_dir; /* KILN_CL_DIR: builtin sources from disk */
-  kiln__cache cache;
+  char *cl_dir;                         /* KILN_CL_DIR: builtin sources from disk */
+  struct kiln__cache *cache;            /* the binary cache (compile/cache.h) */
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */
   kiln_device_type shape;               /* the kind rules shape for (tuning.c) */
   uint64_t compiles;                    /* programs built from source: for tests */
@@ -87,10 +98,37 @@ struct kiln_runtime {
   const char *deferred_what;
   char *error;                 /* the last failure's message, of any thread */
   uint64_t serial;             /* unique in the process, never reused: names the
-                            runtime in each thread's messages (error.c) */
+                            runtime in each thread's messages (error.c's sink) */
   int profile;                 /* recording calls; set at creation, never changed */
   struct kiln__profiler *prof; /* the records (profile.h); NULL when off */
 };
+
+/* ---- core's part of creation and destruction ---------------------------- */
+
+/* kiln_runtime_create() (runtime/create.c) calls these around the modules
+ * above core: kiln__runtime_new(), then room for their state, then
+ * kiln__runtime_open_device(); a failure returns its status with the
+ * message given. */
+
+/* A zeroed runtime with its locks, serial, pool and memory settings; NULL
+ * when out of host memory (no message). */
+kiln_runtime *kiln__runtime_new(const kiln__config *cfg);
+
+/* Lists the devices, chooses one, opens its context and queues, sets the
+ * memory budget and the notes. */
+kiln_status kiln__runtime_open_device(kiln_runtime *rt, const kiln__config *cfg);
+
+/* kiln_runtime_destroy()'s first step: KILN_ERR_BUSY (and its message) while
+ * rt has streams, buffers, programs or kernels alive; else waits for the
+ * queues and returns KILN_OK. */
+kiln_status kiln__runtime_quiesce(kiln_runtime *rt);
+
+/* Releases, safely on a partly created runtime: the pool, the slots in
+ * their order, the pending events, the queues and the context. Then
+ * kiln__runtime_free() releases the rest and rt itself, after the modules
+ * above core released theirs. */
+void kiln__runtime_close(kiln_runtime *rt);
+void kiln__runtime_free(kiln_runtime *rt);
 
 const kiln__device *kiln__runtime_device(const kiln_runtime *rt);
 
@@ -120,7 +158,15 @@ size_t kiln__runtime_reclaim(kiln_runtime *rt);
  * passes follow the parameters they were made with). */
 void kiln__runtime_tuning_changed(kiln_runtime *rt);
 
-/* Stores msg (taking ownership) as rt's last error; used by error.c. */
-void kiln__runtime_set_error(kiln_runtime *rt, char *msg);
+/* error.c's sink (base/error.h): the runtime's serial, and its last failure
+ * of any thread under rt->lock. kiln__runtime_new() registers it; a test
+ * that makes a runtime by hand registers it itself. */
+extern const kiln__error_sink kiln__runtime_errors;
+
+/* KILN_ERR_UNSUPPORTED: `what` (e.g. "float64", "mean of int32, whose result
+ * is float64,") needs fp64, which rt's device has not. The message names
+ * the best device of the machine that has it and the KILN_DEVICE that picks
+ * it, or says that none has. */
+kiln_status kiln__no_fp64(kiln_runtime *rt, const char *func, const char *what);
 
 #endif /* KILN_CORE_RUNTIME_H */

@@ -12,6 +12,7 @@
 #include "core/memory.h"
 #include "core/pool.h"
 #include "group/group_ops.h"
+#include "ops/transfer.h"
 
 typedef struct gemm_job {
   kiln__gemm g; /* the whole request, row-major */

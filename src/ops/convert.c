@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "compile/kernel_args.h"
 #include "core/buffer.h"
+#include "core/runtime.h"
 #include "ops/ops.h"
 #include "profile/profile.h"
 

@@ -18,6 +18,7 @@
 #include "core/buffer.h"
 #include "core/memory.h"
 #include "ops/ops.h"
+#include "ops/transfer.h"
 
 typedef struct panels {
   size_t mb, nb, kb; /* block sizes */

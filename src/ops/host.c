@@ -34,6 +34,7 @@
 #include "core/runtime.h"
 #include "core/stream.h"
 #include "ops/ops.h"
+#include "ops/transfer.h"
 
 void kiln__host_room(kiln_runtime *rt, uint64_t *room, uint64_t *max_alloc)
 {

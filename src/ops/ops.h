@@ -8,6 +8,7 @@
 #define KILN_OPS_H
 
 #include "core/buffer.h"
+#include "ops/transfer.h"
 #include "profile/profile.h"
 
 /* ---- every operation's entry (src/ops/op.c) ----------------------------- */

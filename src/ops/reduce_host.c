@@ -19,6 +19,7 @@
 #include "core/buffer.h"
 #include "core/memory.h"
 #include "ops/ops.h"
+#include "ops/transfer.h"
 
 /* A chunk's result, widened for combining. */
 typedef struct part {

@@ -393,11 +393,25 @@ static kiln_status open_trace(kiln_runtime *rt, const kiln__config *cfg)
   return KILN_OK;
 }
 
+static void resolve_all(kiln_runtime *rt)
+{
+  kiln__profile_resolve(rt, 1);
+}
+
+/* What core calls of the profiler (KILN__SLOT_PROFILE): the events of the
+ * commands it tracks, and kiln_finish()'s; the records at destruction. */
+static const kiln__slot_hooks profile_hooks = {
+  .release = kiln__profile_free,
+  .command = kiln__profile_attach,
+  .finished = resolve_all,
+};
+
 kiln_status kiln__profile_init(kiln_runtime *rt, const kiln__config *cfg)
 {
   rt->profile = cfg->profile || cfg->trace; /* a trace needs the records */
   if (!rt->profile)
     return KILN_OK;
+  kiln__runtime_hook(rt, KILN__SLOT_PROFILE, &profile_hooks);
   rt->prof = calloc(1, sizeof *rt->prof);
   if (!rt->prof)
     return kiln__fail(NULL, KILN_ERR_OUT_OF_HOST_MEMORY,

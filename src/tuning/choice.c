@@ -102,12 +102,12 @@ static void unclaim(kiln_runtime *rt, struct kiln__measuring *m)
 static void save(kiln_runtime *rt)
 {
   pthread_mutex_lock(&rt->build_lock);
-  kiln__cache_lock_folder(&rt->cache, 1);
+  kiln__cache_lock_folder(rt->cache, 1);
   kiln__record_merge_choices(rt);
   /* A record that cannot be written costs the next process one
    * measurement, so it is no failure of this call. */
   kiln__record_save(rt, "benchmark mode", NULL, 0);
-  kiln__cache_lock_folder(&rt->cache, 0);
+  kiln__cache_lock_folder(rt->cache, 0);
   pthread_mutex_unlock(&rt->build_lock);
 }
 

@@ -270,7 +270,7 @@ static kiln_status save_text(kiln_runtime *rt, const char *fn, const char *text)
                       fn);
   char name[64];
   record_name(rt, name, sizeof name);
-  if (kiln__cache_put_file(&rt->cache, name, text, strlen(text)) != 0)
+  if (kiln__cache_put_file(rt->cache, name, text, strlen(text)) != 0)
     return kiln__fail(rt, KILN_ERR_IO,
                       "%s: the parameters apply to this runtime, but writing %s "
                       "failed (no room, or a file there that kiln does not trust)",
@@ -644,12 +644,12 @@ KILN_API kiln_status kiln_tuning_get(kiln_runtime *rt, char **json)
 
 void kiln__record_load(kiln_runtime *rt)
 {
-  if (!rt->cache.dir)
+  if (!rt->cache->dir)
     return; /* records live in the cache's folder; its note says why it is off */
   char name[64];
   record_name(rt, name, sizeof name);
   kiln__str path = {0};
-  kiln__str_appendf(&path, "%s/%s", rt->cache.dir, name);
+  kiln__str_appendf(&path, "%s/%s", rt->cache->dir, name);
   if (path.failed)
     kiln__str_free(&path);
   rt->tuning->path = path.data;
@@ -657,7 +657,7 @@ void kiln__record_load(kiln_runtime *rt)
   char *text;
   size_t len;
   kiln__tuning t = rt->tuning->t;
-  int got = kiln__cache_get_file(&rt->cache, name, MAX_RECORD, &text, &len, &why);
+  int got = kiln__cache_get_file(rt->cache, name, MAX_RECORD, &text, &len, &why);
   if (got == 0 && parse_record(rt, text, len, &t, &why, 0) == 0) {
     rt->tuning->t = t;
     rt->tuning->tuned = 1;
@@ -681,7 +681,7 @@ void kiln__record_merge_choices(kiln_runtime *rt)
   record_name(rt, name, sizeof name);
   kiln__str why = {0};
   kiln__tuning t = rt->tuning->t;
-  if (kiln__cache_get_file(&rt->cache, name, MAX_RECORD, &text, &len, &why) == 0) {
+  if (kiln__cache_get_file(rt->cache, name, MAX_RECORD, &text, &len, &why) == 0) {
     parse_record(rt, text, len, &t, &why, 1); /* one that does not apply adds none */
     free(text);
   }
@@ -696,7 +696,7 @@ KILN_API kiln_status kiln_tuning_clear(kiln_runtime *rt)
   record_name(rt, name, sizeof name);
   kiln__str why = {0};
   kiln_status st = KILN_OK;
-  if (kiln__cache_delete_file(&rt->cache, name, &why) != 0)
+  if (kiln__cache_delete_file(rt->cache, name, &why) != 0)
     st = kiln__fail(rt, KILN_ERR_IO, "kiln_tuning_clear: %s", kiln__str_get(&why));
   kiln__str_free(&why);
   kiln__tuning t;

@@ -27,7 +27,9 @@
  */
 #include <string.h>
 
+#include "base/error.h"
 #include "core/buffer.h"
+#include "core/runtime.h"
 #include "device/device.h"
 #include "ops/ops.h"
 
@@ -45,6 +47,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   (void)argc;
   (void)argv;
+  kiln__error_sink_set(&kiln__runtime_errors); /* as a runtime's creation does */
   pthread_mutex_init(&rt.lock, NULL);
   pthread_mutex_init(&other_rt.lock, NULL);
   rt.devices.items = &device;

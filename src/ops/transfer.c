@@ -1,7 +1,9 @@
 /*
  * transfer.c — moving data between host and device buffers: reads, writes,
  * copies and fills (blocking or not), and the host loops' rectangles on a
- * lane's queue. Each call is recorded by the profiler.
+ * lane's queue. Each call is recorded by the profiler, which is why this
+ * is ops/ and not core/: a transfer is an operation the caller enqueues,
+ * shown in the profile like the others.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "core/buffer.h"
 #include "core/runtime.h"
 #include "core/stream.h"
+#include "ops/transfer.h"
 #include "profile/profile.h"
 
 /* A blocking command's event, asked for only when profiling: the calling
