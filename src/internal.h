@@ -465,6 +465,10 @@ cl_program kiln__program_cl(const kiln_program *program);
 /* Releases the runtime's builtin programs and kernels. */
 void kiln__programs_release(kiln_runtime *rt);
 
+/* Stops the background warm-up after the kernel in hand, joins its thread
+ * and frees its state (warm.c): kiln_runtime_destroy(). */
+void kiln__warm_stop(kiln_runtime *rt);
+
 /* An operation's workspace: kiln_buffer_create(), whose failure names the
  * operation (op, "kiln_gemm") and the workspace (what, "packing
  * workspace") before the creation's own message. */
@@ -551,6 +555,7 @@ struct kiln_runtime {
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
+  struct kiln__warm *warm; /* kiln_runtime_warm_async()'s (warm.c); made under lock */
   char *cl_dir; /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */

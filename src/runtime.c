@@ -115,6 +115,7 @@ static kiln_status open_device(kiln_runtime *rt)
 /* Releases what a runtime holds; safe on a partly created one. */
 static void runtime_free(kiln_runtime *rt)
 {
+  kiln__warm_stop(rt);
   kiln__pool_trim(rt);
   kiln__fft_release_plans(rt); /* before the queue and context they use */
 #if HAVE_CLBLAST
@@ -242,6 +243,7 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
                       programs == 1 ? "" : "s", (unsigned long long)kernels,
                       kernels == 1 ? "" : "s");
   }
+  kiln__warm_stop(rt); /* its builds record into the profile the trace reads */
   kiln__finish_queue(rt, rt->copy_queue); /* errors no longer have anyone to go to */
   kiln__finish_queue(rt, rt->queue);
   /* The trace's failure is the thread's to read: the runtime is gone. */
