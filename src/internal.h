@@ -555,7 +555,8 @@ struct kiln_runtime {
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
-  struct kiln__warm *warm; /* kiln_runtime_warm_async()'s (warm.c); made under lock */
+  /* kiln_runtime_warm_async()'s (warm.c), made under lock */
+  struct kiln__warm *warm;
   char *cl_dir; /* KILN_CL_DIR: builtin sources from disk */
   kiln__cache cache;
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */

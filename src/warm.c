@@ -218,7 +218,8 @@ KILN_API kiln_status kiln_runtime_warm_async(kiln_runtime *rt, const char *ops)
   static const char fn[] = "kiln_runtime_warm_async";
   if (!rt)
     return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
-                      "%s: rt is NULL; expected a runtime from kiln_runtime_create()", fn);
+                      "%s: rt is NULL; expected a runtime from kiln_runtime_create()",
+                      fn);
   const char *list = ops ? ops : "";
   kiln_status st = check_list(rt, list);
   if (st != KILN_OK)

@@ -63,7 +63,7 @@ typedef struct compile_run {
   const char *name; /* the kernel file */
   const char *dir;  /* the temporary cache folder */
   int cache_off;    /* cold is measured, warm cannot be */
-  char off_why[512]; /* why the cache is off */
+  char off[512];    /* why the cache is off */
   char error[512];  /* why the last build failed */
 } compile_run;
 
@@ -75,7 +75,7 @@ static int cache_as_expected(kiln_runtime *rt, compile_run *g)
   kiln_cache_stats(rt, &u);
   g->cache_off = u.dir == NULL;
   if (g->cache_off)
-    kiln_cli_cache_off_why(rt, g->off_why, sizeof g->off_why);
+    kiln_cli_cache_off_why(rt, g->off, sizeof g->off);
   uint64_t built = g->k == COLD ? u.compiles : u.hits;
   uint64_t other = g->k == COLD ? u.hits : u.compiles;
   if (built == 1 && other == 0)
@@ -125,7 +125,7 @@ static int measure_peer(const bench_args *args, compile_run *g, size_t index,
   fprintf(stderr, "  compile cl/%s.cl %-4s warm-up and check...", g->name,
           compile_peers[g->k]);
   if (g->k == WARM && g->cache_off) {
-    fprintf(stderr, " skipped (kiln's cache is off: %s)\n", g->off_why);
+    fprintf(stderr, " skipped (kiln's cache is off: %s)\n", g->off);
     return 0;
   }
   if (compile_once(g) < 0 || bench_time(compile_once, g, args->repeats, &med) != 0) {
