@@ -307,6 +307,36 @@ kernel void NAME(kiln_gemm_small)(global const ST *a, ulong offa, ulong sar, ulo
 #endif
 
 /*
+ * Tiny products, on any device: one work-item an element of C, A and op(B)
+ * read where they lie (A(i, p) at a[offa + b*sab + i*sar + p*sap], op(B)(p,
+ * j) at b[offb + b*sbb + p*sbp + j*sbj], any layout and transpose), no
+ * packs, no tiles. For the products src/tuning.c's `direct` admits, the
+ * launches and the first call's build cost more than the arithmetic: this
+ * is one launch where the packed path makes three, and a short program,
+ * where the register tiles' unrolled code is most of what a process's
+ * first small product waited for (docs/performance.md). Work-item (j, i,
+ * b): neighbours along j share A's value and read neighbouring B and C.
+ * Global size (N, M, batch).
+ */
+#if KILN_BUILDS(kiln_gemm_direct)
+kernel void NAME(kiln_gemm_direct)(global const ST *a, ulong offa, ulong sar, ulong sap,
+                                   ulong sab, global const ST *b, ulong offb, ulong sbp,
+                                   ulong sbj, ulong sbb, uint K, global ST *c, ulong offc,
+                                   ulong ldc, ulong sc, RT alpha, RT beta, int beta_zero,
+                                   global const ST *bias, ulong offbias, ulong sbias,
+                                   int epi)
+{
+  size_t j = get_global_id(0), i = get_global_id(1), bt = get_global_id(2);
+  size_t oa = offa + bt * sab + i * sar, ob = offb + bt * sbb + j * sbj;
+  RT v = 0;
+  for (uint p = 0; p < K; p++)
+    v = fma((RT)LOAD(V, a, oa + p * sap), (RT)LOAD(V, b, ob + p * sbp), v);
+  global ST *cb = c + offc + bt * sc;
+  UPDATE(cb, bias + offbias + bt * sbias, i, j, v);
+}
+#endif
+
+/*
  * The GPU shape. A and B are packed as single panels: at[p * Mp + i] and
  * bt[p * Np + j], Mp and Np multiples of TSM, Kp of TSK. Group (gn, gm, b)
  * computes the TSM x TSM tile at (gm * TSM, gn * TSM); work-item (tn, tm)

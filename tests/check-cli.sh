@@ -91,6 +91,11 @@ chmod 777 "$cache"
 check "cache refuses a folder others may write" 0 \
   "^kernel cache off: $cache is writable by every user .*fix: chmod 700 $cache" cache
 check "devices says the cache is off" 0 "^kernel cache off: $cache is writable" devices
+check "kernels says why the cache is off" 0 "^kernel cache off: $cache is writable" kernels
+check "devices says why no record is kept" 0 \
+  "records need the kernel cache, which is off: $cache is writable" devices
+check "tune says why it has no record" 0 \
+  "record \(none: the kernel cache is off: $cache is writable" tune --clear
 chmod 700 "$cache"
 KILN_CACHE=2 check "KILN_CACHE must be 0 or 1" 1 "KILN_CACHE='2' is not 0 or 1" cache
 

@@ -543,6 +543,73 @@ static void test_kernels_one_build_shared_by_threads(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
+/* kiln_runtime_warm_async(): a bad list starts nothing; held at the build
+ * lock, the warm-up runs, has built 0 of its kernels and refuses a second
+ * start; a sum called while it runs shares its builds (each kernel built
+ * once, whoever built it); the wait reports every kernel ready. */
+static void test_kernels_warm_async(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, NULL, 1);
+  size_t b = 9, t = 9;
+  assert_kiln_fails(rt, KILN_ERR_INVALID_ARGUMENT, "'sum' is no operation",
+                    kiln_runtime_warm_async(rt, "reduce,sum"));
+  assert_int_equal(kiln_runtime_warm_progress(rt, &b, &t), 0);
+  assert_int_equal(b + t, 0);
+  assert_kiln_ok(rt, kiln_runtime_warm_wait(rt, &b)); /* none started */
+  assert_int_equal(b, 0);
+  pthread_mutex_lock(&rt->build_lock);
+  assert_kiln_ok(rt, kiln_runtime_warm_async(rt, "reduce"));
+  assert_int_equal(kiln_runtime_warm_progress(rt, &b, &t), 1);
+  assert_int_equal(b, 0);
+  assert_true(t >= 3);
+  assert_kiln_fails(rt, KILN_ERR_BUSY, "still running",
+                    kiln_runtime_warm_async(rt, "scale"));
+  pthread_mutex_unlock(&rt->build_lock);
+  sum_on(rt, 100000);
+  assert_kiln_ok(rt, kiln_runtime_warm_wait(rt, &b));
+  assert_int_equal(b, t);
+  assert_int_equal(kiln_runtime_warm_progress(rt, &b, NULL), 0);
+  assert_int_equal(b, t);
+  uint64_t programs, kernels;
+  built(rt, &programs, &kernels);
+  assert_int_equal(programs, t);
+  /* a finished warm-up makes room for the next */
+  assert_kiln_ok(rt, kiln_runtime_warm_async(rt, "scale"));
+  assert_kiln_ok(rt, kiln_runtime_warm_wait(rt, &b));
+  assert_int_equal(b, 1);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* Destroying the runtime while a warm-up of every operation runs stops it
+ * after the kernel in hand (none, if it had not reached its first): the
+ * cache holds at most two kernels' programs of the many, and the runtime
+ * is gone with nothing left running. */
+static void test_kernels_warm_async_destroy_while_running(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/kiln-warm-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  kiln_runtime *rt = kiln_test_runtime_on(NULL, dir, 0);
+  int keeps = !rt->cache.binaries_off;
+  size_t total = 0;
+  pthread_mutex_lock(&rt->build_lock);
+  assert_kiln_ok(rt, kiln_runtime_warm_async(rt, "all"));
+  assert_int_equal(kiln_runtime_warm_progress(rt, NULL, &total), 1);
+  pthread_mutex_unlock(&rt->build_lock);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  size_t entries = 0;
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    entries += strstr(e->d_name, ".bin") != NULL;
+  closedir(d);
+  assert_true(total > 10);
+  if (keeps)
+    assert_in_range(entries, 0, 2);
+  kiln_test_remove_tree(dir);
+}
+
 /* A kernel's program goes through the binary cache where kiln keeps it:
  * a second runtime on the folder loads what the first compiled. */
 static void test_kernels_kernel_programs_cached(void **state)
@@ -621,6 +688,8 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_kernels_call_builds_its_kernels_alone),
     cmocka_unit_test(test_kernels_warm_then_call_builds_nothing),
     cmocka_unit_test(test_kernels_one_build_shared_by_threads),
+    cmocka_unit_test(test_kernels_warm_async),
+    cmocka_unit_test(test_kernels_warm_async_destroy_while_running),
     cmocka_unit_test(test_kernels_kernel_programs_cached),
     cmocka_unit_test(test_kernels_driver_cache_table),
   };

@@ -268,6 +268,12 @@ static int group_setup(void **state)
   cpu_rt = oclgrind_runtime();
   if (cpu_rt)
     cpu_shapes(cpu_rt);
+  if (gpu_rt) { /* the GEMM cases are tiny: kept off kiln_gemm_direct but in its test */
+    kiln__tuning t = gpu_rt->tuning->t;
+    for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+      t.gemm[v].direct = 0;
+    kiln__runtime_set_tuning(gpu_rt, &t);
+  }
   int bad = capture_end("runtime creation");
   return gpu_rt && cpu_rt && !bad ? 0 : -1;
 }
@@ -715,6 +721,21 @@ static void test_oclgrind_gemm_small(void **state)
   gemm_cases_of(cpu_rt, KILN_F32);
   if (kiln_runtime_device(cpu_rt)->has_fp64)
     gemm_cases_of(cpu_rt, KILN_F64);
+  kiln__runtime_set_tuning(cpu_rt, &saved);
+}
+
+/* Tiny products (kiln_gemm_direct): every case, transposes, layouts and
+ * epilogues alike, in every type; an element of C a work-item, where a
+ * stride read past A's or B's end would show. */
+static void test_oclgrind_gemm_direct(void **state)
+{
+  (void)state;
+  const kiln__tuning saved = cpu_rt->tuning->t;
+  kiln__tuning t = saved;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    t.gemm[v].direct = 4096;
+  kiln__runtime_set_tuning(cpu_rt, &t);
+  gemm_cases(cpu_rt);
   kiln__runtime_set_tuning(cpu_rt, &saved);
 }
 
@@ -1439,6 +1460,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_gemm_gpu_corners),
     T(test_oclgrind_gemm_cpu_shape),
     T(test_oclgrind_gemm_small),
+    T(test_oclgrind_gemm_direct),
     T(test_oclgrind_gemm_epilogue_pass),
     T(test_oclgrind_reduce_gpu_shape),
     T(test_oclgrind_reduce_cpu_shape),

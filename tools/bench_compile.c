@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cli.h"
 #include "kiln/kiln.h"
 
 enum { COLD, WARM };
@@ -61,7 +62,8 @@ typedef struct compile_run {
   int k;            /* the peer */
   const char *name; /* the kernel file */
   const char *dir;  /* the temporary cache folder */
-  int cache_off;    /* KILN_CACHE=0: cold is measured, warm cannot be */
+  int cache_off;    /* cold is measured, warm cannot be */
+  char off[512];    /* why the cache is off */
   char error[512];  /* why the last build failed */
 } compile_run;
 
@@ -72,6 +74,8 @@ static int cache_as_expected(kiln_runtime *rt, compile_run *g)
   kiln_cache_usage_init(&u);
   kiln_cache_stats(rt, &u);
   g->cache_off = u.dir == NULL;
+  if (g->cache_off)
+    kiln_cli_cache_off_why(rt, g->off, sizeof g->off);
   uint64_t built = g->k == COLD ? u.compiles : u.hits;
   uint64_t other = g->k == COLD ? u.hits : u.compiles;
   if (built == 1 && other == 0)
@@ -121,7 +125,7 @@ static int measure_peer(const bench_args *args, compile_run *g, size_t index,
   fprintf(stderr, "  compile cl/%s.cl %-4s warm-up and check...", g->name,
           compile_peers[g->k]);
   if (g->k == WARM && g->cache_off) {
-    fprintf(stderr, " skipped (kiln's cache is off: KILN_CACHE=0)\n");
+    fprintf(stderr, " skipped (kiln's cache is off: %s)\n", g->off);
     return 0;
   }
   if (compile_once(g) < 0 || bench_time(compile_once, g, args->repeats, &med) != 0) {

@@ -37,7 +37,7 @@
 #include "kiln_config.h"
 
 #if HAVE_OPENBLAS
-#  include <cblas.h>
+#  include "blas.h"
 #endif
 
 typedef struct conv_layer {

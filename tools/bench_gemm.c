@@ -12,7 +12,7 @@
 #include "kiln_config.h"
 
 #if HAVE_OPENBLAS
-#  include <cblas.h>
+#  include "blas.h"
 #endif
 
 static const char *const gemm_peers[] = {"kiln", "clblast", "openblas"};

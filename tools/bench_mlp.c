@@ -18,7 +18,7 @@
 #include "kiln_config.h"
 
 #if HAVE_OPENBLAS
-#  include <cblas.h>
+#  include "blas.h"
 #endif
 
 enum { IN = 784, HIDDEN = 512, OUT = 10 };

@@ -95,6 +95,11 @@ int kiln_cli_fail(const char *what, kiln_status st, const kiln_runtime *rt);
  * diagnostics say it, with the fix. */
 void kiln_cli_print_cache(FILE *out, kiln_runtime *rt);
 
+/* Why rt's kernel cache is off, into buf: the runtime's diagnostics' words
+ * (what is wrong and the fix), or that KILN_CACHE=0 or no_cache asked for
+ * it. For every line that says the cache is off. */
+const char *kiln_cli_cache_off_why(kiln_runtime *rt, char *buf, size_t size);
+
 /* The notes of diagnostics (a runtime's or a device list's) on installed
  * OpenCL drivers that no .icd file names, one "note: " line each with the
  * fix (drivers.c). */

@@ -108,12 +108,21 @@ void kiln_cli_print_cache(FILE *out, kiln_runtime *rt)
               u.binaries_off);
     return;
   }
+  char why[512];
+  fprintf(out, "kernel cache off: %s\n", kiln_cli_cache_off_why(rt, why, sizeof why));
+}
+
+const char *kiln_cli_cache_off_why(kiln_runtime *rt, char *buf, size_t size)
+{
   static const char off[] = "kernel cache off: ";
   const char *line = strstr(kiln_runtime_diagnostics(rt), off);
-  if (line)
-    fprintf(out, "%.*s\n", (int)strcspn(line, "\n"), line);
-  else
-    fprintf(out, "%sKILN_CACHE=0 or kiln_options.no_cache asked for it\n", off);
+  if (line) {
+    line += strlen(off);
+    snprintf(buf, size, "%.*s", (int)strcspn(line, "\n"), line);
+  } else {
+    snprintf(buf, size, "KILN_CACHE=0 or kiln_options.no_cache asked for it");
+  }
+  return buf;
 }
 
 void kiln_cli_runtime_destroy(kiln_runtime *rt)

@@ -72,10 +72,11 @@ static int one_device(const job *j, const char *sel)
   kiln_tuning_usage u;
   kiln_tuning_usage_init(&u);
   kiln_tuning_stats(rt, &u);
-  char *text = NULL;
+  char *text = NULL, why[512];
   if (j->action != SHOW && j->action != EXPORT)
-    fprintf(stderr, "kiln tune: %s (%s), record %s\n", d->name, d->driver_version,
-            u.path ? u.path : "(none: the kernel cache is off)");
+    fprintf(stderr, "kiln tune: %s (%s), record %s%s%s\n", d->name, d->driver_version,
+            u.path ? u.path : "(none: the kernel cache is off: ",
+            u.path ? "" : kiln_cli_cache_off_why(rt, why, sizeof why), u.path ? "" : ")");
   switch (j->action) {
   case TUNE:
     st = kiln_tune(rt, &j->opts);
@@ -303,9 +304,12 @@ void kiln_cli_print_tuning(FILE *out, kiln_runtime *rt)
     fprintf(out, "tuned: %s\n", u.path);
   else if (ignored)
     fprintf(out, "not tuned: %.*s\n", (int)strcspn(ignored, "\n"), ignored);
-  else
+  else {
+    char why[512];
     fprintf(out,
             "not tuned: kiln's rules set the kernel parameters (kiln tune "
-            "measures them%s)\n",
-            u.path ? "" : "; records need the kernel cache, which is off");
+            "measures them%s%s)\n",
+            u.path ? "" : "; records need the kernel cache, which is off: ",
+            u.path ? "" : kiln_cli_cache_off_why(rt, why, sizeof why));
+  }
 }

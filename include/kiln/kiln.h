@@ -2114,6 +2114,38 @@ KILN_API kiln_status kiln_program_create_builtin(kiln_runtime *rt, const char *n
  *           operation; KILN_ERR_BUILD with the log if a build fails. */
 KILN_API kiln_status kiln_runtime_warm(kiln_runtime *rt, const char *ops, size_t *built);
 
+/*! kiln_runtime_warm_async() :
+ * kiln_runtime_warm() in the background, on a thread of kiln's: it returns
+ * once the list is checked and the thread started, and the kernels build
+ * while the caller goes on (a service that answers requests meanwhile, a
+ * program that reads its input). Operations may be called at once: one
+ * that needs a kernel the warm-up is building waits for that build and
+ * does not repeat it. One warm-up a runtime at a time.
+ * kiln_runtime_destroy() stops it after the kernel it is building and
+ * waits for that one.
+ * @return : KILN_OK; KILN_ERR_INVALID_ARGUMENT for a name that is no
+ *           operation (nothing started); KILN_ERR_BUSY while a warm-up of
+ *           this runtime still runs; KILN_ERR_OUT_OF_HOST_MEMORY when the
+ *           thread cannot start. A build's failure is
+ *           kiln_runtime_warm_wait()'s to report. */
+KILN_API kiln_status kiln_runtime_warm_async(kiln_runtime *rt, const char *ops);
+
+/*! kiln_runtime_warm_progress() :
+ * Where the background warm-up stands, without waiting: *built kernels of
+ * *total made ready so far (either may be NULL; 0 and 0 when none was
+ * started). Any thread may call it.
+ * @return : 1 while the warm-up runs, 0 once it is done or when none was
+ *           started (or rt is NULL). */
+KILN_API int kiln_runtime_warm_progress(kiln_runtime *rt, size_t *built, size_t *total);
+
+/*! kiln_runtime_warm_wait() :
+ * Waits for the background warm-up to end. *built (may be NULL) counts the
+ * kernels it made ready.
+ * @return : its result, as kiln_runtime_warm() would have returned it
+ *           (KILN_ERR_BUILD with the log, on this thread's
+ *           kiln_last_error()); KILN_OK at once when none was started. */
+KILN_API kiln_status kiln_runtime_warm_wait(kiln_runtime *rt, size_t *built);
+
 /*! kiln_builtin_count(), kiln_builtin_name() :
  * kiln's own kernel files, by name; kiln_builtin_name() returns NULL for i
  * out of range. Static. */

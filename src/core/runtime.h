@@ -70,6 +70,8 @@ struct kiln_runtime {
   pthread_mutex_t build_lock; /* one build at a time; not held with `lock` */
   cl_program *builtins;       /* kiln__builtin_count entries, NULL until built */
   struct kiln__kernel_programs *kernel_programs; /* one kernel's each (program.c) */
+  /* kiln_runtime_warm_async()'s (ops/warm.c), made under lock */
+  struct kiln__warm *warm;
   char *cl_dir;                         /* KILN_CL_DIR: builtin sources from disk */
   struct kiln__cache *cache;            /* the binary cache (compile/cache.h) */
   struct kiln__tuning_state *tuning;    /* kernel parameters (tuning.h) */

@@ -16,6 +16,7 @@
 #include "compile/program.h"
 #include "core/runtime.h"
 #include "device/rank.h"
+#include "ops/warm.h"
 #include "profile/profile.h"
 #include "tuning/tuning.h"
 
@@ -25,6 +26,7 @@
  * tuning state and the cache, then the rest of core's. */
 static void runtime_free(kiln_runtime *rt)
 {
+  kiln__warm_stop(rt);
   kiln__runtime_close(rt);
   kiln__programs_release(rt);
   kiln__tuning_free(rt);
@@ -92,6 +94,7 @@ KILN_API kiln_status kiln_runtime_destroy(kiln_runtime *rt)
   kiln_status st = kiln__runtime_quiesce(rt);
   if (st != KILN_OK)
     return st;
+  kiln__warm_stop(rt); /* its builds record into the profile the trace reads */
   /* The trace's failure is the thread's to read: the runtime is gone. */
   st = rt->prof && rt->prof->trace
          ? kiln__trace_write(rt, NULL, rt->prof->trace, "kiln_runtime_destroy")

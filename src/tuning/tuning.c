@@ -35,6 +35,14 @@
  * --backend kiln`, built with SMALL_RULE 0 against this one). */
 #define SMALL_RULE 768
 
+/* Products of at most DIRECT_RULE^3 multiply-adds, on any device, run one
+ * plain work-item an element of C (kiln_gemm_direct): their time is the
+ * launches, and a process's first such call builds a short program, not a
+ * register tile's unrolled code (docs/performance.md#first-call has the
+ * figures). Up to this size the plain kernel, which PoCL runs scalar, is
+ * as fast as the tiles once built; from 24^3 on it falls behind them. */
+#define DIRECT_RULE 16
+
 /* The CPU product walks A in blocks of about an eighth of the device's
  * last-level cache (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE), each block against
  * every panel of B: the block stays in the cache while B's panels stream
@@ -60,6 +68,7 @@ static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
       .tm = tm,
       .vw = v == KILN__GEMM_F64 ? vw / 2 : vw,
       .small = SMALL_RULE,
+      .direct = DIRECT_RULE,
       .akib = (unsigned)(akib < A_BLOCK_MAX_KIB ? akib : A_BLOCK_MAX_KIB),
       .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
       .tsk = 16,

@@ -28,6 +28,9 @@ typedef struct kiln__gemm_tuning {
                              driver's choice */
   unsigned small;         /* CPU: products of at most small^3 multiply-adds
                              (m n k) run unpacked (kiln_gemm_small); 0: none */
+  unsigned direct;        /* products of at most direct^3 multiply-adds run
+                             kiln_gemm_direct, an element of C a work-item;
+                             0: none. A rule, not in the tuning record */
   unsigned akib;          /* CPU: the product walks A in blocks of about akib
                              KiB of packed panels, each block against every
                              B panel before the next (gemm_kiln.c); 0: all

@@ -226,11 +226,31 @@ static kiln_status run_unpacked(kiln_runtime *rt, const kiln__gemm *g,
     g->beta == 0.0, bias_mem(g), g->offset_bias, g->stride_bias, epi(g));
 }
 
+/* Whether g is a tiny product (tuning.c's `direct`): kiln_gemm_direct. */
+static int direct(const kiln__gemm_tuning *t, const kiln__gemm *g)
+{
+  double s = t->direct;
+  return (double)g->m * g->n * g->k <= s * s * s;
+}
+
+static kiln_status run_direct(kiln_runtime *rt, const kiln__gemm *g)
+{
+  int ta = g->trans_a == KILN_TRANS, tb = g->trans_b == KILN_TRANS;
+  size_t global[3] = {g->n, g->m, g->batch};
+  const char *tag = g->dtype == KILN_F16 ? "f16" : g->dtype == KILN_F64 ? "f64" : "f32";
+  return kiln__launch_gemm_direct(
+    rt, what, tag, 3, global, NULL, g->a, g->offset_a, ta ? 1 : g->lda, ta ? g->lda : 1,
+    g->stride_a, g->b, g->offset_b, tb ? 1 : g->ldb, tb ? g->ldb : 1, g->stride_b, g->k,
+    g->c, g->offset_c, g->ldc, g->stride_c, g->alpha, g->beta, g->beta == 0.0,
+    bias_mem(g), g->offset_bias, g->stride_bias, epi(g));
+}
+
 static kiln_status run(kiln_runtime *rt, const kiln__gemm *g)
 {
   const kiln__gemm_tuning *t = &rt->tuning->t.gemm[kiln__gemm_variant_of(g->dtype)];
-  return unpacked(t, g) ? run_unpacked(rt, g, t)
-                        : kiln__gemm_kiln_run_packed(rt, g, NULL, NULL);
+  return direct(t, g)     ? run_direct(rt, g)
+         : unpacked(t, g) ? run_unpacked(rt, g, t)
+                          : kiln__gemm_kiln_run_packed(rt, g, NULL, NULL);
 }
 
 const kiln__gemm_backend kiln__gemm_kiln = {KILN_BACKEND_KILN, cannot, run};
