@@ -591,7 +591,7 @@ static void test_kernels_warm_async_destroy_while_running(void **state)
   char dir[] = "/tmp/kiln-warm-XXXXXX";
   assert_non_null(mkdtemp(dir));
   kiln_runtime *rt = kiln_test_runtime_on(NULL, dir, 0);
-  int keeps = !rt->cache.binaries_off;
+  int keeps = !rt->cache->binaries_off;
   size_t total = 0;
   pthread_mutex_lock(&rt->build_lock);
   assert_kiln_ok(rt, kiln_runtime_warm_async(rt, "all"));

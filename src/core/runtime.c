@@ -146,7 +146,6 @@ static kiln_status open_device(kiln_runtime *rt)
 
 void kiln__runtime_close(kiln_runtime *rt)
 {
-  kiln__warm_stop(rt);
   kiln__pool_trim(rt);
   /* before the queue and context; the profile's events last of them */
   for (size_t i = 0; i < KILN__SLOT_COUNT; i++)
