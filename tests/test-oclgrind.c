@@ -230,14 +230,11 @@ static kiln_runtime *cpu_rt; /* with the CPU shapes: cpu_shapes() */
 static void cpu_shapes(kiln_runtime *rt)
 {
   kiln__tuning t = rt->tuning->t;
-  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
-    t.gemm[v] = (kiln__gemm_tuning){.gpu_shape = 0,
-                                    .tm = 8,
-                                    .vw = v == KILN__GEMM_F64 ? 8 : 16,
-                                    .akib = 5,
-                                    .tsm = 64,
-                                    .tsk = 16,
-                                    .wpt = 4};
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+    kiln__gemm_tuning *g = &t.gemm[v]; /* the GPU fields as the rules' */
+    g->gpu_shape = 0, g->tm = 8, g->vw = v == KILN__GEMM_F64 ? 8 : 16;
+    g->cg = 0, g->small = 0, g->akib = 5;
+  }
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
   t.fft.vec_first = 1;
   t.fft.row_max = 0; /* the passes one a launch; test_oclgrind_fft_c2c runs rowv */
@@ -615,23 +612,26 @@ static void test_oclgrind_gemm_gpu_shape(void **state)
   gemm_cases(gpu_rt);
 }
 
-/* The corners of the GPU shape's space that kiln_tune() may pick, for
- * float: the smallest tiles (16 x 16, 8 deep, one output a work-item) and
- * the largest (128 x 128, 32 deep, 8 x 8 outputs), where Oclgrind can run
- * them. */
+/* Corners of the GPU shape's space that kiln_tune() may pick, for float,
+ * small enough for Oclgrind: two buffers of local slices, whose loads
+ * race with the multiply if a barrier is missing, with vectors of 4 and
+ * 2, padding, a slice whose vectors do not divide among the group and
+ * bands of 2 tile rows; then one buffer, contiguous register tiles,
+ * scalar loads, slices 1 deep. */
 static void test_oclgrind_gemm_gpu_corners(void **state)
 {
   (void)state;
-  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}};
+  static const kiln__gemm_tuning corners[] = {
+    {.tsm = 16, .tsn = 32, .tsk = 3, .wptm = 4, .wptn = 4, .vwm = 4, .vwn = 2,
+     .strm = 1, .strn = 1, .pad = 1, .db = 1, .gm = 2},
+    {.tsm = 8, .tsn = 16, .tsk = 1, .wptm = 2, .wptn = 4, .vwm = 1, .vwn = 1, .gm = 1}};
   const kiln__tuning saved = gpu_rt->tuning->t;
   for (size_t i = 0; i < sizeof corners / sizeof *corners; i++) {
     kiln__tuning t = saved;
-    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
-                                                 .tm = 8,
-                                                 .vw = 4,
-                                                 .tsm = corners[i][0],
-                                                 .tsk = corners[i][1],
-                                                 .wpt = corners[i][2]};
+    kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32];
+    unsigned tm = g->tm, vw = g->vw;
+    *g = corners[i];
+    g->gpu_shape = 1, g->tm = tm, g->vw = vw;
     kiln__str why = {0};
     if (kiln__tuning_check(kiln_runtime_device(gpu_rt), &t, &why) != 0) {
       fprintf(stderr, "# corner %zu cannot run on Oclgrind: %s\n", i,

@@ -923,21 +923,26 @@ static void test_bad_choice(void **state)
   free(path);
 }
 
-/* The corners of the GPU shape's space, run on this device: the smallest
- * tiles (16 x 16, one output a work-item) and the largest (128 x 128,
- * 32 deep, 8 x 8 outputs), each against the reference. */
+/* Corners of the GPU shape's space, run on this device through a tuning
+ * (what a record applies): the smallest tiles (8 x 8, one output a
+ * work-item, scalar, one buffer), the rules' (128 x 128, 8 x 8 outputs,
+ * vectors of 4, two buffers) and 128 x 256 of 8 x 16 outputs in vectors of
+ * 8, padded, each against the reference. test-gemm.c has every corner. */
 static void test_gpu_shape_extremes(void **state)
 {
   kiln_runtime *rt = runtime(*state, 0);
-  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}, {32, 8, 2}};
+  static const kiln__gemm_tuning corners[] = {
+    {.tsm = 8, .tsn = 8, .tsk = 1, .wptm = 1, .wptn = 1, .vwm = 1, .vwn = 1, .gm = 1},
+    {.tsm = 128, .tsn = 128, .tsk = 16, .wptm = 8, .wptn = 8, .vwm = 4, .vwn = 4,
+     .strm = 1, .strn = 1, .db = 1, .gm = 8},
+    {.tsm = 128, .tsn = 256, .tsk = 32, .wptm = 8, .wptn = 16, .vwm = 8, .vwn = 8,
+     .pad = 1, .db = 1, .gm = 64}};
   for (size_t i = 0; i < COUNT(corners); i++) {
     kiln__tuning t = rt->tuning->t;
-    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
-                                                 .tm = 8,
-                                                 .vw = 4,
-                                                 .tsm = corners[i][0],
-                                                 .tsk = corners[i][1],
-                                                 .wpt = corners[i][2]};
+    kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32];
+    unsigned tm = g->tm, vw = g->vw;
+    *g = corners[i];
+    g->gpu_shape = 1, g->tm = tm, g->vw = vw;
     kiln__str why = {0};
     if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &t, &why) != 0) {
       fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
