@@ -455,7 +455,7 @@ NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong db
     }
     if (DB) { /* the other buffer was last read before the last barrier */
       if (s + 1 < slices)
-        STORE_SLICE(cur ^ 1);
+        STORE_SLICE(DB ? cur ^ 1 : 0); /* 0: in bounds where DB is 0 */
       barrier(CLK_LOCAL_MEM_FENCE);
     } else {
       barrier(CLK_LOCAL_MEM_FENCE);

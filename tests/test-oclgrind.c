@@ -256,6 +256,21 @@ static kiln_runtime *oclgrind_runtime(void)
   return rt;
 }
 
+/* The GPU shape's GEMM with the rules' settings (vectors of 4, strided,
+ * two buffers, bands of 8 tile rows) on 32 x 32 tiles of 4 x 4 outputs, 64
+ * work-items: the rules' 128 x 128 tiles of 8 x 8 would take Oclgrind 16
+ * times the work for the same cases and test no other path. */
+static void gpu_shapes(kiln_runtime *rt)
+{
+  kiln__tuning t = rt->tuning->t;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+    kiln__gemm_tuning *g = &t.gemm[v];
+    g->tsm = g->tsn = 32, g->tsk = 8, g->wptm = g->wptn = 4;
+    g->vwm = g->vwn = 4, g->strm = g->strn = 1, g->pad = 0, g->db = 1, g->gm = 8;
+  }
+  kiln__runtime_set_tuning(rt, &t);
+}
+
 static int group_setup(void **state)
 {
   (void)state;
@@ -263,6 +278,8 @@ static int group_setup(void **state)
     return -1;
   gpu_rt = oclgrind_runtime();
   cpu_rt = oclgrind_runtime();
+  if (gpu_rt)
+    gpu_shapes(gpu_rt);
   if (cpu_rt)
     cpu_shapes(cpu_rt);
   int bad = capture_end("runtime creation");
