@@ -451,9 +451,13 @@ static const kiln__gemm_tuning gpu_corners[] = {
  * on the smallest and the rules', float alone on the largest (PoCL's
  * compiler takes long over their unrolled register tiles). */
 static const unsigned gpu_corner_types[] = {7, 7, 1, 1, 3, 5};
+_Static_assert(1u << KILN__GEMM_F32 == 1 && 1u << KILN__GEMM_F16 == 2 &&
+                 1u << KILN__GEMM_F64 == 4,
+               "the bits are the variants'");
 
-/* Each corner on this device (refused ones skipped, as kiln_tune() skips
- * them: the reason printed), against the reference: odd sizes over
+/* Each corner on this device, in the GPU shape (on PoCL under
+ * KILN_TEST_SHAPE=gpu: gemm-gpu-shape; refused ones skipped, as kiln_tune()
+ * skips them, the reason printed), against the reference: odd sizes over
  * several tiles and bands, both transposes, a batch, alpha and beta, a
  * bias and an activation, both layouts. Small sizes: PoCL runs a group's
  * work-items one after another. */
@@ -462,6 +466,12 @@ static void test_gemm_gpu_corners(void **state)
   (void)state;
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  if (!kiln__gpu_shape(rt)) { /* the corners set every parameter: one run is enough */
+    fprintf(stderr, "# on a CPU's shape: the GPU shape's run has the corners "
+                    "(KILN_TEST_SHAPE=gpu, meson test gemm-gpu-shape)\n");
+    assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+    return;
+  }
   const kiln__tuning saved = rt->tuning->t;
   size_t saved_n = nbackends, ran = 0;
   nbackends = 1;
@@ -469,18 +479,26 @@ static void test_gemm_gpu_corners(void **state)
                    sizeof gpu_corner_types / sizeof *gpu_corner_types,
                  "a variant set for each corner");
   for (size_t i = 0; i < sizeof gpu_corners / sizeof *gpu_corners; i++) {
+    /* each variant the corner, where the device can run it for that type
+     * (double's slices take twice the local memory) */
     kiln__tuning t = saved;
+    unsigned types = 0;
     for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
-      kiln__gemm_tuning g = gpu_corners[i];
-      g.gpu_shape = 1, g.tm = t.gemm[v].tm, g.vw = t.gemm[v].vw, g.akib = t.gemm[v].akib;
-      t.gemm[v] = g;
-    }
-    kiln__str why = {0};
-    if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &t, &why) != 0) {
-      fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
+      kiln__tuning one = saved;
+      kiln__gemm_tuning *g = &one.gemm[v];
+      *g = gpu_corners[i];
+      g->gpu_shape = 1, g->tm = saved.gemm[v].tm, g->vw = saved.gemm[v].vw;
+      g->akib = saved.gemm[v].akib;
+      kiln__str why = {0};
+      if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &one, &why) != 0)
+        fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
+      else
+        t.gemm[v] = *g, types |= 1u << v;
       kiln__str_free(&why);
-      continue;
     }
+    types &= gpu_corner_types[i];
+    if (!(types & 1))
+      continue; /* float32 runs on every corner that fits */
     kiln__runtime_set_tuning(rt, &t);
     ran++;
     kiln_gemm_desc d = desc(KILN_F32, 131, 67, 45);
@@ -491,14 +509,14 @@ static void test_gemm_gpu_corners(void **state)
     d.alpha = 0.5, d.beta = -1;
     d.bias = KILN_BIAS_ROW, d.activation = KILN_ACTIVATION_RELU;
     one(rt, d, 20 + i);
-    if (gpu_corner_types[i] & 2) {
+    if (types & 2) {
       d = desc(KILN_F16, 19, 33, 70);
       d.trans_b = KILN_TRANS;
       d.layout = KILN_COL_MAJOR;
       d.bias = KILN_BIAS_COL, d.activation = KILN_ACTIVATION_TANH;
       one(rt, d, 30 + i);
     }
-    if (gpu_corner_types[i] & 4 && kiln_runtime_device(rt)->has_fp64) {
+    if (types & 4 && kiln_runtime_device(rt)->has_fp64) {
       d = desc(KILN_F64, 45, 21, 33);
       d.trans_a = d.trans_b = KILN_TRANS;
       d.beta = 2, d.batch = 3;

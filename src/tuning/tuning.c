@@ -303,12 +303,21 @@ static int check_gemm_gpu(const kiln_device_info *dev, const kiln__gemm_tuning *
     rc = bad(why, at, "gm", g->gm, "it is 1 (row by row) to 64 tile rows");
   if (rc)
     return rc; /* the sizes below need whole tiles */
-  if (kiln__gemm_gpu_group(g) > dev->max_work_group_size)
-    rc = bad(why, at, "wptm", g->wptm,
-             "(tsm / wptm) x (tsn / wptn) work-items exceed the device's group");
-  if (kiln__gemm_gpu_local_bytes(g, real) > dev->local_mem_bytes)
-    rc = bad(why, at, "tsk", g->tsk,
-             "the slices of A and B (twice with db) exceed the device's local memory");
+  char text[160];
+  size_t group = kiln__gemm_gpu_group(g), local = kiln__gemm_gpu_local_bytes(g, real);
+  if (group > dev->max_work_group_size) {
+    snprintf(text, sizeof text,
+             "(tsm / wptm) x (tsn / wptn) = %zu work-items; the device's group holds %llu",
+             group, (unsigned long long)dev->max_work_group_size);
+    rc = bad(why, at, "wptm", g->wptm, text);
+  }
+  if (local > dev->local_mem_bytes) {
+    snprintf(text, sizeof text,
+             "the slices of A and B (two of each with db) take %zu bytes of local memory; "
+             "the device has %llu",
+             local, (unsigned long long)dev->local_mem_bytes);
+    rc = bad(why, at, "tsk", g->tsk, text);
+  }
   return rc;
 }
 
