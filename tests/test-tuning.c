@@ -25,6 +25,7 @@
 #include "base/util.h"
 #include "core/buffer.h"
 #include "core/runtime.h"
+#include "tuning/tune.h"
 #include "tuning/tuning.h"
 
 static void assert_defaults(kiln_runtime *rt)
@@ -955,6 +956,66 @@ static void test_gpu_shape_extremes(void **state)
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
+/* The GPU rules on devices of every size: what they give passes
+ * kiln__tuning_check() (the rules never pick what the device refuses); a
+ * group of 1024 with NVIDIA's 48 KiB gets the Hopper-class shape, double
+ * 8 deep to fit; smaller groups and local memories get smaller tiles. Then
+ * the tuner's GPU grid there: no candidate twice, the 128 x 256 tile among
+ * those the device can run, and those it cannot refused with the reason. */
+static void test_gpu_rules_fit(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln_device_info dev = kiln__runtime_device(rt)->info;
+  dev.type = KILN_DEVICE_GPU;
+  static const uint64_t limits[][2] = {{1024, 49152}, {256, 65536}, {256, 32768},
+                                       {64, 16384},   {16, 4096},   {1, 1024}};
+  for (size_t i = 0; i < COUNT(limits); i++) {
+    dev.max_work_group_size = limits[i][0], dev.local_mem_bytes = limits[i][1];
+    kiln__tuning t;
+    kiln__tuning_defaults(&dev, &t);
+    kiln__str why = {0};
+    if (kiln__tuning_check(&dev, &t, &why) != 0)
+      fail_msg("group %llu, local %llu: the rules give what the device refuses: %s",
+               (unsigned long long)limits[i][0], (unsigned long long)limits[i][1],
+               kiln__str_get(&why));
+    kiln__str_free(&why);
+    const kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32], *d = &t.gemm[KILN__GEMM_F64];
+    assert_true(g->gpu_shape);
+    if (i == 0) {
+      assert_true(g->tsm == 128 && g->tsn == 128 && g->tsk == 16 && g->wptm == 8 &&
+                  g->wptn == 8 && g->vwm == 4 && g->db == 1 && g->gm == 8);
+      assert_true(d->tsm == 128 && d->tsk == 8 && d->db == 1);
+    }
+    if (i == 3) /* 64 work-items: 64 x 64 of 8 x 8 */
+      assert_true(g->tsm == 64 && g->tsn == 64 && g->wptm == 8);
+  }
+  dev.max_work_group_size = 1024, dev.local_mem_bytes = 49152;
+  kiln__tuning base;
+  kiln__tuning_defaults(&dev, &base);
+  kiln__tune_cand *list = malloc(KILN__TUNE_CANDIDATES * sizeof *list);
+  assert_non_null(list);
+  size_t first = kiln__tune_start(0, KILN__GEMM_F32, &base, &dev, list);
+  size_t n = kiln__tune_more(0, KILN__GEMM_F32, &dev, list, first, 0);
+  size_t runs = 0, wide = 0;
+  assert_true(n > first + 20 && n < KILN__TUNE_CANDIDATES);
+  for (size_t i = first; i < n; i++) {
+    for (size_t j = first; j < i; j++)
+      assert_string_not_equal(list[i].text, list[j].text);
+    kiln__str why = {0};
+    if (kiln__tuning_check(&dev, &list[i].t, &why) == 0) {
+      const kiln__gemm_tuning *g = &list[i].t.gemm[KILN__GEMM_F32];
+      runs++;
+      wide += g->tsm == 128 && g->tsn == 256;
+    } else {
+      assert_non_null(strstr(kiln__str_get(&why), "gemm.f32."));
+    }
+    kiln__str_free(&why);
+  }
+  assert_true(runs > 20 && wide > 0);
+  free(list);
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
 /* The CPU product's blocks of A (tuning.h's akib): 14 panels of 5 rows of
  * A (67 rows, so the last panel is padded) in blocks of 4, the last block
  * 2 panels and 2 work-items with nothing to do, groups of 4 along the
@@ -1064,6 +1125,7 @@ int main(int argc, char **argv)
     T(test_tune_bad_options),
     T(test_two_processes_tune),
     T(test_gpu_shape_extremes),
+    T(test_gpu_rules_fit),
     T(test_benchmark_mode),
     T(test_fft_plans_follow_tuning),
     T(test_fft_whole_rows),
