@@ -12,8 +12,8 @@
  *    no local memory. PoCL runs a group's work-items one after another, so
  *    this is what vectorises.
  *  - kiln_gemm_gpu_*: a work-group stages TSK-deep slices of a TSM x TSN
- *    tile in local memory, loaded coalesced; each work-item keeps WPT x WPT
- *    outputs in registers.
+ *    tile in local memory, loaded coalesced in vectors, double-buffered;
+ *    each work-item keeps WPTM x WPTN outputs in registers.
  * Half storage is packed into float and stored back with vstore_half_rte:
  * float32 accumulation on every device, no cl_khr_fp16 needed.
  *
@@ -30,7 +30,7 @@
  * in src/tuning.c (or its tuning record), the one place that holds them:
  * KILN_GEMM_<name>_<variant>, so each variant is tuned alone. */
 #if !defined(KILN_GEMM_TM_f32) || !defined(KILN_GEMM_VW_f32) ||                     \
-  !defined(KILN_GEMM_TSM_f32) || !defined(KILN_GEMM_TSK_f32) || !defined(KILN_GEMM_WPT_f32)
+  !defined(KILN_GEMM_TSM_f32) || !defined(KILN_GEMM_TSK_f32) || !defined(KILN_GEMM_GM_f32)
 #error "cl/gemm.cl needs kiln's -DKILN_GEMM_* options (src/tuning.c)"
 #endif
 
@@ -39,8 +39,16 @@
 #define VW CAT(KILN_GEMM_VW_, V)
 #define TSM CAT(KILN_GEMM_TSM_, V)
 #define TSK CAT(KILN_GEMM_TSK_, V)
-#define WPT CAT(KILN_GEMM_WPT_, V)
-#define RTS (TSM / WPT) /* work-items along each side of a GPU group */
+#define TSN CAT(KILN_GEMM_TSN_, V)
+#define WPTM CAT(KILN_GEMM_WPTM_, V)
+#define WPTN CAT(KILN_GEMM_WPTN_, V)
+#define VWM CAT(KILN_GEMM_VWM_, V)
+#define VWN CAT(KILN_GEMM_VWN_, V)
+#define STRM CAT(KILN_GEMM_STRM_, V)
+#define STRN CAT(KILN_GEMM_STRN_, V)
+#define PADL CAT(KILN_GEMM_PAD_, V)
+#define DB CAT(KILN_GEMM_DB_, V)
+#define GM CAT(KILN_GEMM_GM_, V)
 
 /* The epilogue, as the host packs it in `epi` (src/ops/gemm_kiln.c):
  * kiln_bias in bits 0-1 (1: a value per row, 2: per column), then
@@ -337,57 +345,171 @@ kernel void NAME(kiln_gemm_direct)(global const ST *a, ulong offa, ulong sar, ul
 #endif
 
 /*
- * The GPU shape. A and B are packed as single panels: at[p * Mp + i] and
- * bt[p * Np + j], Mp and Np multiples of TSM, Kp of TSK. Group (gn, gm, b)
- * computes the TSM x TSM tile at (gm * TSM, gn * TSM); work-item (tn, tm)
- * owns outputs (tm + wm * RTS, tn + wn * RTS), so writes are coalesced.
- * Local size (RTS, RTS, 1).
+ * The GPU shape, built as CLBlast's xgemm is (docs/gemm.md, "On GPUs"). A
+ * and B are packed as single panels, at[p * Mp + i] and bt[p * Np + j], Mp
+ * a multiple of TSM, Np of TSN, Kp of TSK, so no load needs a bound. A
+ * group computes a TSM x TSN tile of C: MDIMC x NDIMC work-items, each
+ * WPTM x WPTN outputs in registers. Per slice of TSK depths, the group
+ * copies A's TSK x TSM and B's TSK x TSN values to local memory in vectors
+ * of VWM and VWN lanes (each load a contiguous run of a packed row, so
+ * neighbouring work-items read neighbouring vectors), then every
+ * work-item reads its WPTM / VWM vectors of A and WPTN / VWN of B at each
+ * depth and multiplies them into its tile. Its vectors lie MDIMC (NDIMC)
+ * vectors apart with STRM (STRN) 1, next to each other with 0. Local rows
+ * end in PADL vectors of padding. The next slice's global loads go to
+ * registers before the multiply, so they are in flight during it; with DB
+ * they are stored to the other of two local buffers after it, one barrier
+ * a slice, else to the one buffer after a second barrier. Groups take
+ * C's tiles GM tile rows at a time, down each band's columns, so a band's
+ * rows of A stay in the L2 cache while B's tiles pass (GM 1: row by row).
+ * Local size (NDIMC, MDIMC, 1): dimension 0 along N, so neighbouring
+ * work-items write neighbouring columns of C.
  */
 #if KILN_BUILDS(kiln_gemm_gpu)
-kernel __attribute__((reqd_work_group_size(RTS, RTS, 1))) void
+#define MDIMC (TSM / WPTM) /* work-items along M */
+#define NDIMC (TSN / WPTN) /* and along N */
+#define MVECS (TSM / VWM)  /* vectors in a slice's row of A */
+#define NVECS (TSN / VWN)  /* and of B */
+/* Vectors each work-item loads of a slice of A, and of B. */
+#define ALOADS ((TSK * MVECS + MDIMC * NDIMC - 1) / (MDIMC * NDIMC))
+#define BLOADS ((TSK * NVECS + MDIMC * NDIMC - 1) / (MDIMC * NDIMC))
+/* A vector of W lanes of T, W = 1 the scalar; PUT stores one to p[0..W). */
+#define GV_1(T) T
+#define GV_2(T) CAT(T, 2)
+#define GV_4(T) CAT(T, 4)
+#define GV_8(T) CAT(T, 8)
+#define GV(T, W) CAT(GV_, W)(T)
+#define GV_PUT_1(v, p) (*(p) = (v))
+#define GV_PUT_2(v, p) vstore2((v), 0, (p))
+#define GV_PUT_4(v, p) vstore4((v), 0, (p))
+#define GV_PUT_8(v, p) vstore8((v), 0, (p))
+#define GV_PUT(W, v, p) CAT(GV_PUT_, W)(v, p)
+#define AV GV(RT, VWM)
+#define BV GV(RT, VWN)
+/* The local vector of row kk that holds a work-item's w-th vector along M
+ * (its rows AVEC * VWM on) or N. */
+#define AVEC(tm, w) (STRM ? (tm) + (w) * MDIMC : (tm) * (WPTM / VWM) + (w))
+#define BVEC(tn, w) (STRN ? (tn) + (w) * NDIMC : (tn) * (WPTN / VWN) + (w))
+/* Slice k0's vectors of this work-item (flat id lid), from the group's
+ * tile at vectors m0v and n0v of the packed rows (mv and nv vectors long),
+ * into registers ra and rb, and from them into local buffer buf. A group's
+ * vector count need not divide by its size: the guards are constant where
+ * it does. */
+#define LOAD_SLICE(k0)                                                                   \
+  do {                                                                                   \
+    _Pragma("unroll") for (int q = 0; q < ALOADS; q++)                                  \
+    {                                                                                    \
+      int l = lid + q * MDIMC * NDIMC;                                                   \
+      if (ALOADS * MDIMC * NDIMC == TSK * MVECS || l < TSK * MVECS)                       \
+        ra[q] = ag[((k0) + l / MVECS) * mv + m0v + l % MVECS];                           \
+    }                                                                                    \
+    _Pragma("unroll") for (int q = 0; q < BLOADS; q++)                                  \
+    {                                                                                    \
+      int l = lid + q * MDIMC * NDIMC;                                                   \
+      if (BLOADS * MDIMC * NDIMC == TSK * NVECS || l < TSK * NVECS)                       \
+        rb[q] = bg[((k0) + l / NVECS) * nv + n0v + l % NVECS];                           \
+    }                                                                                    \
+  } while (0)
+#define STORE_SLICE(buf)                                                                 \
+  do {                                                                                   \
+    _Pragma("unroll") for (int q = 0; q < ALOADS; q++)                                  \
+    {                                                                                    \
+      int l = lid + q * MDIMC * NDIMC;                                                   \
+      if (ALOADS * MDIMC * NDIMC == TSK * MVECS || l < TSK * MVECS)                       \
+        as[buf][l / MVECS][l % MVECS] = ra[q];                                           \
+    }                                                                                    \
+    _Pragma("unroll") for (int q = 0; q < BLOADS; q++)                                  \
+    {                                                                                    \
+      int l = lid + q * MDIMC * NDIMC;                                                   \
+      if (BLOADS * MDIMC * NDIMC == TSK * NVECS || l < TSK * NVECS)                       \
+        bs[buf][l / NVECS][l % NVECS] = rb[q];                                           \
+    }                                                                                    \
+  } while (0)
+
+kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void
 NAME(kiln_gemm_gpu)(global const RT *at, global const RT *bt, ulong da, ulong dbb,
                     uint Mp, uint Np, uint Kp, global ST *c, ulong offc, ulong ldc,
                     ulong sc, uint M, uint N, RT alpha, RT beta, int beta_zero,
                     global const ST *bias, ulong offbias, ulong sbias, int epi)
 {
-  local RT as[TSK][TSM], bs[TSK][TSM];
-  int tn = get_local_id(0), tm = get_local_id(1);
-  size_t n0 = get_group_id(0) * TSM, m0 = get_group_id(1) * TSM;
-  size_t b = get_global_id(2);
+  local AV as[DB + 1][TSK][MVECS + PADL];
+  local BV bs[DB + 1][TSK][NVECS + PADL];
+  int tn = get_local_id(0), tm = get_local_id(1), lid = tm * NDIMC + tn;
+  size_t gn = get_group_id(0), gm = get_group_id(1), b = get_global_id(2);
+#if GM > 1
+  { /* band gm / GM of GM tile rows, its tiles down each column in turn */
+    size_t cols = get_num_groups(0), span = (size_t)GM * cols;
+    size_t pid = gm * cols + gn, first = pid / span * GM;
+    size_t rows = min((size_t)GM, (size_t)get_num_groups(1) - first);
+    gm = first + pid % span % rows;
+    gn = pid % span / rows;
+  }
+#endif
+  size_t m0 = gm * TSM, n0 = gn * TSN;
+  size_t mv = Mp / VWM, nv = Np / VWN, m0v = m0 / VWM, n0v = n0 / VWN;
+  /* The packed rows are whole vectors from a whole vector's offset: Mp,
+   * Np and the batch strides are multiples of the tiles, and so of VWM and
+   * VWN, and the workspaces start aligned as OpenCL buffers do. */
+  global const AV *ag = (global const AV *)(at + b * da);
+  global const BV *bg = (global const BV *)(bt + b * dbb);
   global const ST *bb = bias + offbias + b * sbias;
-  at += b * da;
-  bt += b * dbb;
-  RT acc[WPT][WPT];
-  for (int wm = 0; wm < WPT; wm++)
-    for (int wn = 0; wn < WPT; wn++)
+  AV ra[ALOADS];
+  BV rb[BLOADS];
+  RT acc[WPTM][WPTN];
+#pragma unroll
+  for (int wm = 0; wm < WPTM; wm++)
+#pragma unroll
+    for (int wn = 0; wn < WPTN; wn++)
       acc[wm][wn] = 0;
-  for (uint k0 = 0; k0 < Kp; k0 += TSK) {
-    for (int l = tm * RTS + tn; l < TSK * TSM; l += RTS * RTS) {
-      int kk = l / TSM, x = l % TSM;
-      as[kk][x] = at[(k0 + kk) * (size_t)Mp + m0 + x];
-      bs[kk][x] = bt[(k0 + kk) * (size_t)Np + n0 + x];
+  uint slices = Kp / TSK;
+  LOAD_SLICE(0);
+  STORE_SLICE(0);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = 0; s < slices; s++) {
+    int cur = DB ? s & 1 : 0;
+    if (s + 1 < slices)
+      LOAD_SLICE((size_t)(s + 1) * TSK);
+    for (int kk = 0; kk < TSK; kk++) { /* unrolled as the compiler sees fit */
+      RT av[WPTM], bv[WPTN];
+#pragma unroll
+      for (int w = 0; w < WPTM / VWM; w++)
+        GV_PUT(VWM, as[cur][kk][AVEC(tm, w)], av + w * VWM);
+#pragma unroll
+      for (int w = 0; w < WPTN / VWN; w++)
+        GV_PUT(VWN, bs[cur][kk][BVEC(tn, w)], bv + w * VWN);
+#pragma unroll
+      for (int wm = 0; wm < WPTM; wm++)
+#pragma unroll
+        for (int wn = 0; wn < WPTN; wn++)
+          acc[wm][wn] = fma(av[wm], bv[wn], acc[wm][wn]);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int kk = 0; kk < TSK; kk++) {
-      RT bv[WPT];
-      for (int wn = 0; wn < WPT; wn++)
-        bv[wn] = bs[kk][tn + wn * RTS];
-      for (int wm = 0; wm < WPT; wm++) {
-        RT av = as[kk][tm + wm * RTS];
-        for (int wn = 0; wn < WPT; wn++)
-          acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);
+    if (DB) { /* the other buffer was last read before the last barrier */
+      if (s + 1 < slices)
+        STORE_SLICE(DB ? cur ^ 1 : 0); /* 0: in bounds where DB is 0 */
+      barrier(CLK_LOCAL_MEM_FENCE);
+    } else {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (s + 1 < slices) {
+        STORE_SLICE(0);
+        barrier(CLK_LOCAL_MEM_FENCE);
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
   }
   global ST *cb = c + offc + b * sc;
-  for (int wm = 0; wm < WPT; wm++)
-    for (int wn = 0; wn < WPT; wn++) {
-      size_t i = m0 + tm + wm * RTS, j = n0 + tn + wn * RTS;
+#pragma unroll
+  for (int wm = 0; wm < WPTM; wm++)
+#pragma unroll
+    for (int wn = 0; wn < WPTN; wn++) {
+      size_t i = m0 + AVEC(tm, wm / VWM) * VWM + wm % VWM;
+      size_t j = n0 + BVEC(tn, wn / VWN) * VWN + wn % VWN;
       if (i < M && j < N)
         UPDATE(cb, bb, i, j, acc[wm][wn]);
     }
 }
+#undef LOAD_SLICE
+#undef STORE_SLICE
+#undef AV
+#undef BV
 #endif
 
 /* The epilogue alone, on C as a backend that cannot fuse it left it:

@@ -324,12 +324,13 @@ static void test_conv_float16(void **state)
 /* The least workspace of backend p->d.backend on rt's shape, from the
  * GEMM's tiles (tuning.h), not from kiln's own sizing: one panel of the
  * im2col matrix and the weights' pack, each padded as the packs pad them.
- * The GPU shape pads rows to tiles of tsm and the depth to slices of tsk;
+ * The GPU shape pads A's rows to tiles of tsm, op(B)'s to tsn, and the
+ * depth to slices of tsk;
  * the CPU shape packs A in panels of tm rows and op(B)' in panels of 2 vw,
  * the depth as it is. The im2col matrix is op(B)' for NCHW (y = W x'), A
  * for NHWC. None for direct. The budgets below are the CPU shape's (a
  * panel of 32 rows on PoCL); where a device's shape needs more for one
- * piece (the GPU shape's 64-row tiles), a case gets that much, so that it
+ * piece (the GPU shape's 128-row tiles), a case gets that much, so that it
  * tests the same split on any device (KILN_TEST_SHAPE=gpu, in CI). */
 static uint64_t least_workspace(kiln_runtime *rt, const problem *p)
 {
@@ -342,7 +343,8 @@ static uint64_t least_workspace(kiln_runtime *rt, const problem *p)
   size_t kp = depth, panel, wrows, tn = 2 * g->vw;
   if (g->gpu_shape) {
     kp = (depth + g->tsk - 1) / g->tsk * g->tsk;
-    panel = g->tsm, wrows = (kg + g->tsm - 1) / g->tsm * g->tsm;
+    size_t wt = nchw ? g->tsm : g->tsn; /* the weights' side */
+    panel = nchw ? g->tsn : g->tsm, wrows = (kg + wt - 1) / wt * wt;
   } else {
     panel = nchw ? tn : g->tm;
     wrows = nchw ? (kg + g->tm - 1) / g->tm * g->tm : (kg + tn - 1) / tn * tn;

@@ -387,21 +387,26 @@ static void test_gemm_epilogue(void **state)
 }
 
 /* kiln's GPU shape, run on this device by overriding the tuning: the same
- * answers from local-memory tiles. */
+ * answers from local-memory tiles, the rules' for a GPU of this device's
+ * limits (tuning.c's kiln__gemm_gpu_rule: 128 x 128 where it fits). */
 static void test_gemm_gpu_shape(void **state)
 {
   (void)state;
   kiln_runtime *rt = NULL;
   assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  const kiln_device_info *dev = kiln_runtime_device(rt);
   kiln__tuning t = rt->tuning->t;
-  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
-    t.gemm[v] = (kiln__gemm_tuning){
-      .gpu_shape = 1, .tm = 8, .vw = 16, .tsm = 32, .tsk = 16, .wpt = 4};
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+    t.gemm[v].gpu_shape = 1;
+    kiln__gemm_gpu_rule(dev->max_work_group_size, dev->local_mem_bytes,
+                        v == KILN__GEMM_F64 ? 8 : 4, &t.gemm[v]);
+  }
   kiln__runtime_set_tuning(rt, &t); /* the kernels are rebuilt with it */
   size_t saved_n = nbackends;
   nbackends = 1; /* kiln's only */
-  for (size_t s = 1; s <= 70; s += 7)
+  for (size_t s = 1; s <= 70; s += 23)
     one(rt, desc(KILN_F32, s, s + 1, s + 2), s);
+  one(rt, desc(KILN_F32, 131, 257, 35), 3); /* past one tile each way */
   kiln_gemm_desc d = desc(KILN_F16, 33, 65, 17);
   d.trans_a = d.trans_b = KILN_TRANS;
   d.beta = 2;
@@ -419,6 +424,149 @@ static void test_gemm_gpu_shape(void **state)
     one(rt, d, 6);
   }
   nbackends = saved_n;
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+}
+
+/* The GPU kernel's parameters (tuning.h), each at its extremes somewhere
+ * below: tsm, tsn 8 to 256; tsk 1 to 64 (and 3, 5: slices whose vectors
+ * do not divide among the group); wptm, wptn 1 to 16; vwm, vwn 1 to 8;
+ * strided and contiguous; padding 0 to 8; one buffer and two; groups row
+ * by row and in bands of 2 to 64 tile rows, the last band short. */
+static const kiln__gemm_tuning gpu_corners[] = {
+  /* tsm tsn tsk wptm wptn vwm vwn strm strn pad db gm */
+  {.tsm = 8, .tsn = 8, .tsk = 1, .wptm = 1, .wptn = 1, .vwm = 1, .vwn = 1, .gm = 1},
+  {.tsm = 128,
+   .tsn = 128,
+   .tsk = 16,
+   .wptm = 8,
+   .wptn = 8,
+   .vwm = 4,
+   .vwn = 4,
+   .strm = 1,
+   .strn = 1,
+   .db = 1,
+   .gm = 8},
+  {.tsm = 128,
+   .tsn = 256,
+   .tsk = 32,
+   .wptm = 8,
+   .wptn = 16,
+   .vwm = 8,
+   .vwn = 8,
+   .pad = 1,
+   .db = 1,
+   .gm = 64},
+  {.tsm = 256,
+   .tsn = 128,
+   .tsk = 64,
+   .wptm = 16,
+   .wptn = 8,
+   .vwm = 2,
+   .vwn = 1,
+   .strm = 1,
+   .pad = 8,
+   .gm = 3},
+  {.tsm = 16,
+   .tsn = 32,
+   .tsk = 3,
+   .wptm = 2,
+   .wptn = 4,
+   .vwm = 2,
+   .vwn = 4,
+   .strn = 1,
+   .pad = 1,
+   .db = 1,
+   .gm = 4},
+  {.tsm = 64,
+   .tsn = 32,
+   .tsk = 5,
+   .wptm = 4,
+   .wptn = 2,
+   .vwm = 4,
+   .vwn = 2,
+   .strm = 1,
+   .db = 1,
+   .gm = 2},
+};
+
+/* The variants each corner runs (bits: 1 f32, 2 f16, 4 f64): every one
+ * on the smallest and the rules', float alone on the largest (PoCL's
+ * compiler takes long over their unrolled register tiles). */
+static const unsigned gpu_corner_types[] = {7, 7, 1, 1, 3, 5};
+_Static_assert(1u << KILN__GEMM_F32 == 1 && 1u << KILN__GEMM_F16 == 2 &&
+                 1u << KILN__GEMM_F64 == 4,
+               "the bits are the variants'");
+
+/* Each corner on this device, in the GPU shape (on PoCL under
+ * KILN_TEST_SHAPE=gpu: gemm-gpu-shape; refused ones skipped, as kiln_tune()
+ * skips them, the reason printed), against the reference: odd sizes over
+ * several tiles and bands, both transposes, a batch, alpha and beta, a
+ * bias and an activation, both layouts. Small sizes: PoCL runs a group's
+ * work-items one after another. */
+static void test_gemm_gpu_corners(void **state)
+{
+  (void)state;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(NULL, &rt));
+  if (!kiln__gpu_shape(rt)) { /* the corners set every parameter: one run is enough */
+    fprintf(stderr, "# on a CPU's shape: the GPU shape's run has the corners "
+                    "(KILN_TEST_SHAPE=gpu, meson test gemm-gpu-shape)\n");
+    assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+    return;
+  }
+  const kiln__tuning saved = rt->tuning->t;
+  size_t saved_n = nbackends, ran = 0;
+  nbackends = 1;
+  _Static_assert(sizeof gpu_corners / sizeof *gpu_corners ==
+                   sizeof gpu_corner_types / sizeof *gpu_corner_types,
+                 "a variant set for each corner");
+  for (size_t i = 0; i < sizeof gpu_corners / sizeof *gpu_corners; i++) {
+    /* each variant the corner, where the device can run it for that type
+     * (double's slices take twice the local memory) */
+    kiln__tuning t = saved;
+    unsigned types = 0;
+    for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+      kiln__tuning one = saved;
+      kiln__gemm_tuning *g = &one.gemm[v];
+      *g = gpu_corners[i];
+      g->gpu_shape = 1, g->tm = saved.gemm[v].tm, g->vw = saved.gemm[v].vw;
+      g->akib = saved.gemm[v].akib;
+      kiln__str why = {0};
+      if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &one, &why) != 0)
+        fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
+      else
+        t.gemm[v] = *g, types |= 1u << v;
+      kiln__str_free(&why);
+    }
+    types &= gpu_corner_types[i];
+    if (!(types & 1))
+      continue; /* float32 runs on every corner that fits */
+    kiln__runtime_set_tuning(rt, &t);
+    ran++;
+    kiln_gemm_desc d = desc(KILN_F32, 131, 67, 45);
+    d.batch = 2;
+    one(rt, d, 10 + i);
+    d = desc(KILN_F32, 37, 290, 7);
+    d.trans_a = KILN_TRANS;
+    d.alpha = 0.5, d.beta = -1;
+    d.bias = KILN_BIAS_ROW, d.activation = KILN_ACTIVATION_RELU;
+    one(rt, d, 20 + i);
+    if (types & 2) {
+      d = desc(KILN_F16, 19, 33, 70);
+      d.trans_b = KILN_TRANS;
+      d.layout = KILN_COL_MAJOR;
+      d.bias = KILN_BIAS_COL, d.activation = KILN_ACTIVATION_TANH;
+      one(rt, d, 30 + i);
+    }
+    if (types & 4 && kiln_runtime_device(rt)->has_fp64) {
+      d = desc(KILN_F64, 45, 21, 33);
+      d.trans_a = d.trans_b = KILN_TRANS;
+      d.beta = 2, d.batch = 3;
+      one(rt, d, 40 + i);
+    }
+  }
+  nbackends = saved_n;
+  assert_true(ran >= 1); /* none run would test nothing */
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
@@ -627,9 +775,11 @@ static void test_gemm_errors(void **state)
   assert_kiln_ok(rt, kiln_finish(rt));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
   kiln_test_require_device();
+  if (argc > 1) /* a pattern of test names: the GPU shape's alone, as meson runs them */
+    cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gemm_errors),
     cmocka_unit_test(test_gemm_every_size_to_70),
@@ -641,6 +791,7 @@ int main(void)
     cmocka_unit_test(test_gemm_long_k),
     cmocka_unit_test(test_gemm_cpu_groups),
     cmocka_unit_test(test_gemm_gpu_shape),
+    cmocka_unit_test(test_gemm_gpu_corners),
     cmocka_unit_test(test_gemm_host_panels),
   };
   return cmocka_run_group_tests(tests, kiln_test_runtime_setup,

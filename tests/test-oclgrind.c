@@ -230,14 +230,11 @@ static kiln_runtime *cpu_rt; /* with the CPU shapes: cpu_shapes() */
 static void cpu_shapes(kiln_runtime *rt)
 {
   kiln__tuning t = rt->tuning->t;
-  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
-    t.gemm[v] = (kiln__gemm_tuning){.gpu_shape = 0,
-                                    .tm = 8,
-                                    .vw = v == KILN__GEMM_F64 ? 8 : 16,
-                                    .akib = 5,
-                                    .tsm = 64,
-                                    .tsk = 16,
-                                    .wpt = 4};
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+    kiln__gemm_tuning *g = &t.gemm[v]; /* the GPU fields as the rules' */
+    g->gpu_shape = 0, g->tm = 8, g->vw = v == KILN__GEMM_F64 ? 8 : 16;
+    g->cg = 0, g->small = 0, g->akib = 5;
+  }
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
   t.fft.vec_first = 1;
   t.fft.row_max = 0; /* the passes one a launch; test_oclgrind_fft_c2c runs rowv */
@@ -259,6 +256,21 @@ static kiln_runtime *oclgrind_runtime(void)
   return rt;
 }
 
+/* The GPU shape's GEMM with the rules' settings (vectors of 4, strided,
+ * two buffers, bands of 8 tile rows) on 32 x 32 tiles of 4 x 4 outputs, 64
+ * work-items: the rules' 128 x 128 tiles of 8 x 8 would take Oclgrind 16
+ * times the work for the same cases and test no other path. */
+static void gpu_shapes(kiln_runtime *rt)
+{
+  kiln__tuning t = rt->tuning->t;
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
+    kiln__gemm_tuning *g = &t.gemm[v];
+    g->tsm = g->tsn = 32, g->tsk = 8, g->wptm = g->wptn = 4;
+    g->vwm = g->vwn = 4, g->strm = g->strn = 1, g->pad = 0, g->db = 1, g->gm = 8;
+  }
+  kiln__runtime_set_tuning(rt, &t);
+}
+
 static int group_setup(void **state)
 {
   (void)state;
@@ -266,6 +278,8 @@ static int group_setup(void **state)
     return -1;
   gpu_rt = oclgrind_runtime();
   cpu_rt = oclgrind_runtime();
+  if (gpu_rt)
+    gpu_shapes(gpu_rt);
   if (cpu_rt)
     cpu_shapes(cpu_rt);
   if (gpu_rt) { /* the GEMM cases are tiny: kept off kiln_gemm_direct but in its test */
@@ -621,23 +635,36 @@ static void test_oclgrind_gemm_gpu_shape(void **state)
   gemm_cases(gpu_rt);
 }
 
-/* The corners of the GPU shape's space that kiln_tune() may pick, for
- * float: the smallest tiles (16 x 16, 8 deep, one output a work-item) and
- * the largest (128 x 128, 32 deep, 8 x 8 outputs), where Oclgrind can run
- * them. */
+/* Corners of the GPU shape's space that kiln_tune() may pick, for float,
+ * small enough for Oclgrind: two buffers of local slices, whose loads
+ * race with the multiply if a barrier is missing, with vectors of 4 and
+ * 2, padding, a slice whose vectors do not divide among the group and
+ * bands of 2 tile rows; then one buffer, contiguous register tiles,
+ * scalar loads, slices 1 deep. */
 static void test_oclgrind_gemm_gpu_corners(void **state)
 {
   (void)state;
-  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}};
+  static const kiln__gemm_tuning corners[] = {
+    {.tsm = 16,
+     .tsn = 32,
+     .tsk = 3,
+     .wptm = 4,
+     .wptn = 4,
+     .vwm = 4,
+     .vwn = 2,
+     .strm = 1,
+     .strn = 1,
+     .pad = 1,
+     .db = 1,
+     .gm = 2},
+    {.tsm = 8, .tsn = 16, .tsk = 1, .wptm = 2, .wptn = 4, .vwm = 1, .vwn = 1, .gm = 1}};
   const kiln__tuning saved = gpu_rt->tuning->t;
   for (size_t i = 0; i < sizeof corners / sizeof *corners; i++) {
     kiln__tuning t = saved;
-    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
-                                                 .tm = 8,
-                                                 .vw = 4,
-                                                 .tsm = corners[i][0],
-                                                 .tsk = corners[i][1],
-                                                 .wpt = corners[i][2]};
+    kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32];
+    unsigned tm = g->tm, vw = g->vw;
+    *g = corners[i];
+    g->gpu_shape = 1, g->tm = tm, g->vw = vw;
     kiln__str why = {0};
     if (kiln__tuning_check(kiln_runtime_device(gpu_rt), &t, &why) != 0) {
       fprintf(stderr, "# corner %zu cannot run on Oclgrind: %s\n", i,

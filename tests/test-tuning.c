@@ -25,6 +25,7 @@
 #include "base/util.h"
 #include "core/buffer.h"
 #include "core/runtime.h"
+#include "tuning/tune.h"
 #include "tuning/tuning.h"
 
 static void assert_defaults(kiln_runtime *rt)
@@ -923,21 +924,43 @@ static void test_bad_choice(void **state)
   free(path);
 }
 
-/* The corners of the GPU shape's space, run on this device: the smallest
- * tiles (16 x 16, one output a work-item) and the largest (128 x 128,
- * 32 deep, 8 x 8 outputs), each against the reference. */
+/* Corners of the GPU shape's space, run on this device through a tuning
+ * (what a record applies): the smallest tiles (8 x 8, one output a
+ * work-item, scalar, one buffer), the rules' (128 x 128, 8 x 8 outputs,
+ * vectors of 4, two buffers) and 128 x 256 of 8 x 16 outputs in vectors of
+ * 8, padded, each against the reference. test-gemm.c has every corner. */
 static void test_gpu_shape_extremes(void **state)
 {
   kiln_runtime *rt = runtime(*state, 0);
-  static const unsigned corners[][3] = {{16, 8, 1}, {128, 32, 8}, {32, 8, 2}};
+  static const kiln__gemm_tuning corners[] = {
+    {.tsm = 8, .tsn = 8, .tsk = 1, .wptm = 1, .wptn = 1, .vwm = 1, .vwn = 1, .gm = 1},
+    {.tsm = 128,
+     .tsn = 128,
+     .tsk = 16,
+     .wptm = 8,
+     .wptn = 8,
+     .vwm = 4,
+     .vwn = 4,
+     .strm = 1,
+     .strn = 1,
+     .db = 1,
+     .gm = 8},
+    {.tsm = 128,
+     .tsn = 256,
+     .tsk = 32,
+     .wptm = 8,
+     .wptn = 16,
+     .vwm = 8,
+     .vwn = 8,
+     .pad = 1,
+     .db = 1,
+     .gm = 64}};
   for (size_t i = 0; i < COUNT(corners); i++) {
     kiln__tuning t = rt->tuning->t;
-    t.gemm[KILN__GEMM_F32] = (kiln__gemm_tuning){.gpu_shape = 1,
-                                                 .tm = 8,
-                                                 .vw = 4,
-                                                 .tsm = corners[i][0],
-                                                 .tsk = corners[i][1],
-                                                 .wpt = corners[i][2]};
+    kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32];
+    unsigned tm = g->tm, vw = g->vw;
+    *g = corners[i];
+    g->gpu_shape = 1, g->tm = tm, g->vw = vw;
     kiln__str why = {0};
     if (kiln__tuning_check(&kiln__runtime_device(rt)->info, &t, &why) != 0) {
       fprintf(stderr, "# corner %zu: %s\n", i, kiln__str_get(&why));
@@ -947,6 +970,66 @@ static void test_gpu_shape_extremes(void **state)
     kiln__runtime_set_tuning(rt, &t);
     check_gemm_on(rt, KILN_BACKEND_KILN, 131, 67, 45);
   }
+  assert_kiln_ok(rt, kiln_runtime_destroy(rt));
+}
+
+/* The GPU rules on devices of every size: what they give passes
+ * kiln__tuning_check() (the rules never pick what the device refuses); a
+ * group of 1024 with NVIDIA's 48 KiB gets the Hopper-class shape, double
+ * 8 deep to fit; smaller groups and local memories get smaller tiles. Then
+ * the tuner's GPU grid there: no candidate twice, the 128 x 256 tile among
+ * those the device can run, and those it cannot refused with the reason. */
+static void test_gpu_rules_fit(void **state)
+{
+  kiln_runtime *rt = runtime(*state, 0);
+  kiln_device_info dev = kiln__runtime_device(rt)->info;
+  dev.type = KILN_DEVICE_GPU;
+  static const uint64_t limits[][2] = {{1024, 49152}, {256, 65536}, {256, 32768},
+                                       {64, 16384},   {16, 4096},   {1, 1024}};
+  for (size_t i = 0; i < COUNT(limits); i++) {
+    dev.max_work_group_size = limits[i][0], dev.local_mem_bytes = limits[i][1];
+    kiln__tuning t;
+    kiln__tuning_defaults(&dev, &t);
+    kiln__str why = {0};
+    if (kiln__tuning_check(&dev, &t, &why) != 0)
+      fail_msg("group %llu, local %llu: the rules give what the device refuses: %s",
+               (unsigned long long)limits[i][0], (unsigned long long)limits[i][1],
+               kiln__str_get(&why));
+    kiln__str_free(&why);
+    const kiln__gemm_tuning *g = &t.gemm[KILN__GEMM_F32], *d = &t.gemm[KILN__GEMM_F64];
+    assert_true(g->gpu_shape);
+    if (i == 0) {
+      assert_true(g->tsm == 128 && g->tsn == 128 && g->tsk == 16 && g->wptm == 8 &&
+                  g->wptn == 8 && g->vwm == 4 && g->db == 1 && g->gm == 8);
+      assert_true(d->tsm == 128 && d->tsk == 8 && d->db == 1);
+    }
+    if (i == 3) /* 64 work-items: 64 x 64 of 8 x 8 */
+      assert_true(g->tsm == 64 && g->tsn == 64 && g->wptm == 8);
+  }
+  dev.max_work_group_size = 1024, dev.local_mem_bytes = 49152;
+  kiln__tuning base;
+  kiln__tuning_defaults(&dev, &base);
+  kiln__tune_cand *list = malloc(KILN__TUNE_CANDIDATES * sizeof *list);
+  assert_non_null(list);
+  size_t first = kiln__tune_start(0, KILN__GEMM_F32, &base, &dev, list);
+  size_t n = kiln__tune_more(0, KILN__GEMM_F32, &dev, list, first, 0);
+  size_t runs = 0, wide = 0;
+  assert_true(n > first + 20 && n < KILN__TUNE_CANDIDATES);
+  for (size_t i = first; i < n; i++) {
+    for (size_t j = first; j < i; j++)
+      assert_string_not_equal(list[i].text, list[j].text);
+    kiln__str why = {0};
+    if (kiln__tuning_check(&dev, &list[i].t, &why) == 0) {
+      const kiln__gemm_tuning *g = &list[i].t.gemm[KILN__GEMM_F32];
+      runs++;
+      wide += g->tsm == 128 && g->tsn == 256;
+    } else {
+      assert_non_null(strstr(kiln__str_get(&why), "gemm.f32."));
+    }
+    kiln__str_free(&why);
+  }
+  assert_true(runs > 20 && wide > 0);
+  free(list);
   assert_kiln_ok(rt, kiln_runtime_destroy(rt));
 }
 
@@ -1050,25 +1133,16 @@ int main(int argc, char **argv)
     cmocka_set_test_filter(argv[1]);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
-    T(test_no_record_defaults),
-    T(test_round_trip),
-    T(test_bad_records),
-    T(test_untrusted_record),
-    T(test_tune_keeps_a_record),
-    T(test_tune_stops_when_asked),
-    T(test_tune_bad_options),
-    T(test_two_processes_tune),
-    T(test_gpu_shape_extremes),
-    T(test_benchmark_mode),
-    T(test_fft_plans_follow_tuning),
-    T(test_fft_whole_rows),
-    T(test_benchmark_fft),
-    T(test_benchmark_reduce),
-    T(test_benchmark_threads),
-    T(test_benchmark_processes),
-    T(test_bad_choice),
-    T(test_tune_conv),
-    T(test_group_tuned_prior),
+    T(test_no_record_defaults),  T(test_round_trip),
+    T(test_bad_records),         T(test_untrusted_record),
+    T(test_tune_keeps_a_record), T(test_tune_stops_when_asked),
+    T(test_tune_bad_options),    T(test_two_processes_tune),
+    T(test_gpu_shape_extremes),  T(test_gpu_rules_fit),
+    T(test_benchmark_mode),      T(test_fft_plans_follow_tuning),
+    T(test_fft_whole_rows),      T(test_benchmark_fft),
+    T(test_benchmark_reduce),    T(test_benchmark_threads),
+    T(test_benchmark_processes), T(test_bad_choice),
+    T(test_tune_conv),           T(test_group_tuned_prior),
     T(test_gemm_a_blocks),
   };
 #undef T

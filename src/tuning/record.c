@@ -11,12 +11,14 @@
  * a binary, since its values decide what code the device runs:
  *
  *   {
- *     "format": "kiln tuning record 4",
+ *     "format": "kiln tuning record 5",
  *     "kiln_version": "0.9.0", "platform": "...", "platform_version": "...",
  *     "device": "...", "driver_version": "...",
  *     "created": "2026-11-25T16:00:00Z", "by": "kiln_tune",
  *     "gemm": {"f32": {"shape": "cpu", "tm": 8, "vw": 16, "cg": 0, "small": 768,
- *                      "akib": 4096, "tsm": 64, "tsk": 16, "wpt": 4},
+ *                      "akib": 4096, "tsm": 128, "tsn": 128, "tsk": 16,
+ *                      "wptm": 8, "wptn": 8, "vwm": 4, "vwn": 4, "strm": 1,
+ *                      "strn": 1, "pad": 0, "db": 1, "gm": 8},
  *              "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
  *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1, "row_max": 2048},
@@ -140,7 +142,7 @@ static void keep_record(kiln_runtime *rt, char *text)
 
 #if HAVE_JSON_C
 
-static const char format_tag[] = "kiln tuning record 4";
+static const char format_tag[] = "kiln tuning record 5";
 
 static const char *const gemm_tags[KILN__GEMM_VARIANTS] = {"f32", "f16", "f64"};
 
@@ -150,6 +152,13 @@ static void put_str(json_object *o, const char *k, const char *v)
 {
   json_object_object_add(o, k, json_object_new_string(v ? v : ""));
 }
+
+/* The GPU kernel's parameters, each as the record names it (X(field)). */
+#  define GEMM_GPU_FIELDS(X)                                                             \
+    X(tsm), X(tsn), X(tsk), X(wptm), X(wptn), X(vwm), X(vwn), X(strm), X(strn), X(pad),  \
+      X(db), X(gm)
+#  define GEMM_NAME(f) #  f
+#  define GEMM_FIELD(f) &g->f
 
 static void put_uint(json_object *o, const char *k, unsigned v)
 {
@@ -202,9 +211,10 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
     put_uint(x, "cg", g->cg);
     put_uint(x, "small", g->small);
     put_uint(x, "akib", g->akib);
-    put_uint(x, "tsm", g->tsm);
-    put_uint(x, "tsk", g->tsk);
-    put_uint(x, "wpt", g->wpt);
+    static const char *const gpu[] = {GEMM_GPU_FIELDS(GEMM_NAME)};
+    const unsigned *gv[] = {GEMM_GPU_FIELDS(GEMM_FIELD)};
+    for (size_t i = 0; i < KILN__COUNT(gpu); i++)
+      put_uint(x, gpu[i], *gv[i]);
     json_object_object_add(gemm, gemm_tags[v], x);
   }
   json_object_object_add(o, "gemm", gemm);
@@ -340,6 +350,17 @@ static int get_shape(json_object *o, const char *path, int *gpu, kiln__str *why)
   return 0;
 }
 
+/* g's GPU parameters from x (at path): 0, or -1 with why. */
+static int get_gpu(json_object *x, const char *path, kiln__gemm_tuning *g, kiln__str *why)
+{
+  static const char *const name[] = {GEMM_GPU_FIELDS(GEMM_NAME)};
+  unsigned *field[] = {GEMM_GPU_FIELDS(GEMM_FIELD)};
+  for (size_t i = 0; i < KILN__COUNT(name); i++)
+    if (get_uint(x, path, name[i], field[i], why))
+      return -1;
+  return 0;
+}
+
 static json_object *get_obj(json_object *o, const char *k, kiln__str *why)
 {
   json_object *v;
@@ -377,9 +398,7 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
         get_uint(x, path, "tm", &g->tm, why) || get_uint(x, path, "vw", &g->vw, why) ||
         get_uint(x, path, "cg", &g->cg, why) ||
         get_uint(x, path, "small", &g->small, why) ||
-        get_uint(x, path, "akib", &g->akib, why) ||
-        get_uint(x, path, "tsm", &g->tsm, why) ||
-        get_uint(x, path, "tsk", &g->tsk, why) || get_uint(x, path, "wpt", &g->wpt, why))
+        get_uint(x, path, "akib", &g->akib, why) || get_gpu(x, path, g, why))
       return -1;
   }
   if (!(r = get_obj(o, "reduce", why)) ||

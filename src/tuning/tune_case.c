@@ -68,21 +68,42 @@ static kiln_status fill_small(kiln_buffer *b, kiln_dtype t, size_t rows, size_t 
 
 /* GEMM: checked at 67 x 45 x 71 (odd, so every tile is padded), timed at
  * 1024 (f32) or 512 (f16 storage, f64); A's blocks (akib, f32) at 2048,
- * where A (16 MiB) outgrows a CPU's last-level cache. */
+ * where A (16 MiB) outgrows a CPU's last-level cache. On a GPU (the
+ * device's type: a test's GPU shape on a CPU keeps the CPU's sizes) tiles
+ * that win at 512 lose at 8192, so the time is that of two sizes, each
+ * with the same work: the size above run (large / size)^3 times, then
+ * `large` once, 4 times the size on a device of 32 compute units or more
+ * (a discrete GPU; 4096 for f32), twice it below. */
 enum { CM = 67, CN = 45, CK = 71 };
 
-static size_t gemm_size(const kiln__tune_case *b)
+typedef struct gemm_sizes {
+  size_t small, large, reps; /* large 0: none */
+} gemm_sizes;
+
+static gemm_sizes gemm_sizes_of(const kiln_device_info *dev, const kiln__tune_case *b)
 {
-  return b->blocks ? 2048 : b->variant == KILN__GEMM_F32 ? 1024 : 512;
+  size_t s = b->blocks ? 2048 : b->variant == KILN__GEMM_F32 ? 1024 : 512;
+  if (b->blocks || !(dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)))
+    return (gemm_sizes){s, 0, 1};
+  size_t r = dev->compute_units >= 32 ? 4 : 2;
+  return (gemm_sizes){s, r * s, r * r * r};
 }
 
-static kiln_status gemm_run(kiln__tune_case *b)
+static kiln_status gemm_one(kiln__tune_case *b, size_t s)
 {
-  size_t s = gemm_size(b);
   kiln_gemm_desc d;
   kiln_gemm_desc_init(&d, gemm_dtype(b->variant), s, s, s);
   d.backend = KILN_BACKEND_KILN;
   return kiln_gemm(b->rt, &d, b->buf[3], b->buf[4], b->buf[5]);
+}
+
+static kiln_status gemm_run(kiln__tune_case *b)
+{
+  gemm_sizes z = gemm_sizes_of(&kiln__runtime_device(b->rt)->info, b);
+  kiln_status st = KILN_OK;
+  for (size_t i = 0; st == KILN_OK && i < z.reps; i++)
+    st = gemm_one(b, z.small);
+  return st == KILN_OK && z.large ? gemm_one(b, z.large) : st;
 }
 
 static kiln_status gemm_check(kiln__tune_case *b, int *ok)
@@ -320,7 +341,7 @@ static kiln_status conv_make(kiln_runtime *rt, int variant, kiln__tune_case *b)
 
 /* The work of kernel's timed case above (flops; bytes read for the
  * reductions), to turn a measured time into a speed; 0 for another name. */
-static double timed_work(const char *kernel)
+static double timed_work(const kiln_device_info *dev, const char *kernel)
 {
   static const char *const gemm[] = {"gemm f32", "gemm f16", "gemm f64", "gemm blocks"};
   static const char *const conv[] = {"conv direct", "conv im2col"};
@@ -328,8 +349,9 @@ static double timed_work(const char *kernel)
     if (strcmp(kernel, gemm[v]) == 0) {
       kiln__tune_case b = {.variant = v % KILN__GEMM_VARIANTS,
                            .blocks = v == KILN__GEMM_VARIANTS};
-      double s = (double)gemm_size(&b);
-      return 2 * s * s * s;
+      gemm_sizes z = gemm_sizes_of(dev, &b);
+      double s = (double)z.small, l = (double)z.large;
+      return 2 * (s * s * s * (double)z.reps + l * l * l);
     }
   for (int v = 0; v < 2; v++)
     if (strcmp(kernel, conv[v]) == 0) {
@@ -348,7 +370,7 @@ double kiln__tuned_speed(const kiln_runtime *rt, const char *kernel)
   const kiln__tuning_state *s = rt->tuning;
   for (size_t i = 0; s && i < s->nmeasured; i++)
     if (strcmp(s->measured[i].kernel, kernel) == 0 && s->measured[i].to_s > 0)
-      return timed_work(kernel) / s->measured[i].to_s;
+      return timed_work(&kiln__runtime_device(rt)->info, kernel) / s->measured[i].to_s;
   return 0;
 }
 
@@ -372,7 +394,8 @@ kiln_status kiln__tune_case_make(kiln_runtime *rt, int what, int variant,
                            gemm_run,
                            gemm_check,
                            what == 4};
-    size_t s = gemm_size(b);
+    gemm_sizes z = gemm_sizes_of(&kiln__runtime_device(rt)->info, b);
+    size_t s = z.large > z.small ? z.large : z.small;
     size_t n[6] = {CM * CK, CK * CN, CM * CN, s * s, s * s, s * s};
     for (int i = 0; st == KILN_OK && i < 6; i++)
       st = kiln_buffer_create(rt, t, n[i], 0, &b->buf[i]);

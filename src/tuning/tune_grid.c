@@ -16,7 +16,10 @@
 static void gemm_text(const kiln__gemm_tuning *g, char *out, size_t size)
 {
   if (g->gpu_shape)
-    snprintf(out, size, "gpu tsm=%u tsk=%u wpt=%u", g->tsm, g->tsk, g->wpt);
+    snprintf(out, size,
+             "gpu tile=%ux%ux%u wpt=%ux%u vw=%u,%u str=%u,%u pad=%u db=%u gm=%u", g->tsm,
+             g->tsn, g->tsk, g->wptm, g->wptn, g->vwm, g->vwn, g->strm, g->strn, g->pad,
+             g->db, g->gm);
   else
     snprintf(out, size, "cpu tm=%u vw=%u cg=%u", g->tm, g->vw, g->cg);
 }
@@ -63,6 +66,17 @@ static void add(kiln__tune_cand *list, size_t *n, const kiln__tuning *t, double 
 {
   if (*n < KILN__TUNE_CANDIDATES)
     list[(*n)++] = (kiln__tune_cand){.t = *t, .dist = dist};
+}
+
+/* add(), unless list[start..] holds t already (grids that change one
+ * parameter at a time meet their own candidates). */
+static void add_new(kiln__tune_cand *list, size_t *n, const kiln__tuning *t, double dist,
+                    size_t start)
+{
+  for (size_t e = start; e < *n; e++)
+    if (memcmp(&list[e].t, t, sizeof *t) == 0)
+      return;
+  add(list, n, t, dist);
 }
 
 /* Convolution's grid around base: the direct kernel's blocks (columns and
@@ -113,6 +127,59 @@ static void blocks_grid(int variant, const kiln__tuning *base, kiln__tune_cand *
   }
 }
 
+/* The GPU shape's grid around b (the variant's parameters in t, g in it):
+ * the shapes of tile and register tile that good GPU GEMMs use (CLBlast's
+ * tuned xgemm, CUTLASS's SGEMM): 64 to 128 x 256 tiles of 4 x 4 to 8 x 16
+ * outputs a work-item, 64 to 512 work-items, each in its best-known
+ * settings (vectors of 4 where the register tile allows, strided,
+ * double-buffered, GROUP_M 8), then each of the other parameters changed
+ * alone from b: depth 8 to 32, vectors of 1 and 2, contiguous tiles,
+ * padding, one buffer, row-by-row order and bands of 4 and 16. Some 60
+ * candidates, those the device cannot run refused by kiln__tuning_check()
+ * in the tuner, nearest b first. */
+static void gemm_gpu_grid(kiln__gemm_tuning *g, const kiln__gemm_tuning *b,
+                          kiln__tuning *t, kiln__tune_cand *list, size_t *n)
+{
+#define add(list, n, t, d) add_new(list, n, t, d, start)
+  size_t start = *n;
+  static const unsigned tiles[][4] = {
+    {64, 64, 4, 4},   {64, 64, 8, 8},    {64, 128, 4, 8},  {128, 64, 8, 4},
+    {128, 128, 4, 8}, {128, 128, 8, 4},  {128, 128, 8, 8}, {128, 256, 8, 8},
+    {256, 128, 8, 8}, {128, 256, 8, 16}, {128, 128, 4, 4}, {64, 128, 8, 8}};
+  static const unsigned tsks[] = {8, 16, 32};
+  for (size_t i = 0; i < KILN__COUNT(tiles); i++)
+    for (size_t k = 0; k < KILN__COUNT(tsks); k++) {
+      *g = *b;
+      g->tsm = tiles[i][0], g->tsn = tiles[i][1], g->tsk = tsks[k];
+      g->wptm = tiles[i][2], g->wptn = tiles[i][3];
+      g->vwm = g->vwn = 4, g->strm = g->strn = 1, g->db = 1, g->gm = 8, g->pad = 0;
+      add(list, n, t,
+          ldist(g->tsm, b->tsm) + ldist(g->tsn, b->tsn) + ldist(g->tsk, b->tsk) +
+            ldist(g->wptm, b->wptm) + ldist(g->wptn, b->wptn));
+    }
+  /* one parameter at a time from b: {field, value} */
+  static const unsigned vws[] = {1, 2, 4, 8}, gms[] = {1, 4, 8, 16};
+  for (size_t i = 0; i < KILN__COUNT(vws); i++) {
+    *g = *b;
+    g->vwm = vws[i];
+    add(list, n, t, 0.5 + ldist(g->vwm, b->vwm));
+    *g = *b;
+    g->vwn = vws[i];
+    add(list, n, t, 0.5 + ldist(g->vwn, b->vwn));
+    *g = *b;
+    g->gm = gms[i];
+    add(list, n, t, 0.5 + ldist(g->gm, b->gm));
+  }
+  for (unsigned v = 0; v < 2; v++) {
+    *g = *b, g->strm = v, add(list, n, t, 0.5 + (v != b->strm));
+    *g = *b, g->strn = v, add(list, n, t, 0.5 + (v != b->strn));
+    *g = *b, g->strm = g->strn = v, add(list, n, t, 0.5 + 2 * (v != b->strm));
+    *g = *b, g->pad = v, add(list, n, t, 0.5 + (v != b->pad));
+    *g = *b, g->db = v, add(list, n, t, 0.5 + (v != b->db));
+  }
+#undef add
+}
+
 /* A GEMM variant's grid of one shape (gpu) around base. */
 static void gemm_grid(int variant, int gpu, const kiln__tuning *base,
                       kiln__tune_cand *list, size_t *n)
@@ -136,19 +203,8 @@ static void gemm_grid(int variant, int gpu, const kiln__tuning *base,
               ldist(g->tm, b->tm) + ldist(g->vw, b->vw) +
                 ldist(g->cg ? g->cg : 1, b->cg ? b->cg : 1) + (g->cg != b->cg));
         }
-  } else {
-    static const unsigned tsms[] = {16, 32, 64, 128}, tsks[] = {8, 16, 32},
-                          wpts[] = {1, 2, 4, 8};
-    for (size_t i = 0; i < KILN__COUNT(tsms); i++)
-      for (size_t j = 0; j < KILN__COUNT(tsks); j++)
-        for (size_t k = 0; k < KILN__COUNT(wpts); k++) {
-          g->tsm = tsms[i];
-          g->tsk = tsks[j];
-          g->wpt = wpts[k];
-          add(list, n, &t,
-              ldist(g->tsm, b->tsm) + ldist(g->tsk, b->tsk) + ldist(g->wpt, b->wpt));
-        }
-  }
+  } else
+    gemm_gpu_grid(g, b, &t, list, n);
 }
 
 /* The reductions' grid of one shape (gpu) around base: chunks, or groups

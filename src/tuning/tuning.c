@@ -20,9 +20,8 @@
  * (kiln__vector_lanes_float): on AVX-512, 16 lanes and TM 8 make 16
  * accumulators, half the 32 vector registers, which leaves room for the B
  * vectors and keeps both FMA pipes busy; on AVX2, 8 lanes and TM 6 make 12
- * of its 16 (TM 8 would spill); double takes half the lanes. On GPUs and accelerators, 64 x 64 tiles with 16-deep
- * local-memory slices and 4 x 4 outputs per work-item (256 work-items a
- * group), or 32 x 32 tiles where a group cannot hold 256.
+ * of its 16 (TM 8 would spill); double takes half the lanes. GPUs and
+ * accelerators run the GPU shape, whose rule is kiln__gemm_gpu_rule below.
  */
 /* Products of at most SMALL_RULE^3 multiply-adds skip the packs on a CPU
  * device (one launch, not three, and no copy of A and B): unpacked ran
@@ -54,6 +53,82 @@
 #define A_BLOCK_PART 8
 #define A_BLOCK_MAX_KIB (1u << 22) /* 4 GiB: what a record may hold */
 
+/*
+ * GEMM's GPU shape (cl/gemm.cl's kiln_gemm_gpu, built as CLBlast's xgemm
+ * is). The rule starts from the shape known good on NVIDIA's Ampere and
+ * Hopper class (CUTLASS's SGEMM and CLBlast's tuned xgemm there take the
+ * same): a group computes 128 x 128 of C, 16 x 16 = 256 work-items of 8 x 8
+ * outputs each. An 8 x 8 tile makes each value read from local memory
+ * feed 8 multiply-adds (4 x 4 left local memory the bottleneck), and a
+ * 128-wide tile makes each value read from global memory feed 128; 256
+ * work-items are 8 warps (4 wavefronts), enough to hide the barriers'
+ * waits with two groups on a multiprocessor. Slices 16 deep: two buffers
+ * of A's and B's slices take 32 KiB of float, within the 48 KiB a group
+ * gets on NVIDIA (64 KiB on AMD and Intel), and half the barriers of 8
+ * deep. Loads of 4 lanes (vwm, vwn): 128-bit loads, the widest a GPU's
+ * load instruction takes. Strided register tiles (strm, strn): neighbouring
+ * work-items read neighbouring vectors of a local slice (no bank
+ * conflicts) and write neighbouring columns of C (coalesced). No padding:
+ * the packed slices are copied to local memory in order, not transposed,
+ * so stores and reads already spread over the banks; the tuner tries it.
+ * Double buffering: one barrier a slice, not two, and the next slice's
+ * global loads in flight during the multiply. Groups walk C 8 tile rows at
+ * a time (Triton's default GROUP_M): those rows of A stay in L2 while B's
+ * tiles pass. Where a group cannot hold 256 work-items the tiles halve
+ * (64 x 64 of 8 x 8 is 64 work-items, a wavefront); where local memory
+ * cannot hold the slices (double's, on NVIDIA), they are 8 deep, then
+ * single-buffered, then the tiles halve.
+ *
+ * Measure: `kiln tune` (its progress times every candidate of the grid in
+ * tune_grid.c at the device's sizes) and `kiln bench gemm --backend
+ * kiln,clblast` before and after; the figures go to docs/performance.md.
+ */
+void kiln__gemm_gpu_rule(uint64_t max_wg, uint64_t local_bytes, size_t real_bytes,
+                         kiln__gemm_tuning *g)
+{
+  g->tsm = g->tsn = 128;
+  g->tsk = 16;
+  g->wptm = g->wptn = 8;
+  g->vwm = g->vwn = 4;
+  g->strm = g->strn = 1;
+  g->pad = 0;
+  g->db = 1;
+  g->gm = 8;
+  while (kiln__gemm_gpu_group(g) > max_wg && g->tsm > 1) {
+    g->tsm /= 2, g->tsn /= 2; /* 8 x 8 outputs kept while tiles allow */
+    if (g->wptm > g->tsm)
+      g->wptm = g->wptn = g->tsm;
+    if (g->vwm > g->wptm)
+      g->vwm = g->vwn = g->wptm;
+  }
+  while (kiln__gemm_gpu_local_bytes(g, real_bytes) > local_bytes && g->tsm > 1) {
+    if (g->tsk > 8)
+      g->tsk /= 2;
+    else if (g->db)
+      g->db = 0;
+    else {
+      g->tsm /= 2, g->tsn /= 2;
+      g->wptm = g->wptn = g->wptm / 2 ? g->wptm / 2 : 1;
+      if (g->vwm > g->wptm)
+        g->vwm = g->vwn = g->wptm;
+    }
+  }
+}
+
+size_t kiln__gemm_gpu_group(const kiln__gemm_tuning *g)
+{
+  return g->wptm && g->wptn ? (size_t)(g->tsm / g->wptm) * (g->tsn / g->wptn) : 0;
+}
+
+size_t kiln__gemm_gpu_local_bytes(const kiln__gemm_tuning *g, size_t real_bytes)
+{
+  if (!g->vwm || !g->vwn)
+    return 0;
+  size_t row = (size_t)(g->tsm / g->vwm + g->pad) * g->vwm +
+               (size_t)(g->tsn / g->vwn + g->pad) * g->vwn;
+  return (g->db ? 2 : 1) * (size_t)g->tsk * row * real_bytes;
+}
+
 static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
 {
   unsigned w = kiln__vector_lanes_float(dev);
@@ -70,10 +145,10 @@ static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
       .small = SMALL_RULE,
       .direct = DIRECT_RULE,
       .akib = (unsigned)(akib < A_BLOCK_MAX_KIB ? akib : A_BLOCK_MAX_KIB),
-      .tsm = dev->max_work_group_size >= 256 ? 64 : 32,
-      .tsk = 16,
-      .wpt = 4,
     };
+  for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
+    kiln__gemm_gpu_rule(dev->max_work_group_size, dev->local_mem_bytes,
+                        v == KILN__GEMM_F64 ? 8 : 4, &g[v]);
 }
 
 /*
@@ -198,6 +273,66 @@ static int bad(kiln__str *why, const char *where, const char *field, unsigned v,
   return -1;
 }
 
+static int is_vw(unsigned v)
+{
+  return v == 1 || v == 2 || v == 4 || v == 8;
+}
+
+/* The GPU shape's parameters (tuning.h), at `at`: each in its range, the
+ * register tile whole vectors and whole in the group's tile, the group
+ * within the device's and the slices within its local memory. */
+static int check_gemm_gpu(const kiln_device_info *dev, const kiln__gemm_tuning *g,
+                          const char *at, size_t real, kiln__str *why)
+{
+  int rc = 0;
+  if (g->tsm < 1 || g->tsm > 256)
+    rc = bad(why, at, "tsm", g->tsm, "a group's tile has 1 to 256 rows");
+  if (g->tsn < 1 || g->tsn > 256)
+    rc = bad(why, at, "tsn", g->tsn, "a group's tile has 1 to 256 columns");
+  if (g->tsk < 1 || g->tsk > 64)
+    rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
+  if (g->wptm < 1 || g->wptm > 16 || g->tsm % g->wptm)
+    rc = bad(why, at, "wptm", g->wptm, "it must divide tsm and be at most 16");
+  if (g->wptn < 1 || g->wptn > 16 || g->tsn % g->wptn)
+    rc = bad(why, at, "wptn", g->wptn, "it must divide tsn and be at most 16");
+  else if (g->wptm <= 16 && g->wptm * g->wptn > 128)
+    rc = bad(why, at, "wptn", g->wptn, "wptm x wptn outputs are at most 128");
+  if (!is_vw(g->vwm) || (g->wptm && g->wptm % g->vwm))
+    rc = bad(why, at, "vwm", g->vwm, "it is 1, 2, 4 or 8 and divides wptm");
+  if (!is_vw(g->vwn) || (g->wptn && g->wptn % g->vwn))
+    rc = bad(why, at, "vwn", g->vwn, "it is 1, 2, 4 or 8 and divides wptn");
+  if (g->strm > 1)
+    rc = bad(why, at, "strm", g->strm, "it is 0 (contiguous) or 1 (strided)");
+  if (g->strn > 1)
+    rc = bad(why, at, "strn", g->strn, "it is 0 (contiguous) or 1 (strided)");
+  if (g->pad > 8)
+    rc = bad(why, at, "pad", g->pad, "it is 0 to 8 vectors");
+  if (g->db > 1)
+    rc = bad(why, at, "db", g->db, "it is 0 (one buffer) or 1 (two)");
+  if (g->gm < 1 || g->gm > 64)
+    rc = bad(why, at, "gm", g->gm, "it is 1 (row by row) to 64 tile rows");
+  if (rc)
+    return rc; /* the sizes below need whole tiles */
+  char text[160];
+  size_t group = kiln__gemm_gpu_group(g), local = kiln__gemm_gpu_local_bytes(g, real);
+  if (group > dev->max_work_group_size) {
+    snprintf(
+      text, sizeof text,
+      "(tsm / wptm) x (tsn / wptn) = %zu work-items; the device's group holds %llu",
+      group, (unsigned long long)dev->max_work_group_size);
+    rc = bad(why, at, "wptm", g->wptm, text);
+  }
+  if (local > dev->local_mem_bytes) {
+    snprintf(
+      text, sizeof text,
+      "the slices of A and B (two of each with db) take %zu bytes of local memory; "
+      "the device has %llu",
+      local, (unsigned long long)dev->local_mem_bytes);
+    rc = bad(why, at, "tsk", g->tsk, text);
+  }
+  return rc;
+}
+
 static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
                       const char *tag, kiln__str *why)
 {
@@ -218,18 +353,8 @@ static int check_gemm(const kiln_device_info *dev, const kiln__gemm_tuning *g,
   if (g->small > 4096)
     rc = bad(why, at, "small", g->small,
              "unpacked products go up to 4096^3 multiply-adds (0: none)");
-  if (g->tsk < 1 || g->tsk > 64)
-    rc = bad(why, at, "tsk", g->tsk, "the slice depth is 1 to 64");
-  if (g->wpt < 1 || g->wpt > 16 || g->tsm % g->wpt)
-    rc = bad(why, at, "wpt", g->wpt, "it must divide tsm and be at most 16");
-  else if ((size_t)(g->tsm / g->wpt) * (g->tsm / g->wpt) > dev->max_work_group_size)
-    rc =
-      bad(why, at, "tsm", g->tsm, "(tsm / wpt)^2 work-items exceed the device's group");
-  if (g->tsm < 1 || g->tsm > 256)
-    rc = bad(why, at, "tsm", g->tsm, "the tile side is 1 to 256");
-  else if (g->tsk <= 64 && 2 * (size_t)g->tsk * g->tsm * real > dev->local_mem_bytes)
-    rc = bad(why, at, "tsk", g->tsk,
-             "two tsk x tsm slices exceed the device's local memory");
+  if (check_gemm_gpu(dev, g, at, real, why))
+    rc = -1;
   return rc;
 }
 
@@ -296,10 +421,16 @@ void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str 
     for (int v = 0; v < KILN__GEMM_VARIANTS; v++) {
       const kiln__gemm_tuning *g = &t->gemm[v];
       const char *s = gemm_tags[v];
-      kiln__str_appendf(out,
-                        " -DKILN_GEMM_TM_%s=%u -DKILN_GEMM_VW_%s=%u -DKILN_GEMM_TSM_%s=%u"
-                        " -DKILN_GEMM_TSK_%s=%u -DKILN_GEMM_WPT_%s=%u",
-                        s, g->tm, s, g->vw, s, g->tsm, s, g->tsk, s, g->wpt);
+      kiln__str_appendf(
+        out,
+        " -DKILN_GEMM_TM_%s=%u -DKILN_GEMM_VW_%s=%u -DKILN_GEMM_TSM_%s=%u"
+        " -DKILN_GEMM_TSN_%s=%u -DKILN_GEMM_TSK_%s=%u"
+        " -DKILN_GEMM_WPTM_%s=%u -DKILN_GEMM_WPTN_%s=%u"
+        " -DKILN_GEMM_VWM_%s=%u -DKILN_GEMM_VWN_%s=%u"
+        " -DKILN_GEMM_STRM_%s=%u -DKILN_GEMM_STRN_%s=%u"
+        " -DKILN_GEMM_PAD_%s=%u -DKILN_GEMM_DB_%s=%u -DKILN_GEMM_GM_%s=%u",
+        s, g->tm, s, g->vw, s, g->tsm, s, g->tsn, s, g->tsk, s, g->wptm, s, g->wptn, s,
+        g->vwm, s, g->vwn, s, g->strm, s, g->strn, s, g->pad, s, g->db, s, g->gm);
     }
   else if (strcmp(program, "reduce") == 0)
     kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", t->reduce.wg);

@@ -21,22 +21,46 @@ enum kiln__gemm_variant {
 
 /* The parameters of one variant of cl/gemm.cl (see tuning.c for why). */
 typedef struct kiln__gemm_tuning {
-  int gpu_shape;          /* local-memory tiles, else the CPU shape */
-  unsigned tm, vw;        /* CPU: rows per work-item; vector lanes (2 vectors) */
-  unsigned cg;            /* CPU: work-items a group along M, a power of two
+  int gpu_shape;   /* local-memory tiles, else the CPU shape */
+  unsigned tm, vw; /* CPU: rows per work-item; vector lanes (2 vectors) */
+  unsigned cg;     /* CPU: work-items a group along M, a power of two
                              (or less where M's tiles do not divide); 0: the
                              driver's choice */
-  unsigned small;         /* CPU: products of at most small^3 multiply-adds
+  unsigned small;  /* CPU: products of at most small^3 multiply-adds
                              (m n k) run unpacked (kiln_gemm_small); 0: none */
-  unsigned direct;        /* products of at most direct^3 multiply-adds run
+  unsigned direct; /* products of at most direct^3 multiply-adds run
                              kiln_gemm_direct, an element of C a work-item;
                              0: none. A rule, not in the tuning record */
-  unsigned akib;          /* CPU: the product walks A in blocks of about akib
+  unsigned akib;   /* CPU: the product walks A in blocks of about akib
                              KiB of packed panels, each block against every
                              B panel before the next (gemm_kiln.c); 0: all
                              of A as one block */
-  unsigned tsm, tsk, wpt; /* GPU: tile side, slice depth, outputs per side */
+  /* GPU (cl/gemm.cl's kiln_gemm_gpu; tuning.c says why each rule): */
+  unsigned tsm, tsn, tsk; /* a group's tile of C, rows x columns, and the
+                             depth of the slices it stages in local memory */
+  unsigned wptm, wptn;    /* a work-item's outputs along M and along N: a
+                             group is (tsm / wptm) x (tsn / wptn) */
+  unsigned vwm, vwn;      /* lanes of A's and B's vector loads (global and
+                             local): 1, 2, 4 or 8 */
+  unsigned strm, strn;    /* 1: a work-item's vectors lie a group's width
+                             apart (strided), 0: next to each other */
+  unsigned pad;           /* vectors of padding after each local row */
+  unsigned db;            /* 1: two local buffers, the next slice loaded
+                             while the current one is multiplied */
+  unsigned gm;            /* groups walk C's tiles gm tile rows at a time
+                             (L2 reuse); 1: row by row */
 } kiln__gemm_tuning;
+
+/* The rules' GPU tiles of a device (tuning.c), for tests and the tuner:
+ * the first that fits max_wg work-items and local_bytes of local memory
+ * for reals of real_bytes. */
+void kiln__gemm_gpu_rule(uint64_t max_wg, uint64_t local_bytes, size_t real_bytes,
+                         kiln__gemm_tuning *g);
+
+/* Bytes of local memory g's GPU kernel takes for reals of real_bytes, and
+ * its work-items a group. */
+size_t kiln__gemm_gpu_local_bytes(const kiln__gemm_tuning *g, size_t real_bytes);
+size_t kiln__gemm_gpu_group(const kiln__gemm_tuning *g);
 
 /* The parameters of cl/reduce.cl: chunks per whole reduction on a CPU
  * device; on GPUs, the work-group size (a power of two) and groups. */

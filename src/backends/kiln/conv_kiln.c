@@ -208,7 +208,7 @@ static step first_step(kiln_runtime *rt, const kiln__conv *cv, kiln_dtype *compu
   step sp = {.count = 1, .rows = 1};
   kiln__gemm_packing pk;
   /* Chunks are whole panels of a one-row step: the CPU shape's panel (tn
-   * rows) or the GPU shape's tile (tsm rows). The GPU shape packs a step as
+   * rows) or the GPU shape's tile (tsm or tsn rows). The GPU shape packs a step as
    * one panel as tall as the step, so a whole image's panel would leave no
    * chunk smaller than the image. */
   packed_size(rt, cv, &sp, &pk, &rows, &unit);

@@ -41,7 +41,7 @@ static void make_plan(kiln_runtime *rt, const kiln__gemm *g, plan *p)
   p->tag = g->dtype == KILN_F16 ? "f16" : g->dtype == KILN_F64 ? "f64" : "f32";
   if (p->t.gpu_shape) {
     p->mp = round_up(g->m, p->t.tsm);
-    p->np = round_up(g->n, p->t.tsm);
+    p->np = round_up(g->n, p->t.tsn);
     p->kp = round_up(g->k, p->t.tsk);
     p->pha = p->mp; /* one panel each: at[p * Mp + i], bt[p * Np + j] */
     p->phb = p->np;
@@ -129,8 +129,9 @@ static kiln_status product(kiln_runtime *rt, const kiln__gemm *g, const plan *p,
   cl_ulong da = p->mp * p->kp, db = p->np * p->kp;
   int beta_zero = g->beta == 0.0;
   if (p->t.gpu_shape) {
-    size_t global[3] = {p->np / p->t.wpt, p->mp / p->t.wpt, g->batch};
-    size_t local[3] = {p->t.tsm / p->t.wpt, p->t.tsm / p->t.wpt, 1};
+    /* a group a tile of C: (tsn / wptn) x (tsm / wptm) work-items */
+    size_t global[3] = {p->np / p->t.wptn, p->mp / p->t.wptm, g->batch};
+    size_t local[3] = {p->t.tsn / p->t.wptn, p->t.tsm / p->t.wptm, 1};
     return kiln__launch_gemm_gpu(rt, what, p->tag, 3, global, local, a, b, da, db, p->mp,
                                  p->np, p->kp, g->c, g->offset_c, g->ldc, g->stride_c,
                                  g->m, g->n, g->alpha, g->beta, beta_zero, bias_mem(g),
