@@ -78,24 +78,21 @@ static kiln_dtype partial_type(kiln_runtime *rt, const kiln__reduce *r, family f
 }
 
 /* Stage 1's partials for len elements, each `bytes` on the device (value
- * and index): the rules' count (chunks on a CPU; on a GPU, `groups` groups
- * of wg work-items, one partial a group where `per_group`, else one a
- * work-item), but no more than one a group or a work-item has elements
- * for, nor than half of what is left of the memory budget holds (the other
- * half covers the pool's rounding up and the result): the GPU rules' 8
- * groups of 256 a compute unit are a megabyte of partials on a large GPU,
- * whatever the input or the budget. At least one, and at least what keeps
- * every loop within the driver's limit (kiln__loop_limit(); cannot() bounds
- * len): a budget too small for those fails in kiln__workspace(), which
- * names the partials and the bytes they need. */
+ * and index): the rules' count (chunks on a CPU; groups of wg work-items
+ * on a GPU, one partial a group), but no more than one a chunk or a group
+ * has elements for (a GPU group's work-items read 16-byte vectors, 4
+ * floats), nor than half of what is left of the memory budget holds (the
+ * other half covers the pool's rounding up and the result). At least one,
+ * and at least what keeps every loop within the driver's limit
+ * (kiln__loop_limit(); cannot() bounds len): a budget too small for those
+ * fails in kiln__workspace(), which names the partials and the bytes they
+ * need. */
 static size_t partial_count(kiln_runtime *rt, const kiln__reduce *r,
-                            const kiln__reduce_tuning *t, int per_group, size_t bytes)
+                            const kiln__reduce_tuning *t, size_t bytes)
 {
-  size_t wg = per_group ? t->wg : 1, len = r->len ? r->len : 1;
-  size_t np = !t->gpu_shape ? t->chunks
-              : per_group   ? t->groups
-                            : (size_t)t->groups * t->wg;
-  size_t most = (len + wg - 1) / wg;
+  size_t wg = t->gpu_shape ? t->wg : 1, len = r->len ? r->len : 1;
+  size_t np = t->gpu_shape ? t->groups : t->chunks;
+  size_t reads = t->gpu_shape ? wg * 4 : 1, most = (len + reads - 1) / reads;
   kiln_memory_usage mu;
   kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
@@ -110,6 +107,18 @@ static size_t partial_count(kiln_runtime *rt, const kiln__reduce *r,
   return np > least ? np : least;
 }
 
+/* The kernels of each family: stage 1 and stage 2 in the CPU shape
+ * (chunks, final) and in the GPU shape (groups, merge). The launchers of a
+ * family take the same arguments. */
+typedef kiln_status (*stage1_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong,
+                                 cl_ulong, cl_int, cl_mem);
+typedef kiln_status (*stage1_pair_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong,
+                                      cl_ulong, cl_int, cl_mem, cl_mem);
+typedef kiln_status (*stage2_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong, cl_int,
+                                 cl_mem, cl_ulong);
+typedef kiln_status (*stage2_pair_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_mem, cl_ulong,
+                                      cl_int, cl_mem, cl_ulong);
+
 /* Reduces len contiguous elements from offset into out[out_offset]. */
 static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t offset,
                              size_t out_offset)
@@ -118,42 +127,43 @@ static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t off
   int flag;
   family fam = family_of(r->op, &flag);
   const char *tag = type_tag(r->in_type);
-  /* CPU: `chunks` work-items on contiguous chunks. GPU: groups of wg
-   * work-items; float sums leave one partial a group (a local tree), min,
-   * max and arg one a work-item from a grid-stride loop (chunk 0), and int32
-   * sums, exact and rare, contiguous chunks. */
-  int sum = fam == SUM, ints = r->in_type == KILN_I32;
-  int groups = t.gpu_shape && sum && !ints, stride = t.gpu_shape && !sum;
+  /* CPU: `chunks` work-items on contiguous chunks, one a group (a driver
+   * free to choose might put them all in one group, which PoCL runs on a
+   * single core), then one work-item combines them in order. GPU: groups
+   * of wg work-items read grid-stride 16-byte vectors and leave one
+   * partial a group from a local tree; one group of wg merges them. */
+  int gpu = t.gpu_shape, sum = fam == SUM;
   kiln_dtype pt = partial_type(rt, r, fam), it = fam == EXT ? KILN_I32 : KILN_I64;
-  size_t np = partial_count(rt, r, &t, groups,
-                            kiln_dtype_size(pt) + (sum ? 0 : kiln_dtype_size(it)));
-  size_t global = groups ? np * t.wg : np, local = t.wg;
-  size_t chunk = stride || groups ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
+  size_t np =
+    partial_count(rt, r, &t, kiln_dtype_size(pt) + (sum ? 0 : kiln_dtype_size(it)));
+  size_t global = gpu ? np * t.wg : np, local = gpu ? t.wg : 1;
+  size_t chunk = gpu ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
+  size_t merge = t.wg, *local2 = gpu ? &merge : NULL, *global2 = local2, one = 1;
   kiln_buffer *pv = NULL, *pi = NULL;
   kiln_status st = kiln__workspace(rt, "kiln_reduce", "partials", pt, np, &pv);
   if (st == KILN_OK && !sum) /* min/max: which chunks had any; arg: indices */
     st = kiln__workspace(rt, "kiln_reduce", "partial indices", it, np, &pi);
   cl_mem in = r->in, a = kiln__buffer_mem(pv), b = kiln__buffer_mem(pi);
-  /* Chunks run one work-item a group: a driver free to choose might put
-   * them all in one group, which PoCL runs on a single core. */
-  size_t one_item = 1, one = 1;
-  if (st == KILN_OK && sum)
-    st = (groups ? kiln__launch_reduce_sum_groups
-                 : kiln__launch_reduce_sum_chunks)(rt, what, tag, 1, &global,
-                                                   groups   ? &local
-                                                   : stride ? NULL
-                                                            : &one_item,
-                                                   in, offset, r->len, chunk, flag, a);
-  else if (st == KILN_OK)
-    st = (fam == EXT ? kiln__launch_reduce_ext_chunks : kiln__launch_reduce_arg_chunks)(
-      rt, what, tag, 1, &global, stride ? NULL : &one_item, in, offset, r->len, chunk,
-      flag, a, b);
-  if (st == KILN_OK && sum)
-    st = kiln__launch_reduce_sum_final(rt, what, tag, 1, &one, NULL, a, np, r->len, flag,
-                                       r->out, out_offset);
-  else if (st == KILN_OK)
-    st = (fam == EXT ? kiln__launch_reduce_ext_final : kiln__launch_reduce_arg_final)(
-      rt, what, tag, 1, &one, NULL, a, b, np, flag, r->out, out_offset);
+  if (!global2)
+    global2 = &one;
+  if (st == KILN_OK && sum) {
+    stage1_fn s1 = gpu ? kiln__launch_reduce_sum_groups : kiln__launch_reduce_sum_chunks;
+    stage2_fn s2 = gpu ? kiln__launch_reduce_sum_merge : kiln__launch_reduce_sum_final;
+    st = s1(rt, what, tag, 1, &global, &local, in, offset, r->len, chunk, flag, a);
+    if (st == KILN_OK)
+      st = s2(rt, what, tag, 1, global2, local2, a, np, r->len, flag, r->out, out_offset);
+  } else if (st == KILN_OK) {
+    int ext = fam == EXT;
+    stage1_pair_fn s1 =
+      gpu ? (ext ? kiln__launch_reduce_ext_groups : kiln__launch_reduce_arg_groups)
+          : (ext ? kiln__launch_reduce_ext_chunks : kiln__launch_reduce_arg_chunks);
+    stage2_pair_fn s2 =
+      gpu ? (ext ? kiln__launch_reduce_ext_merge : kiln__launch_reduce_arg_merge)
+          : (ext ? kiln__launch_reduce_ext_final : kiln__launch_reduce_arg_final);
+    st = s1(rt, what, tag, 1, &global, &local, in, offset, r->len, chunk, flag, a, b);
+    if (st == KILN_OK)
+      st = s2(rt, what, tag, 1, global2, local2, a, b, np, flag, r->out, out_offset);
+  }
   kiln_buffer_destroy(pv);
   kiln_buffer_destroy(pi);
   return st;
