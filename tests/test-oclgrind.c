@@ -841,8 +841,8 @@ static void test_oclgrind_reduce_gpu_shape(void **state)
 
 /* The GPU shape's corners: groups of 32, two of them, where 1100 elements
  * run the loop of 4 loads in flight, its remainder, the unaligned head (the
- * offset of 3) and the tail; and one group of 1024, most of whose
- * work-items read nothing, through the whole local tree. */
+ * offset of 3) and the tail; and one group of 1024 (float32 and int32),
+ * most of whose work-items read nothing, through the whole local tree. */
 static void test_oclgrind_reduce_gpu_corners(void **state)
 {
   (void)state;
@@ -862,6 +862,8 @@ static void test_oclgrind_reduce_gpu_corners(void **state)
     }
     kiln__runtime_set_tuning(gpu_rt, &t);
     for (size_t k = 0; k < 4; k++) {
+      if (i && (types[k] == KILN_F16 || types[k] == KILN_F64))
+        continue;
       int fl = types[k] != KILN_I32;
       reduce_view(gpu_rt, types[k], 1, (size_t[]){i ? 45 : 1100}, KILN_AXIS_ALL, fl);
       reduce_view(gpu_rt, types[k], 2, (size_t[]){2, 67}, -1, fl);
