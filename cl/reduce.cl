@@ -5,9 +5,11 @@
  * one partial per chunk (CPU shape: each work-item owns a contiguous chunk
  * and reads it with vector loads, since PoCL runs a group's work-items one
  * after another) or per work-group (GPU shape: coalesced grid-stride reads
- * and a local-memory tree); stage 2, one work-item, combines the partials in
- * order and writes the result. An axis reduction gives each output its own
- * work-item, which walks the axis.
+ * of 16-byte vectors and a local-memory tree, docs/reduce.md); stage 2
+ * combines the partials and writes the result (CPU: one work-item, in
+ * order; GPU: one group and its tree). The GPU shape runs contiguous rows
+ * the same way, side by side in dimension 1. An axis reduction otherwise
+ * gives each output its own work-item, which walks the axis.
  *
  * Sums accumulate in double where the device has fp64, else in float with
  * Kahan compensation; int32 sums in long, exactly. NaN propagates through
@@ -16,7 +18,8 @@
  *
  * Kernels are named kiln_reduce_<family>_<stage>_<type>, family sum (sum,
  * mean, norm: `mode` 0, 1, 2), ext (min, max: `want_max`) or arg (argmin,
- * argmax: `want_max`); stage chunks (CPU), groups (GPU), final, axis.
+ * argmax: `want_max`); stage chunks and final (CPU), groups and merge
+ * (GPU), axis.
  *
  * Read once per variant after cl/prelude.cl (which says how): f32, f16,
  * i32 (whose sums are written out below, in long) and f64 where the device
@@ -134,6 +137,14 @@ inline span span_of(ulong off, ulong n, ulong gv)
     if ((l) < w)                                                               \
       step;                                                                    \
   }
+
+/* The GPU shape runs rows of a view side by side (dimension 1, a row of
+ * groups each): group (g, row)'s partial, and the row a stage 2 group
+ * merges. */
+inline size_t slot(void)
+{
+  return get_group_id(1) * get_num_groups(0) + get_group_id(0);
+}
 
 /* The loads of the GPU shape's stage 1 in flight at once, a work-item. */
 #define GU 4
@@ -317,6 +328,7 @@ NAME(kiln_reduce_sum_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   local ACC part[WG];
   uint l = get_local_id(0);
   ulong g = get_global_id(0), gs = get_global_size(0), i = g;
+  off += get_group_id(1) * n; /* the row */
   span sp = span_of(off, n, GV);
   global const ST *p = x + off, *a = p + sp.head;
   ACCV s = 0, c = 0;
@@ -346,7 +358,7 @@ NAME(kiln_reduce_sum_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   part[l] = k.s;
   TREE(l, part[l] += part[l + w])
   if (l == 0)
-    partial[get_group_id(0)] = part[0];
+    partial[slot()] = part[0];
 }
 #endif
 
@@ -360,6 +372,8 @@ NAME(kiln_reduce_sum_merge)(global const ACC *partial, ulong np, ulong n, int mo
   local ACC part[WG];
   uint l = get_local_id(0);
   ksum k = {0, 0};
+  partial += get_group_id(1) * np; /* the row */
+  out_off += get_group_id(1);
   for (ulong i = l; i < np; i += WG)
     k = kadd(k, partial[i]);
   part[l] = k.s;
@@ -510,6 +524,7 @@ kiln_reduce_sum_groups_i32(global const int *x, ulong off, ulong n, ulong chunk,
   local isum part[WG];
   uint l = get_local_id(0);
   ulong g = get_global_id(0), gs = get_global_size(0), i = g;
+  off += get_group_id(1) * n; /* the row */
   span sp = span_of(off, n, GV);
   global const int *p = x + off, *a = p + sp.head;
   long4 s = 0;
@@ -542,7 +557,7 @@ kiln_reduce_sum_groups_i32(global const int *x, ulong off, ulong n, ulong chunk,
   part[l] = k;
   TREE(l, part[l] = iplus(part[l], part[l + w], mode))
   if (l == 0)
-    partial[get_group_id(0)] = part[0];
+    partial[slot()] = part[0];
 }
 #endif
 
@@ -555,6 +570,8 @@ kiln_reduce_sum_merge_i32(global const isum *partial, ulong np, ulong n, int mod
   local isum part[WG];
   uint l = get_local_id(0);
   isum k = {0};
+  partial += get_group_id(1) * np; /* the row */
+  out_off += get_group_id(1);
   for (ulong i = l; i < np; i += WG)
     k = iplus(k, partial[i], mode);
   part[l] = k;
@@ -671,6 +688,7 @@ NAME(kiln_reduce_ext_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   local VT part[WG];
   uint l = get_local_id(0);
   ulong g = get_global_id(0), gs = get_global_size(0), i = g;
+  off += get_group_id(1) * n; /* the row */
   span sp = span_of(off, n, GV);
   global const ST *p = x + off, *a = p + sp.head;
   GVT e = (GVT)(EXT_ID(want_max));
@@ -699,8 +717,8 @@ NAME(kiln_reduce_ext_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   TREE(l, part[l] = PICK(part[l], part[l + w], want_max))
   if (l == 0) {
     ulong first = (ulong)get_group_id(0) * WG; /* the group's first work-item */
-    partial[get_group_id(0)] = part[0];
-    some[get_group_id(0)] = first < sp.nv || first < sp.head || sp.tail + first < n;
+    partial[slot()] = part[0];
+    some[slot()] = first < sp.nv || first < sp.head || sp.tail + first < n;
   }
 }
 #endif
@@ -715,6 +733,9 @@ NAME(kiln_reduce_ext_merge)(global const VT *partial, global const int *some, ul
   local VT part[WG];
   uint l = get_local_id(0);
   VT r = EXT_ID(want_max);
+  partial += get_group_id(1) * np; /* the row */
+  some += get_group_id(1) * np;
+  out_off += get_group_id(1);
   for (ulong i = l; i < np; i += WG)
     if (some[i])
       r = PICK(r, partial[i], want_max);
@@ -814,6 +835,7 @@ NAME(kiln_reduce_arg_groups)(global const ST *x, ulong off, ulong n, ulong chunk
   local long li[WG];
   uint l = get_local_id(0);
   ulong g = get_global_id(0), gs = get_global_size(0), i = g;
+  off += get_group_id(1) * n; /* the row */
   span sp = span_of(off, n, GV);
   global const ST *p = x + off, *a = p + sp.head;
   VT e = 0;
@@ -840,8 +862,8 @@ NAME(kiln_reduce_arg_groups)(global const ST *x, ulong off, ulong n, ulong chunk
     li[l] = b2;
   })
   if (l == 0) {
-    pv[get_group_id(0)] = lv[0];
-    pi[get_group_id(0)] = li[0];
+    pv[slot()] = lv[0];
+    pi[slot()] = li[0];
   }
 }
 #endif
@@ -857,6 +879,9 @@ NAME(kiln_reduce_arg_merge)(global const VT *pv, global const long *pi, ulong np
   uint l = get_local_id(0);
   VT e = 0;
   long b = -1;
+  pv += get_group_id(1) * np; /* the row */
+  pi += get_group_id(1) * np;
+  out_off += get_group_id(1);
   for (ulong i = l; i < np; i += WG)
     if (pi[i] >= 0)
       NAME(arg_take)(pv[i], pi[i], &e, &b, want_max);

@@ -867,6 +867,8 @@ static void test_oclgrind_reduce_gpu_corners(void **state)
       int fl = types[k] != KILN_I32;
       reduce_view(gpu_rt, types[k], 1, (size_t[]){i ? 45 : 1100}, KILN_AXIS_ALL, fl);
       reduce_view(gpu_rt, types[k], 2, (size_t[]){2, 67}, -1, fl);
+      if (!i) /* 20 rows side by side, each at least 4 x 32 long */
+        reduce_view(gpu_rt, types[k], 2, (size_t[]){20, 131}, -1, fl);
     }
   }
   kiln__runtime_set_tuning(gpu_rt, &saved);
