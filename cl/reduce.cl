@@ -154,7 +154,10 @@ inline size_t slot(void)
 /* The pass's variant: V names the input's type ST; VT is the type min, max,
  * argmin and argmax compare in, OT the type a sum is written in; SUMS says
  * whether the sums below are this variant's (i32's are written out apart),
- * VEC16 and VEC8 whether stage 1 reads 16 or 8 lanes at a time. */
+ * VEC16 and VEC8 whether stage 1 reads 16 or 8 lanes at a time (CPU). The
+ * GPU shape's: GV elements a 16-byte vector, read by GLOAD(p, i) from an
+ * aligned p as a GVT of the compare type; EXT_ID the identity of min
+ * (want_max 0) or max; VEC_NAN whether the type has NaNs. */
 #if KILN_PASS == 1
 #define V f32
 #define ST float

@@ -18,6 +18,11 @@
 /* Rows up to this many, each contiguous, go through the two-stage path. */
 #define FEW_ROWS 16
 
+/* Rows a GPU launch runs side by side at most (its dimension 1): within
+ * 65535, the smallest limit on a grid's second dimension among the GPU
+ * APIs drivers build on (CUDA's y), so that no driver need split it. */
+#define ROWS_MAX 65535
+
 /* The caller's name in messages. */
 static const char what[] = "kiln_reduce(kiln)";
 
@@ -197,9 +202,14 @@ static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
 {
   if (walks_axis(rt, r))
     return along_axis(rt, r);
-  if (rt->tuning->t.reduce.gpu_shape)
-    return two_stage(rt, r, r->offset, r->out_offset, r->outer);
   kiln_status st = KILN_OK;
+  if (rt->tuning->t.reduce.gpu_shape) {
+    for (size_t o = 0; o < r->outer && st == KILN_OK; o += ROWS_MAX) {
+      size_t rows = r->outer - o < ROWS_MAX ? r->outer - o : ROWS_MAX;
+      st = two_stage(rt, r, r->offset + o * r->len, r->out_offset + o, rows);
+    }
+    return st;
+  }
   for (size_t o = 0; o < r->outer && st == KILN_OK; o++)
     st = two_stage(rt, r, r->offset + o * r->len, r->out_offset + o, 1);
   return st;
