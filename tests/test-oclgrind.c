@@ -887,6 +887,41 @@ static void test_oclgrind_reduce_gpu_shape(void **state)
   reduce_cases(gpu_rt);
 }
 
+/* The GPU shape's corners: groups of 32, two of them, where 1100 elements
+ * run the loop of 4 loads in flight, its remainder, the unaligned head (the
+ * offset of 3) and the tail; and one group of 1024 (float32 and int32),
+ * most of whose work-items read nothing, through the whole local tree. */
+static void test_oclgrind_reduce_gpu_corners(void **state)
+{
+  (void)state;
+  static const unsigned corners[][2] = {{32, 2}, {1024, 1}};
+  static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64, KILN_I32};
+  const kiln__tuning saved = gpu_rt->tuning->t;
+  for (size_t i = 0; i < sizeof corners / sizeof *corners; i++) {
+    kiln__tuning t = saved;
+    t.reduce = (kiln__reduce_tuning){
+      .gpu_shape = 1, .chunks = 1, .wg = corners[i][0], .groups = corners[i][1]};
+    kiln__str why = {0};
+    if (kiln__tuning_check(kiln_runtime_device(gpu_rt), &t, &why) != 0) {
+      fprintf(stderr, "# corner %zu cannot run on Oclgrind: %s\n", i,
+              kiln__str_get(&why));
+      kiln__str_free(&why);
+      continue;
+    }
+    kiln__runtime_set_tuning(gpu_rt, &t);
+    for (size_t k = 0; k < 4; k++) {
+      if (i && (types[k] == KILN_F16 || types[k] == KILN_F64))
+        continue;
+      int fl = types[k] != KILN_I32;
+      reduce_view(gpu_rt, types[k], 1, (size_t[]){i ? 45 : 1100}, KILN_AXIS_ALL, fl);
+      reduce_view(gpu_rt, types[k], 2, (size_t[]){2, 67}, -1, fl);
+      if (!i) /* 20 rows side by side, each at least 4 x 32 long */
+        reduce_view(gpu_rt, types[k], 2, (size_t[]){20, 131}, -1, fl);
+    }
+  }
+  kiln__runtime_set_tuning(gpu_rt, &saved);
+}
+
 static void test_oclgrind_reduce_cpu_shape(void **state)
 {
   (void)state;
@@ -1490,6 +1525,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_gemm_direct),
     T(test_oclgrind_gemm_epilogue_pass),
     T(test_oclgrind_reduce_gpu_shape),
+    T(test_oclgrind_reduce_gpu_corners),
     T(test_oclgrind_reduce_cpu_shape),
     T(test_oclgrind_conv_gpu_shape),
     T(test_oclgrind_conv_blocks),

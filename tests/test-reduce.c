@@ -593,6 +593,26 @@ static void test_reduce_every_axis(void **state)
     }
 }
 
+/* Many whole contiguous rows of a few thousand elements, which a GPU's
+ * shape reduces side by side (a row of groups each), at offsets that
+ * misalign each row's vectors differently; NaN and ties planted in some. */
+static void test_reduce_whole_rows(void **state)
+{
+  kiln_runtime *rt = *state;
+  static const size_t shapes[][2] = {{20, 1100}, {17, 4099}};
+  for (size_t s = 0; s < 2; s++)
+    for (size_t t = 0; t < NTYPES; t++) {
+      problem p = make(in_types[t], 2, shapes[s], s ? 1 : -1, 2 * s + 3, NULL, 7 * s + t);
+      if (in_types[t] != KILN_I32) {
+        plant(&p, 3 * shapes[s][1] + 17, NAN);
+        plant(&p, 5 * shapes[s][1] + 1, INFINITY);
+        plant(&p, 5 * shapes[s][1] + shapes[s][1] - 1, INFINITY);
+      }
+      run_all(rt, &p, ALL_OPS);
+      unmake(&p);
+    }
+}
+
 /* NaN propagates through sum, mean, norm, min and max; argmin and argmax
  * give the first NaN's index; ties give the first extreme; infinities. */
 static void test_reduce_nan_inf_ties(void **state)
@@ -851,6 +871,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_reduce_errors),
     cmocka_unit_test(test_reduce_whole_every_length),
     cmocka_unit_test(test_reduce_every_axis),
+    cmocka_unit_test(test_reduce_whole_rows),
     cmocka_unit_test(test_reduce_nan_inf_ties),
     cmocka_unit_test(test_reduce_int32),
     cmocka_unit_test(test_reduce_float32_sum_1e8),

@@ -156,9 +156,17 @@ static void gemm_defaults(const kiln_device_info *dev, kiln__gemm_tuning g[])
  * unit is one work-item reading a contiguous run with 16-wide vector loads
  * (PoCL runs a group's work-items in turn, so a grid-stride loop there
  * reads a fiftieth as fast: docs/performance.md, "Reductions", `kiln bench
- * reduce --backend kiln,clblast`). On GPUs, groups of up to 256 work-items
- * stride over the input, 8 groups per compute unit.
+ * reduce --backend kiln,clblast`). On GPUs (docs/reduce.md, "On GPUs"),
+ * groups of up to 256 work-items read grid-stride 16-byte vectors, 4 loads
+ * in flight each, and 1024 work-items per compute unit: half of what an
+ * NVIDIA SM or an AMD CU holds, so the whole grid is resident at once with
+ * up to 64 registers a work-item (a second, partial wave would leave some
+ * units with twice the work), and 64 KiB of loads in flight per unit, more
+ * than bandwidth times latency asks. kiln tune searches 1 to 32 groups a
+ * unit and groups of 32 to 1024 around it.
  */
+#define REDUCE_ITEMS_PER_CU 1024
+
 static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
 {
   unsigned cu = dev->compute_units ? dev->compute_units : 1, wg = 1;
@@ -168,7 +176,8 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
     .gpu_shape = (dev->type & (KILN_DEVICE_GPU | KILN_DEVICE_ACCELERATOR)) != 0,
     .chunks = 4 * cu,
     .wg = wg,
-    .groups = 8 * cu,
+    .groups =
+      cu < 65536 / (REDUCE_ITEMS_PER_CU / wg) ? REDUCE_ITEMS_PER_CU / wg * cu : 65536,
   };
 }
 

@@ -18,6 +18,11 @@
 /* Rows up to this many, each contiguous, go through the two-stage path. */
 #define FEW_ROWS 16
 
+/* Rows a GPU launch runs side by side at most (its dimension 1): within
+ * 65535, the smallest limit on a grid's second dimension among the GPU
+ * APIs drivers build on (CUDA's y), so that no driver need split it. */
+#define ROWS_MAX 65535
+
 /* The caller's name in messages. */
 static const char what[] = "kiln_reduce(kiln)";
 
@@ -44,10 +49,17 @@ static family family_of(kiln_reduce_op op, int *flag)
 }
 
 /* Whether each result gets a work-item that walks its axis (along_axis()),
- * rather than the two stages. */
-static int walks_axis(const kiln__reduce *r)
+ * rather than the two stages: columns (inner > 1), whose neighbouring
+ * work-items read neighbouring elements, and many rows; but on a GPU, rows
+ * of at least a vector per work-item of a group run the two stages side by
+ * side however many they are (a walk along a row reads uncoalesced there),
+ * shorter ones would leave most of each group idle. */
+static int walks_axis(kiln_runtime *rt, const kiln__reduce *r)
 {
-  return r->inner != 1 || r->outer > FEW_ROWS;
+  const kiln__reduce_tuning *t = &rt->tuning->t.reduce;
+  if (r->inner != 1 || r->outer <= FEW_ROWS)
+    return r->inner != 1;
+  return !t->gpu_shape || r->len < (size_t)4 * t->wg;
 }
 
 /* Every op, type and view (plan() refused what needs fp64), except where the
@@ -56,7 +68,7 @@ static int walks_axis(const kiln__reduce *r)
 static const char *cannot(kiln_runtime *rt, const kiln__reduce *r)
 {
   size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
-  if (limit && walks_axis(r) && r->len > limit)
+  if (limit && walks_axis(rt, r) && r->len > limit)
     return "this device's driver (Mesa's llvmpipe) ends a work-item's loops after 65535 "
            "iterations, and this reduction walks an axis of more than 32767 elements "
            "with one work-item per result; reduce whole contiguous rows, or use "
@@ -78,31 +90,29 @@ static kiln_dtype partial_type(kiln_runtime *rt, const kiln__reduce *r, family f
 }
 
 /* Stage 1's partials for len elements, each `bytes` on the device (value
- * and index): the rules' count (chunks on a CPU; on a GPU, `groups` groups
- * of wg work-items, one partial a group where `per_group`, else one a
- * work-item), but no more than one a group or a work-item has elements
- * for, nor than half of what is left of the memory budget holds (the other
- * half covers the pool's rounding up and the result): the GPU rules' 8
- * groups of 256 a compute unit are a megabyte of partials on a large GPU,
- * whatever the input or the budget. At least one, and at least what keeps
- * every loop within the driver's limit (kiln__loop_limit(); cannot() bounds
- * len): a budget too small for those fails in kiln__workspace(), which
- * names the partials and the bytes they need. */
+ * and index): the rules' count (chunks on a CPU; groups of wg work-items
+ * on a GPU, one partial a group), but no more than one a chunk or a group
+ * has elements for (a GPU group's work-items read 16-byte vectors, 4
+ * floats), nor than half of what is left of the memory budget holds (the
+ * other half covers the pool's rounding up and the result): a row's share,
+ * for `rows` rows side by side (GPU). At least one a row,
+ * and at least what keeps every loop within the driver's limit
+ * (kiln__loop_limit(); cannot() bounds len): a budget too small for those
+ * fails in kiln__workspace(), which names the partials and the bytes they
+ * need. */
 static size_t partial_count(kiln_runtime *rt, const kiln__reduce *r,
-                            const kiln__reduce_tuning *t, int per_group, size_t bytes)
+                            const kiln__reduce_tuning *t, size_t bytes, size_t rows)
 {
-  size_t wg = per_group ? t->wg : 1, len = r->len ? r->len : 1;
-  size_t np = !t->gpu_shape ? t->chunks
-              : per_group   ? t->groups
-                            : (size_t)t->groups * t->wg;
-  size_t most = (len + wg - 1) / wg;
+  size_t wg = t->gpu_shape ? t->wg : 1, len = r->len ? r->len : 1;
+  size_t np = (t->gpu_shape ? t->groups : t->chunks) / rows;
+  size_t reads = t->gpu_shape ? wg * 4 : 1, most = (len + reads - 1) / reads;
   kiln_memory_usage mu;
   kiln_memory_usage_init(&mu);
   kiln_memory_stats(rt, &mu);
   uint64_t left =
     mu.limit_bytes > mu.current_bytes ? mu.limit_bytes - mu.current_bytes : 0;
-  if (left / 2 / bytes < most)
-    most = (size_t)(left / 2 / bytes);
+  if (left / 2 / bytes / rows < most)
+    most = (size_t)(left / 2 / bytes / rows);
   if (np > most)
     np = most;
   size_t limit = kiln__loop_limit(kiln_runtime_device(rt));
@@ -110,50 +120,66 @@ static size_t partial_count(kiln_runtime *rt, const kiln__reduce *r,
   return np > least ? np : least;
 }
 
-/* Reduces len contiguous elements from offset into out[out_offset]. */
+/* The kernels of each family: stage 1 and stage 2 in the CPU shape
+ * (chunks, final) and in the GPU shape (groups, merge). The launchers of a
+ * family take the same arguments. */
+typedef kiln_status (*stage1_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong,
+                                 cl_ulong, cl_int, cl_mem);
+typedef kiln_status (*stage1_pair_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong,
+                                      cl_ulong, cl_int, cl_mem, cl_mem);
+typedef kiln_status (*stage2_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_ulong, cl_ulong, cl_int,
+                                 cl_mem, cl_ulong);
+typedef kiln_status (*stage2_pair_fn)(KILN__LAUNCH_PARAMS, cl_mem, cl_mem, cl_ulong,
+                                      cl_int, cl_mem, cl_ulong);
+
+/* Reduces `rows` rows of len contiguous elements from offset into
+ * out[out_offset], ...: one row at a time on a CPU, all at once (dimension
+ * 1) on a GPU. */
 static kiln_status two_stage(kiln_runtime *rt, const kiln__reduce *r, size_t offset,
-                             size_t out_offset)
+                             size_t out_offset, size_t rows)
 {
   kiln__reduce_tuning t = rt->tuning->t.reduce;
   int flag;
   family fam = family_of(r->op, &flag);
   const char *tag = type_tag(r->in_type);
-  /* CPU: `chunks` work-items on contiguous chunks. GPU: groups of wg
-   * work-items; float sums leave one partial a group (a local tree), min,
-   * max and arg one a work-item from a grid-stride loop (chunk 0), and int32
-   * sums, exact and rare, contiguous chunks. */
-  int sum = fam == SUM, ints = r->in_type == KILN_I32;
-  int groups = t.gpu_shape && sum && !ints, stride = t.gpu_shape && !sum;
+  /* CPU: `chunks` work-items on contiguous chunks, one a group (a driver
+   * free to choose might put them all in one group, which PoCL runs on a
+   * single core), then one work-item combines them in order. GPU: groups
+   * of wg work-items read grid-stride 16-byte vectors and leave one
+   * partial a group from a local tree; one group of wg merges them; a row
+   * of groups and a merging group per row. */
+  int gpu = t.gpu_shape, sum = fam == SUM;
   kiln_dtype pt = partial_type(rt, r, fam), it = fam == EXT ? KILN_I32 : KILN_I64;
-  size_t np = partial_count(rt, r, &t, groups,
-                            kiln_dtype_size(pt) + (sum ? 0 : kiln_dtype_size(it)));
-  size_t global = groups ? np * t.wg : np, local = t.wg;
-  size_t chunk = stride || groups ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
+  size_t np =
+    partial_count(rt, r, &t, kiln_dtype_size(pt) + (sum ? 0 : kiln_dtype_size(it)), rows);
+  cl_uint dims = gpu ? 2 : 1;
+  size_t global[2] = {gpu ? np * t.wg : np, rows}, local[2] = {gpu ? t.wg : 1, 1};
+  size_t chunk = gpu ? 0 : ((r->len + np - 1) / np + 15) / 16 * 16;
+  size_t global2[2] = {gpu ? t.wg : 1, rows}, *local2 = gpu ? local : NULL;
   kiln_buffer *pv = NULL, *pi = NULL;
-  kiln_status st = kiln__workspace(rt, "kiln_reduce", "partials", pt, np, &pv);
+  kiln_status st = kiln__workspace(rt, "kiln_reduce", "partials", pt, np * rows, &pv);
   if (st == KILN_OK && !sum) /* min/max: which chunks had any; arg: indices */
-    st = kiln__workspace(rt, "kiln_reduce", "partial indices", it, np, &pi);
+    st = kiln__workspace(rt, "kiln_reduce", "partial indices", it, np * rows, &pi);
   cl_mem in = r->in, a = kiln__buffer_mem(pv), b = kiln__buffer_mem(pi);
-  /* Chunks run one work-item a group: a driver free to choose might put
-   * them all in one group, which PoCL runs on a single core. */
-  size_t one_item = 1, one = 1;
-  if (st == KILN_OK && sum)
-    st = (groups ? kiln__launch_reduce_sum_groups
-                 : kiln__launch_reduce_sum_chunks)(rt, what, tag, 1, &global,
-                                                   groups   ? &local
-                                                   : stride ? NULL
-                                                            : &one_item,
-                                                   in, offset, r->len, chunk, flag, a);
-  else if (st == KILN_OK)
-    st = (fam == EXT ? kiln__launch_reduce_ext_chunks : kiln__launch_reduce_arg_chunks)(
-      rt, what, tag, 1, &global, stride ? NULL : &one_item, in, offset, r->len, chunk,
-      flag, a, b);
-  if (st == KILN_OK && sum)
-    st = kiln__launch_reduce_sum_final(rt, what, tag, 1, &one, NULL, a, np, r->len, flag,
-                                       r->out, out_offset);
-  else if (st == KILN_OK)
-    st = (fam == EXT ? kiln__launch_reduce_ext_final : kiln__launch_reduce_arg_final)(
-      rt, what, tag, 1, &one, NULL, a, b, np, flag, r->out, out_offset);
+  if (st == KILN_OK && sum) {
+    stage1_fn s1 = gpu ? kiln__launch_reduce_sum_groups : kiln__launch_reduce_sum_chunks;
+    stage2_fn s2 = gpu ? kiln__launch_reduce_sum_merge : kiln__launch_reduce_sum_final;
+    st = s1(rt, what, tag, dims, global, local, in, offset, r->len, chunk, flag, a);
+    if (st == KILN_OK)
+      st =
+        s2(rt, what, tag, dims, global2, local2, a, np, r->len, flag, r->out, out_offset);
+  } else if (st == KILN_OK) {
+    int ext = fam == EXT;
+    stage1_pair_fn s1 =
+      gpu ? (ext ? kiln__launch_reduce_ext_groups : kiln__launch_reduce_arg_groups)
+          : (ext ? kiln__launch_reduce_ext_chunks : kiln__launch_reduce_arg_chunks);
+    stage2_pair_fn s2 =
+      gpu ? (ext ? kiln__launch_reduce_ext_merge : kiln__launch_reduce_arg_merge)
+          : (ext ? kiln__launch_reduce_ext_final : kiln__launch_reduce_arg_final);
+    st = s1(rt, what, tag, dims, global, local, in, offset, r->len, chunk, flag, a, b);
+    if (st == KILN_OK)
+      st = s2(rt, what, tag, dims, global2, local2, a, b, np, flag, r->out, out_offset);
+  }
   kiln_buffer_destroy(pv);
   kiln_buffer_destroy(pi);
   return st;
@@ -174,11 +200,18 @@ static kiln_status along_axis(kiln_runtime *rt, const kiln__reduce *r)
 
 static kiln_status run(kiln_runtime *rt, const kiln__reduce *r)
 {
-  if (walks_axis(r))
+  if (walks_axis(rt, r))
     return along_axis(rt, r);
   kiln_status st = KILN_OK;
+  if (rt->tuning->t.reduce.gpu_shape) {
+    for (size_t o = 0; o < r->outer && st == KILN_OK; o += ROWS_MAX) {
+      size_t rows = r->outer - o < ROWS_MAX ? r->outer - o : ROWS_MAX;
+      st = two_stage(rt, r, r->offset + o * r->len, r->out_offset + o, rows);
+    }
+    return st;
+  }
   for (size_t o = 0; o < r->outer && st == KILN_OK; o++)
-    st = two_stage(rt, r, r->offset + o * r->len, r->out_offset + o);
+    st = two_stage(rt, r, r->offset + o * r->len, r->out_offset + o, 1);
   return st;
 }
 
