@@ -313,6 +313,14 @@ static void resolve_op(kiln__prof_op *op)
     cut_asides(op);
 }
 
+/* Waits for each command of op on its own event (failures: resolve_op's). */
+static void wait_op(const kiln__prof_op *op)
+{
+  for (size_t i = 0; i < op->ncmds; i++)
+    if (op->cmds[i].ev)
+      clWaitForEvents(1, &op->cmds[i].ev);
+}
+
 void kiln__profile_resolve(kiln_runtime *rt, int all)
 {
   KILN__ASSERT_HELD(&rt->lock);
@@ -321,6 +329,8 @@ void kiln__profile_resolve(kiln_runtime *rt, int all)
     kiln__prof_op *op = &p->ops[i];
     if (op->state != KILN__PROF_PENDING)
       continue;
+    if (all > 1 && rt->finish_by_marker)
+      wait_op(op);
     if (!finished(op)) {
       if (!all)
         return;
