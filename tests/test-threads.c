@@ -5,8 +5,9 @@
  * thread), on one runtime per thread, and with runtimes created and
  * destroyed on all threads at once. kiln_last_error() must give each thread
  * its own message while the others go on, and building VkFFT plans must not
- * change the locale of the other threads. ci/tsan.sh runs this under
- * ThreadSanitizer.
+ * change the locale of the other threads; blocking reads and maps must
+ * return their thread's data while the queue is flushed, and kiln_finish()
+ * leave no call running. ci/tsan.sh runs this under ThreadSanitizer.
  *
  * Each thread draws its operations and sizes from its own generator, seeded
  * from KILN_TEST_SEED (default 1) and its number, so a failing sequence can
@@ -815,6 +816,116 @@ static void test_threads_last_error_is_the_threads_own(void **state)
   assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
 }
 
+/* Blocking reads and maps on one runtime from 8 threads, while a ninth
+ * flushes its queue (as kiln's markers do): each must return the data of
+ * the fill its thread enqueued just before, never before the device wrote
+ * it (kiln__blocking_returns_early() in rank.c has the driver that did).
+ * Profiled: once kiln_finish() returned, no call is still running. */
+#define BLOCKING_COUNT (1 << 16)
+
+typedef struct blocking_worker {
+  kiln_runtime *rt;
+  unsigned id;
+  char failure[512];
+} blocking_worker;
+
+static atomic_int blocking_left;
+
+static void *blocking_main(void *arg)
+{
+  blocking_worker *w = arg;
+  kiln_buffer *b = NULL;
+  float *host = malloc(BLOCKING_COUNT * sizeof *host);
+  if (kiln_buffer_create(w->rt, KILN_F32, BLOCKING_COUNT, 0, &b) != KILN_OK)
+    snprintf(w->failure, sizeof w->failure, "thread %u: %s", w->id,
+             kiln_last_error(w->rt));
+  for (unsigned r = 0; b && r < 4 * rounds && !w->failure[0]; r++) {
+    float v = (float)(w->id * 1000 + r), *seen = host;
+    void *mapped = NULL;
+    kiln_status st = kiln_buffer_fill(b, 0, BLOCKING_COUNT, &v);
+    memset(host, 0xff, BLOCKING_COUNT * sizeof *host); /* a NaN */
+    if (st == KILN_OK && r % 2)
+      st = kiln_buffer_read(b, 0, BLOCKING_COUNT, host);
+    else if (st == KILN_OK &&
+             (st = kiln_buffer_map(b, KILN_MAP_READ, &mapped)) == KILN_OK)
+      seen = mapped;
+    if (st != KILN_OK) {
+      snprintf(w->failure, sizeof w->failure, "thread %u: %s", w->id,
+               kiln_last_error(w->rt));
+      break;
+    }
+    size_t wrong = 0;
+    for (size_t i = 0; i < BLOCKING_COUNT; i++)
+      wrong += seen[i] != v;
+    if (wrong)
+      snprintf(w->failure, sizeof w->failure,
+               "thread %u, round %u: %zu of %d elements %s are not %g (the first is "
+               "%g): the call returned before the device wrote them",
+               w->id, r, wrong, BLOCKING_COUNT, mapped ? "mapped" : "read", (double)v,
+               (double)seen[0]);
+    if (mapped)
+      kiln_buffer_unmap(b, mapped);
+  }
+  kiln_buffer_destroy(b);
+  free(host);
+  atomic_fetch_sub(&blocking_left, 1);
+  return NULL;
+}
+
+static void *blocking_flusher(void *arg)
+{
+  kiln_runtime *rt = arg;
+  kiln_event *ring[16] = {NULL}; /* markers in flight: the queue stays short */
+  for (unsigned i = 0; atomic_load(&blocking_left) > 0; i = (i + 1) % 16) {
+    if (ring[i])
+      kiln_event_wait(ring[i]);
+    kiln_event_destroy(ring[i]);
+    ring[i] = NULL;
+    if (kiln_event_record(rt, &ring[i]) != KILN_OK)
+      break;
+  }
+  for (unsigned i = 0; i < 16; i++)
+    kiln_event_destroy(ring[i]);
+  return NULL;
+}
+
+static void test_threads_blocking_reads(void **state)
+{
+  (void)state;
+  kiln_options opts;
+  kiln_options_init(&opts);
+  opts.profile = 1;
+  kiln_runtime *rt = NULL;
+  assert_kiln_ok(NULL, kiln_runtime_create(&opts, &rt));
+  blocking_worker w[THREADS];
+  pthread_t th[THREADS + 1];
+  atomic_store(&blocking_left, THREADS);
+  for (unsigned i = 0; i < THREADS; i++) {
+    w[i] = (blocking_worker){.rt = rt, .id = i};
+    assert_int_equal(pthread_create(&th[i], NULL, blocking_main, &w[i]), 0);
+  }
+  assert_int_equal(pthread_create(&th[THREADS], NULL, blocking_flusher, rt), 0);
+  int failed = 0;
+  for (unsigned i = 0; i <= THREADS; i++)
+    pthread_join(th[i], NULL);
+  for (unsigned i = 0; i < THREADS; i++)
+    if (w[i].failure[0])
+      print_error("%s\n", w[i].failure), failed = 1;
+  assert_kiln_ok(rt, kiln_finish(rt));
+  char table[8192] = "";
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  assert_kiln_ok(rt, kiln_profile_report(rt, f));
+  rewind(f);
+  table[fread(table, 1, sizeof table - 1, f)] = '\0';
+  fclose(f);
+  assert_kiln_ok(NULL, kiln_runtime_destroy(rt));
+  if (failed)
+    fail_msg("blocking calls returned before their data: see above");
+  if (strstr(table, "still running"))
+    fail_msg("kiln_finish() returned with calls still running:\n%s", table);
+}
+
 /* VkFFT's code generator switches the process to the C locale while it
  * runs, unless kiln keeps that to the building thread (src/backends/vkfft.c):
  * a thread that watches the locale's name while another builds VkFFT plans
@@ -885,6 +996,7 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_threads_runtimes_come_and_go),
     cmocka_unit_test(test_threads_last_error_is_the_threads_own),
     cmocka_unit_test(test_threads_vkfft_keeps_the_locale),
+    cmocka_unit_test(test_threads_blocking_reads),
   };
   if (argc > 1) /* a pattern: run only the tests whose names match it */
     cmocka_set_test_filter(argv[1]);

@@ -9,7 +9,6 @@ See docs/python.md.
 """
 from ._kiln import *  # noqa: F401,F403  (Runtime, DeviceArray, devices, errors)
 from ._kiln import Error, DeviceArray, Event, Stream, devices, kiln_version
-import time
 
 from . import _kiln, _fft
 
@@ -33,15 +32,7 @@ class Profile:
         return self
 
     def __exit__(self, *exc):
-        # kiln completes a record from its commands' events; rusticl (Mesa
-        # 23) marks them complete a little after clFinish returns, so a
-        # table made at once may leave calls out, and says so in its notes.
-        # Wait a bounded while for them (kiln_finish should do this).
-        for _ in range(200):
-            self.table = self._rt._profile_table()
-            if "still running on the device" not in self.table:
-                break
-            time.sleep(0.001)
+        self.table = self._rt._profile_table()  # after kiln_finish: complete
         self.rows = self._rt.profile_rows()
         if self._print:
             print(self.table, end="")

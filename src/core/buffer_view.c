@@ -181,11 +181,21 @@ KILN_API kiln_status kiln_buffer_map(kiln_buffer *buf, unsigned flags, void **ho
                      (flags & KILN_MAP_WRITE ? CL_MAP_WRITE : 0);
   cl_int err;
   size_t at = kiln__buffer_first(buf) * kiln_dtype_size(buf->dtype);
-  void *p = clEnqueueMapBuffer(kiln__queue(rt), kiln__buffer_mem(buf), CL_TRUE, map, at,
-                               buf->bytes, 0, NULL, NULL, &err);
+  cl_event ev = NULL; /* waited for where blocking alone may not (stream.h) */
+  cl_bool wait = kiln__blocking(rt, 1);
+  const char *call = "clEnqueueMapBuffer";
+  void *p = clEnqueueMapBuffer(kiln__queue(rt), kiln__buffer_mem(buf), wait, map, at,
+                               buf->bytes, 0, NULL, wait ? NULL : &ev, &err);
+  if (p && ev && (err = kiln__wait_command(ev)) != CL_SUCCESS) {
+    clEnqueueUnmapMemObject(kiln__queue(rt), kiln__buffer_mem(buf), p, 0, NULL, NULL);
+    p = NULL;
+    call = "clWaitForEvents";
+  }
+  if (ev)
+    clReleaseEvent(ev);
   if (!p)
-    return kiln__fail_cl(rt, err, "clEnqueueMapBuffer", "%s: mapping %zu %s elements", fn,
-                         buf->count, kiln_dtype_name(buf->dtype));
+    return kiln__fail_cl(rt, err, call, "%s: mapping %zu %s elements", fn, buf->count,
+                         kiln_dtype_name(buf->dtype));
   buf->mapped = p;
   *host = p;
   return KILN_OK;

@@ -139,8 +139,7 @@ static kiln_status open_device(kiln_runtime *rt)
     return kiln__fail_cl(NULL, err, "clCreateCommandQueue",
                          "kiln_runtime_create: creating a command queue on '%s'",
                          dev->info.name);
-  rt->finish_by_marker =
-    dev->info.platform_name && strcmp(dev->info.platform_name, "rusticl") == 0;
+  rt->finish_by_marker = kiln__blocking_returns_early(&dev->info);
   return KILN_OK;
 }
 
@@ -364,6 +363,8 @@ KILN_API kiln_status kiln_finish(kiln_runtime *rt)
     err = copy_err;
   kiln__streams_finish(rt, &err);
   pthread_mutex_lock(&rt->lock);
+  if (rt->finish_by_marker) /* the events may lag the queues' waits (stream.h) */
+    kiln__wait_tracked(rt);
   reap_finished(rt); /* everything has finished: this empties the list */
   if (rt->profile)
     rt->slots[KILN__SLOT_PROFILE].hooks->finished(rt);

@@ -62,7 +62,8 @@ struct kiln_runtime {
                                    for the work on `queue` */
   cl_command_queue copy_queue;  /* in order, profiling: the host loops' transfers,
                                    beside the compute on `queue` (ops/host.c) */
-  int finish_by_marker;         /* kiln__finish_queue(): clFinish alone may not wait */
+  int finish_by_marker;         /* clFinish and blocking calls alone may not wait
+                                   (kiln__blocking_returns_early()) */
   struct kiln_stream **streams; /* the caller's streams (stream.c); under lock */
   size_t nstreams, cap_streams;
   unsigned stream_ids; /* streams made so far: the next one's number - 1 */

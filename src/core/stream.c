@@ -343,6 +343,27 @@ cl_int kiln__finish_queue(const kiln_runtime *rt, cl_command_queue q)
   return clFinish(q);
 }
 
+cl_bool kiln__blocking(const kiln_runtime *rt, int blocking)
+{
+  return blocking && !rt->finish_by_marker ? CL_TRUE : CL_FALSE;
+}
+
+cl_int kiln__wait_command(cl_event ev)
+{
+  cl_int err = clWaitForEvents(1, &ev), status = CL_COMPLETE;
+  if (err == CL_SUCCESS)
+    err =
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  return err != CL_SUCCESS ? err : status < 0 ? status : CL_SUCCESS;
+}
+
+void kiln__wait_tracked(kiln_runtime *rt)
+{
+  KILN__ASSERT_HELD(&rt->lock);
+  for (size_t i = 0; i < rt->npending; i++)
+    clWaitForEvents(1, &rt->pending[i].ev); /* its failure: kiln_finish()'s */
+}
+
 void kiln__streams_finish(kiln_runtime *rt, cl_int *first_err)
 {
   pthread_mutex_lock(&rt->lock);

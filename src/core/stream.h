@@ -21,11 +21,27 @@ int kiln__queue_lane(kiln_runtime *rt, cl_command_queue q);
  * without. For the pool: a block waits for its fence. */
 cl_int kiln__fence(kiln_runtime *rt, cl_event **fence, cl_uint *n);
 
-/* clFinish(q), made to wait where the driver's alone may not: Mesa 22.3's
- * rusticl (Debian 12) returns from clFinish at once when an earlier
- * clFlush already handed the queue's commands to its worker, as kiln's
- * markers do; there the call first waits for a marker of its own. */
+/* clFinish(q), made to wait where the driver's alone may not
+ * (kiln__blocking_returns_early() in rank.c): there the call first waits
+ * for a marker of its own. */
 cl_int kiln__finish_queue(const kiln_runtime *rt, cl_command_queue q);
+
+/* The blocking flag for a command kiln waits for: CL_FALSE where the
+ * driver's blocking calls may return early (kiln__blocking_returns_early()),
+ * whose callers ask for the command's event and kiln__wait_command() it. */
+cl_bool kiln__blocking(const kiln_runtime *rt, int blocking);
+
+/* Waits for ev, an event of a command kiln__blocking() made non-blocking;
+ * returns the command's failure, or the wait's. */
+cl_int kiln__wait_command(cl_event ev);
+
+/* Waits for every command rt tracks (kiln__runtime_track), each on its own
+ * event: where the driver's waits may return early
+ * (kiln__blocking_returns_early()), a marker's wait may return while the
+ * events of earlier commands still read running (the profiler's records
+ * wait the same way: kiln__profile_resolve(rt, 2)). Called by kiln_finish()
+ * with rt->lock held, after its queues' waits. */
+void kiln__wait_tracked(kiln_runtime *rt);
 
 /* kiln__finish_queue on every stream; the first failure into *first_err,
  * when it is still CL_SUCCESS. */

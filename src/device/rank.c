@@ -287,6 +287,25 @@ int kiln__keeps_sub_buffers(const kiln_device_info *d)
   return d->vendor_family == KILN_VENDOR_NVIDIA;
 }
 
+int kiln__blocking_returns_early(const kiln_device_info *d)
+{
+  /* Mesa 22.3's rusticl (Debian 12) waits in clFinish() and in a blocking
+   * command for the last command its queue has not yet handed to its
+   * worker thread, and for nothing when there is none. So clFinish() after
+   * a clFlush() (kiln's markers flush) returns at once, and a blocking read
+   * returns before its data when another thread flushed the queue between
+   * the read's enqueue and its wait: 8 threads, each filling its buffer and
+   * reading it back blocking on one shared queue while a ninth flushes it,
+   * read stale data in 23 of 1600 reads, and in 0 of 1600 waiting for the
+   * read's event instead (clWaitForEvents waits for the event itself).
+   * Through kiln: a whole GEMM result from another call's data in
+   * test_eight_threads_one_runtime (python/tests), and
+   * test_threads_blocking_reads (tests/test-threads.c). Later Mesa waits
+   * for the queue's last command; one event per blocking call costs
+   * nothing measurable, so every rusticl gets the workaround. */
+  return d->platform_name && strcmp(d->platform_name, "rusticl") == 0;
+}
+
 /* The kinds of device, best first. */
 enum device_class {
   CLASS_DISCRETE_GPU = 4,

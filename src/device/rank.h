@@ -38,4 +38,11 @@ unsigned kiln__vector_lanes_float(const kiln_device_info *info);
  * released, and releases the parent first (buffer_view.c). */
 int kiln__keeps_sub_buffers(const kiln_device_info *info);
 
+/* Whether the driver's waits on a queue may return before the commands
+ * finished: clFinish(), and the blocking reads, writes and maps, when
+ * another thread or an earlier clFlush handed the commands to the driver's
+ * worker first. kiln then waits for an event of the command (or a marker)
+ * instead (kiln__finish_queue, kiln__wait_command in stream.c). */
+int kiln__blocking_returns_early(const kiln_device_info *info);
+
 #endif /* KILN_DEVICE_RANK_H */

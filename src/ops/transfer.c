@@ -16,14 +16,25 @@
 #include "ops/transfer.h"
 #include "profile/profile.h"
 
-/* A blocking command's event, asked for only when profiling: the calling
- * thread's recorded call gets it. */
-static void profile_blocking(kiln_runtime *rt, cl_event ev, const char *fn)
+/* A blocking command's event, asked for only when profiling or where the
+ * driver's blocking may return early (kiln__blocking()): waited for there,
+ * and given to the calling thread's recorded call when profiling. */
+static cl_int finish_blocking(kiln_runtime *rt, cl_event ev, const char *fn)
 {
   if (!ev)
-    return;
-  kiln__profile_attach(rt, ev, fn);
+    return CL_SUCCESS;
+  cl_int err = kiln__blocking(rt, 1) ? CL_SUCCESS : kiln__wait_command(ev);
+  if (rt->profile)
+    kiln__profile_attach(rt, ev, fn);
   clReleaseEvent(ev);
+  return err;
+}
+
+/* The event a command is enqueued with: none for a blocking one the driver
+ * waits for itself and the profiler does not want. */
+static cl_event *event_for(const kiln_runtime *rt, int blocking, cl_event *ev)
+{
+  return blocking && !rt->profile && kiln__blocking(rt, 1) ? NULL : ev;
 }
 
 /* The queue an internal command goes on and its wait list: lane's, or the
@@ -50,12 +61,12 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
                       "elements",
                       fn, count, kiln_dtype_name(buf->dtype));
   size_t esize = kiln_dtype_size(buf->dtype);
-  cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
+  cl_bool wait = kiln__blocking(rt, blocking);
   kiln__profile_scope ps;
   kiln__profile_begin(rt, &ps, write ? "write" : "read");
   kiln__profile_describe(&ps, "opencl", (uint64_t)count * esize, 0, "%zu %s", count,
                          kiln_dtype_name(buf->dtype));
-  cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
+  cl_event ev = NULL, *evp = event_for(rt, blocking, &ev);
   cl_uint nwait;
   const cl_event *waits;
   cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
@@ -69,9 +80,11 @@ static kiln_status transfer(const kiln_buffer *buf, const char *fn, size_t offse
                        "%s: %s %zu %s elements at offset %zu", fn,
                        write ? "writing" : "reading", count, kiln_dtype_name(buf->dtype),
                        offset);
-  else if (blocking)
-    profile_blocking(rt, ev, fn);
-  else
+  else if (blocking && (err = finish_blocking(rt, ev, fn)) != CL_SUCCESS)
+    st = kiln__fail_cl(rt, err, "clWaitForEvents", "%s: %s %zu %s elements at offset %zu",
+                       fn, write ? "writing" : "reading", count,
+                       kiln_dtype_name(buf->dtype), offset);
+  else if (!blocking)
     st = kiln__runtime_track(rt, ev, fn);
   return kiln__profile_end(&ps, st);
 }
@@ -199,8 +212,8 @@ static kiln_status rect(kiln_buffer *buf, size_t to, int write, int blocking,
   kiln__profile_begin(rt, &ps, write ? "write" : "read");
   kiln__profile_describe(&ps, "opencl", (uint64_t)rows * cols * es, 0, "%zux%zu %s", rows,
                          cols, kiln_dtype_name(buf->dtype));
-  cl_bool wait = blocking ? CL_TRUE : CL_FALSE;
-  cl_event ev = NULL, *evp = blocking && !rt->profile ? NULL : &ev;
+  cl_bool wait = kiln__blocking(rt, blocking);
+  cl_event ev = NULL, *evp = event_for(rt, blocking, &ev);
   cl_uint nwait;
   const cl_event *waits;
   cl_command_queue q = lane_queue(rt, lane, &nwait, &waits);
@@ -215,9 +228,10 @@ static kiln_status rect(kiln_buffer *buf, size_t to, int write, int blocking,
     st = kiln__fail_cl(rt, err,
                        write ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect",
                        "moving a %zu x %zu block", rows, cols);
-  else if (blocking)
-    profile_blocking(rt, ev, fn);
-  else
+  else if (blocking && (err = finish_blocking(rt, ev, fn)) != CL_SUCCESS)
+    st =
+      kiln__fail_cl(rt, err, "clWaitForEvents", "moving a %zu x %zu block", rows, cols);
+  else if (!blocking)
     st = kiln__runtime_track(rt, ev, fn);
   return kiln__profile_end(&ps, st);
 }

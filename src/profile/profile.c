@@ -313,6 +313,14 @@ static void resolve_op(kiln__prof_op *op)
     cut_asides(op);
 }
 
+/* Waits for each command of op on its own event (failures: resolve_op's). */
+static void wait_op(const kiln__prof_op *op)
+{
+  for (size_t i = 0; i < op->ncmds; i++)
+    if (op->cmds[i].ev)
+      clWaitForEvents(1, &op->cmds[i].ev);
+}
+
 void kiln__profile_resolve(kiln_runtime *rt, int all)
 {
   KILN__ASSERT_HELD(&rt->lock);
@@ -321,6 +329,8 @@ void kiln__profile_resolve(kiln_runtime *rt, int all)
     kiln__prof_op *op = &p->ops[i];
     if (op->state != KILN__PROF_PENDING)
       continue;
+    if (all > 1 && rt->finish_by_marker)
+      wait_op(op);
     if (!finished(op)) {
       if (!all)
         return;
@@ -393,9 +403,11 @@ static kiln_status open_trace(kiln_runtime *rt, const kiln__config *cfg)
   return KILN_OK;
 }
 
+/* kiln_finish()'s: every record, each command's own event waited for
+ * where the driver's queue waits may return first (2). */
 static void resolve_all(kiln_runtime *rt)
 {
-  kiln__profile_resolve(rt, 1);
+  kiln__profile_resolve(rt, 2);
 }
 
 /* What core calls of the profiler (KILN__SLOT_PROFILE): the events of the

@@ -163,7 +163,9 @@ void kiln__profile_free(kiln_runtime *rt);
 
 /* Resolves the records whose commands have finished; with `all` 0 it
  * stops at the first that has not (cheap enough for every call's end).
- * Called with the runtime's lock held. */
+ * With 2 (kiln_finish()), where the driver's queue waits may return before
+ * the commands' events read complete (rt->finish_by_marker), it first
+ * waits for each command's own event. Called with the runtime's lock held. */
 void kiln__profile_resolve(kiln_runtime *rt, int all);
 
 /* Writes the resolved records as a trace to path. Failures go to

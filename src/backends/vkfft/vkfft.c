@@ -206,12 +206,7 @@ VK_INT(clEnqueueNDRangeKernel,
        (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off, const size_t *g,
         const size_t *l, cl_uint nw, const cl_event *w, cl_event *ev),
        (q, k, dims, off, g, l, nw, w, ev))
-VK_INT(clEnqueueWriteBuffer,
-       (cl_command_queue q, cl_mem m, cl_bool b, size_t o, size_t s, const void *p,
-        cl_uint nw, const cl_event *w, cl_event *ev),
-       (q, m, b, o, s, p, nw, w, ev))
 VK_INT(clSetKernelArg, (cl_kernel k, cl_uint i, size_t s, const void *v), (k, i, s, v))
-VK_INT(clFinish, (cl_command_queue q), (q))
 VK_OBJ(cl_program, clCreateProgramWithSource,
        (cl_context c, cl_uint n, const char **s, const size_t *l, cl_int *e),
        (c, n, s, l, e))
@@ -226,6 +221,34 @@ VK_OBJ(cl_command_queue, clCreateCommandQueue,
        (c, d, pr, e))
 #undef VK_INT
 #undef VK_OBJ
+
+/* VkFFT's blocking writes (its tables, freed right after) and its clFinish,
+ * made to wait where the driver's alone may not (kiln__blocking()). */
+static cl_int vk_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool b, size_t o,
+                                      size_t s, const void *p, cl_uint nw,
+                                      const cl_event *w, cl_event *ev)
+{
+  kiln_runtime *rt = vk_owner ? vk_owner->rt : NULL;
+  if (!b || !rt || kiln__blocking(rt, 1))
+    return vk_note(clEnqueueWriteBuffer(q, m, b, o, s, p, nw, w, ev),
+                   "clEnqueueWriteBuffer");
+  cl_event mine = NULL;
+  cl_int err = vk_note(clEnqueueWriteBuffer(q, m, CL_FALSE, o, s, p, nw, w, &mine),
+                       "clEnqueueWriteBuffer");
+  if (err == CL_SUCCESS)
+    err = vk_note(kiln__wait_command(mine), "clWaitForEvents");
+  if (mine && ev)
+    *ev = mine;
+  else if (mine)
+    clReleaseEvent(mine);
+  return err;
+}
+
+static cl_int vk_clFinish(cl_command_queue q)
+{
+  kiln_runtime *rt = vk_owner ? vk_owner->rt : NULL;
+  return vk_note(rt ? kiln__finish_queue(rt, q) : clFinish(q), "clFinish");
+}
 #define clBuildProgram vk_clBuildProgram
 #define clEnqueueNDRangeKernel vk_clEnqueueNDRangeKernel
 #define clEnqueueWriteBuffer vk_clEnqueueWriteBuffer
