@@ -234,6 +234,7 @@ static void cpu_shapes(kiln_runtime *rt)
     kiln__gemm_tuning *g = &t.gemm[v]; /* the GPU fields as the rules' */
     g->gpu_shape = 0, g->tm = 8, g->vw = v == KILN__GEMM_F64 ? 8 : 16;
     g->cg = 0, g->small = 0, g->akib = 5;
+    g->direct = 0; /* the cases are tiny: kept off kiln_gemm_direct but in its test */
   }
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
   t.fft.vec_first = 1;
