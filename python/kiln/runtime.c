@@ -362,6 +362,11 @@ static PyMethodDef runtime_methods[] = {
    "kiln_conv2d."},
   {"convert", (PyCFunction)(void (*)(void))kilnpy_convert, METH_VARARGS | METH_KEYWORDS,
    "convert(x, dtype): x converted to dtype on the device (kiln_convert)."},
+  {"program", (PyCFunction)(void (*)(void))kilnpy_program_new, METH_VARARGS | METH_KEYWORDS,
+   "program(source, options=None) -> Program: OpenCL C built for the device "
+   "(kiln_program_create); kiln.BuildError holds the build log."},
+  {"_elementwise", (PyCFunction)kilnpy_elementwise_new, METH_VARARGS,
+   "_elementwise(args, expr): kiln_elementwise_create (see Runtime.elementwise)."},
   {"_profile_reset", (PyCFunction)kilnpy_profile_reset, METH_NOARGS,
    "Forgets the recorded calls (kiln_profile_reset)."},
   {"_profile_table", (PyCFunction)kilnpy_profile_table, METH_NOARGS,
