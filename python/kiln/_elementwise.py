@@ -164,7 +164,7 @@ class ElementwiseKernel:
             const = "" if name in self.outputs else "const "
             decl.append("%s%s *%s" % (const, t, name))
             if name in missing:
-                dev[name] = rt.array(np.empty(shape, d))
+                dev[name] = rt._empty(shape, d)  # no host copy
             elif isinstance(arrays[name], DeviceArray):
                 dev[name] = arrays[name]
             else:

@@ -38,7 +38,8 @@ PyObject *kilnpy_program_new(kilnpy_runtime *self, PyObject *args, PyObject *kwa
 {
   static char *kwlist[] = {"source", "options", NULL};
   const char *source, *options = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|z:program", kwlist, &source, &options))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|z:program", kwlist, &source,
+                                   &options))
     return NULL;
   if (kilnpy_runtime_check(self) < 0)
     return NULL;
@@ -157,9 +158,10 @@ static kiln_status kernel_arg(kilnpy_kernel *self, unsigned i, PyObject *a)
   }
   if (PyObject_TypeCheck(a, &local_type))
     return kiln_kernel_set_arg(self->k, i, (size_t)((kilnpy_local *)a)->nbytes, NULL);
-  if (PyArray_IsScalar(a, Generic) || (PyArray_Check(a) && !PyArray_NDIM((PyArrayObject *)a))) {
-    PyArrayObject *v = (PyArrayObject *)PyArray_FromAny(a, NULL, 0, 0, NPY_ARRAY_CARRAY_RO,
-                                                        NULL);
+  if (PyArray_IsScalar(a, Generic) ||
+      (PyArray_Check(a) && !PyArray_NDIM((PyArrayObject *)a))) {
+    PyArrayObject *v =
+      (PyArrayObject *)PyArray_FromAny(a, NULL, 0, 0, NPY_ARRAY_CARRAY_RO, NULL);
     if (!v)
       return KILN_ERR_INVALID_ARGUMENT;
     kiln_status s =
@@ -169,7 +171,7 @@ static kiln_status kernel_arg(kilnpy_kernel *self, unsigned i, PyObject *a)
   }
   const char *hint = PyArray_Check(a)
                        ? "a numpy array: copy it to the device with rt.array() first"
-                   : PyFloat_Check(a) || PyLong_Check(a)
+                     : PyFloat_Check(a) || PyLong_Check(a)
                        ? "an untyped Python number: give its type, as np.float32(1) "
                          "or np.int32(3)"
                        : "a value kiln cannot pass";
@@ -312,6 +314,30 @@ static PyObject *elementwise_run(kilnpy_elementwise *self, PyObject *args)
   return ret;
 }
 
+/* _empty(shape, dtype): a device array without a host copy of its data
+ * (an elementwise output that is not given). */
+PyObject *kilnpy_runtime_empty(kilnpy_runtime *self, PyObject *args)
+{
+  PyArray_Dims shape = {NULL, 0};
+  PyArray_Descr *descr = NULL;
+  if (!PyArg_ParseTuple(args, "O&O&:_empty", PyArray_IntpConverter, &shape,
+                        PyArray_DescrConverter, &descr))
+    return NULL;
+  PyObject *ret = NULL;
+  if (kilnpy_runtime_check(self) < 0)
+    goto done;
+  if (!kilnpy_kiln_dtype(descr->type_num) || shape.len > KILN_ARRAY_MAX_DIMS) {
+    kilnpy_raise_msg(KILN_ERR_INVALID_DTYPE, "_empty: no kiln array of that dtype and "
+                                             "rank");
+    goto done;
+  }
+  ret = (PyObject *)kilnpy_array_new(self, shape.len, shape.ptr, descr->type_num, 0);
+done:
+  Py_XDECREF(descr);
+  PyDimMem_FREE(shape.ptr);
+  return ret;
+}
+
 /* ---- local memory ------------------------------------------------------ */
 
 static int local_init(kilnpy_local *self, PyObject *args, PyObject *kwargs)
@@ -335,7 +361,8 @@ static PyObject *local_repr(kilnpy_local *self)
 }
 
 static PyMemberDef local_members[] = {
-  {"nbytes", T_PYSSIZET, offsetof(kilnpy_local, nbytes), READONLY, "Bytes of __local memory."},
+  {"nbytes", T_PYSSIZET, offsetof(kilnpy_local, nbytes), READONLY,
+   "Bytes of __local memory."},
   {NULL, 0, 0, 0, NULL},
 };
 

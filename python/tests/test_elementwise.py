@@ -158,3 +158,26 @@ def test_no_leak(rt):
         k(x=np.zeros(16, np.float32))
     rt.synchronize()
     assert rt.memory_stats()["live_buffers"] == before
+
+
+def test_threads_share_a_kernel(rt):
+    import threading
+    k = rt.elementwise_kernel("y = a * x + b")
+    errors = []
+
+    def work(t):
+        try:
+            x = np.arange(100, dtype=np.float32) + t
+            d = rt.array(x)
+            for _ in range(10):
+                np.testing.assert_array_equal(k(x=x, a=float(t), b=1.0), t * x + 1)
+                np.testing.assert_array_equal(k(x=d, a=2.0, b=float(t)).numpy(), 2 * x + t)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors

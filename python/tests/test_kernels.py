@@ -2,6 +2,9 @@
 against numpy: device arrays, typed scalars, local memory, 1-3 dimensions,
 and kiln's checks and messages."""
 import gc
+import os
+import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -140,3 +143,43 @@ def test_closed_runtime():
         p.kernel("z")
     del k, p, d
     gc.collect()
+
+
+def test_no_leak(rt, prog):
+    k = prog.kernel("saxpy")
+    ew = rt.elementwise_kernel("y = a * x + y")
+    y = rt.array(np.zeros(64, np.float32))
+    a, n, host = np.float32(1), np.int32(64), np.ones(64, np.float32)
+    refs = tuple(sys.getrefcount(o) for o in (k, prog, y, a, n, host, ew))
+
+    def calls(count):
+        for _ in range(count):
+            k(64, 16, y, y, a, n)
+            prog.kernel("saxpy")
+            ew(x=y, y=y, a=2.0)
+            ew(x=host, a=a)
+            try:
+                k(64, None, y, y, 1.0, n)
+            except kiln.InvalidArgumentError:
+                pass
+            try:
+                prog.kernel("nope")
+            except kiln.InvalidArgumentError:
+                pass
+
+    calls(20)
+    rt.synchronize()
+    gc.collect()
+    start = rt.memory_stats()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    calls(60 if os.environ.get("KILN_TEST_RUSTICL") else 200)
+    rt.synchronize()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(d.size_diff for d in after.compare_to(before, "filename"))
+    assert grown < 64 * 1024, grown
+    end = rt.memory_stats()
+    assert end["live_buffers"] == start["live_buffers"]
+    assert tuple(sys.getrefcount(o) for o in (k, prog, y, a, n, host, ew)) == refs

@@ -337,7 +337,8 @@ KILN_API kiln_status kiln_elementwise_run_values(kiln_elementwise *ew, size_t n,
 KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
 {
   if (!ew)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "kiln_elementwise_run: ew is NULL");
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_elementwise_run: ew is NULL");
   kiln_elementwise_value v[EW_MAX_ARGS] = {{0}};
   va_list ap;
   va_start(ap, n);
