@@ -43,9 +43,10 @@ _SCALAR_TYPES = {
 }
 _INTEGER = {"int", "uint", "long", "ulong"}
 
-# A statement's target: `name =`, `name[...] =` or `name op=` (not `==`).
+# A statement's target: `name =`, `name[...] =` or `name op=` (not `==`),
+# at the start, after ; { } or an if's condition, or after else.
 _ASSIGNED = re.compile(
-    r"(?:^|[;{}])\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*(?:<<|>>|[-+*/%&|^])?=(?!=)")
+    r"(?:^|[;{})]|\belse\b)\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*(?:<<|>>|[-+*/%&|^])?=(?!=)")
 
 
 def _outputs(expr):

@@ -25,6 +25,8 @@ def test_float_scalars_and_builtins(rt):
     x = np.linspace(-2, 2, 101).astype(np.float32).reshape(101)
     y = rt.elementwise("y = max(a * x + b, 0)", x=x, a=np.float32(1.5), b=0.25)
     np.testing.assert_allclose(y, np.maximum(1.5 * x + 0.25, 0), rtol=1e-6)
+    a = rt.elementwise("if (x > 0) y = x; else y = -x", x=x)
+    np.testing.assert_array_equal(a, np.abs(x))
     z = rt.elementwise("z = exp(x) * c", x=x, c=2.0)
     np.testing.assert_allclose(z, 2 * np.exp(x), rtol=1e-5)
 
