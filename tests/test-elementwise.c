@@ -34,6 +34,14 @@ static void test_elementwise_relu_short_form(void **state)
   assert_kiln_ok(rt, kiln_buffer_read(by, 0, N, y));
   for (int i = 0; i < N; i++)
     assert_true(y[i] == (i < 10 ? 0.0f : (float)fmax(2.0 * x[i] + 1.0, 0)));
+  /* the array form (for bindings): the same run from values */
+  const kiln_elementwise_value v[] = {
+    {.buffer = by}, {.buffer = bx}, {.real = 2.0}, {.real = 1.0}};
+  assert_kiln_ok(rt, kiln_elementwise_run_values(ew, N, v));
+  assert_kiln_ok(rt, kiln_buffer_read(by, 0, N, y));
+  for (int i = 0; i < N; i++)
+    assert_true(y[i] == (float)fmax(2.0 * x[i] + 1.0, 0));
+  assert_int_equal(kiln_elementwise_run_values(ew, N, NULL), KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_ok(rt, kiln_elementwise_run(ew, 0, NULL, NULL, 0.0, 0.0)); /* nothing */
   kiln_elementwise_destroy(ew);
   kiln_buffer_destroy(bx), kiln_buffer_destroy(by);

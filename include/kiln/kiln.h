@@ -1144,6 +1144,19 @@ KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
  *           otherwise kiln_kernel_launch()'s. */
 KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...);
 
+/*! kiln_elementwise_run_values() :
+ * kiln_elementwise_run() with the arguments in an array, for a caller that
+ * builds the call at run time (a language binding): values[j] for argument
+ * j, a buffer in .buffer, a float or double in .real, an integer in
+ * .integer (a uint or ulong as its bits). The same checks and returns. */
+typedef struct kiln_elementwise_value {
+  const kiln_buffer *buffer;
+  double real;
+  int64_t integer;
+} kiln_elementwise_value;
+KILN_API kiln_status kiln_elementwise_run_values(kiln_elementwise *ew, size_t n,
+                                                 const kiln_elementwise_value *values);
+
 /*! kiln_elementwise_destroy() : NULL is ignored. @return : KILN_OK. */
 KILN_API kiln_status kiln_elementwise_destroy(kiln_elementwise *ew);
 

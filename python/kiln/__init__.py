@@ -10,7 +10,8 @@ See docs/python.md.
 from ._kiln import *  # noqa: F401,F403  (Runtime, DeviceArray, devices, errors)
 from ._kiln import Error, DeviceArray, Event, Stream, devices, kiln_version
 
-from . import _kiln, _fft
+from . import _kiln, _fft, _elementwise
+from ._elementwise import ElementwiseKernel
 
 __version__ = kiln_version
 
@@ -59,6 +60,8 @@ class Runtime(_kiln.Runtime):
 for _name, _f in _fft.METHODS.items():
     setattr(Runtime, _name, _f)
 del _name, _f
+Runtime.elementwise = _elementwise.elementwise
+Runtime.elementwise_kernel = _elementwise.elementwise_kernel
 
 
 def tune(device=None, what=None, *, budget=0, progress=None):

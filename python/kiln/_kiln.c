@@ -43,7 +43,8 @@ PyMODINIT_FUNC PyInit__kiln(void)
     return NULL;
   if (add_type(m, "Runtime", &kilnpy_runtime_type) < 0 ||
       add_type(m, "DeviceArray", &kilnpy_array_type) < 0 ||
-      kilnpy_stream_types_add(m) < 0 || kilnpy_errors_add(m) < 0 ||
+      kilnpy_stream_types_add(m) < 0 || kilnpy_kernel_types_add(m) < 0 ||
+      kilnpy_errors_add(m) < 0 ||
       PyModule_AddStringConstant(m, "kiln_version", kiln_version()) < 0) {
     Py_DECREF(m);
     return NULL;

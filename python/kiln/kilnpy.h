@@ -135,4 +135,10 @@ PyObject *kilnpy_tune(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 /* fft.c */
 PyObject *kilnpy_fft(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
 
+/* kernels.c */
+int kilnpy_kernel_types_add(PyObject *module);
+PyObject *kilnpy_program_new(kilnpy_runtime *self, PyObject *args, PyObject *kwargs);
+PyObject *kilnpy_elementwise_new(kilnpy_runtime *self, PyObject *args);
+PyObject *kilnpy_runtime_empty(kilnpy_runtime *self, PyObject *args);
+
 #endif

@@ -264,20 +264,38 @@ KILN_API kiln_status kiln_elementwise_create(kiln_runtime *rt, const char *args,
   return KILN_OK;
 }
 
-/* Sets argument j from the va_list: a buffer of its declared type, holding
+/* Sets argument j from its value: a buffer of its declared type, holding
  * n elements when the expression names it alone (element i), else at least
- * one (its indices are the expression's to keep in range). */
-static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *ap,
-                           unsigned *views)
+ * one (its indices are the expression's to keep in range); a scalar in its
+ * declared type. */
+static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n,
+                           const kiln_elementwise_value *val, unsigned *views)
 {
   static const char fn[] = "kiln_elementwise_run";
   const ew_arg *a = &ew->args[j];
-  const kiln_buffer *b = NULL;
   char what[96];
-  if (!a->pointer)
-    return kiln__kernel_set_one(ew->kernel, fn, j, types[type_index(a->type)].letter, ap,
-                                &b);
-  b = va_arg(*ap, const kiln_buffer *);
+  if (!a->pointer) {
+    union {
+      float f;
+      double d;
+      int32_t i32;
+      uint32_t u32;
+      int64_t i64;
+      uint64_t u64;
+    } v;
+    size_t size = 8;
+    switch (types[type_index(a->type)].letter) {
+    case 'f': v.f = (float)val->real, size = 4; break;
+    case 'd': v.d = val->real; break;
+    case 'i': v.i32 = (int32_t)val->integer, size = 4; break;
+    case 'u': v.u32 = (uint32_t)val->integer, size = 4; break;
+    case 'l': v.i64 = val->integer; break;
+    default: v.u64 = (uint64_t)val->integer; break;
+    }
+    /* Every member of v starts at its first byte. */
+    return kiln_kernel_set_arg(ew->kernel, j, size, &v);
+  }
+  const kiln_buffer *b = val->buffer;
   snprintf(what, sizeof what, "argument %u (%s)", j, a->name);
   kiln_status st =
     kiln__check_operand(ew->rt, fn, what, b, a->dtype, a->bare ? n : 1,
@@ -291,21 +309,20 @@ static kiln_status set_arg(kiln_elementwise *ew, unsigned j, size_t n, va_list *
   return st;
 }
 
-KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
+KILN_API kiln_status kiln_elementwise_run_values(kiln_elementwise *ew, size_t n,
+                                                 const kiln_elementwise_value *values)
 {
   static const char fn[] = "kiln_elementwise_run";
-  if (!ew)
-    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT, "%s: ew is NULL", fn);
+  if (!ew || (!values && n))
+    return kiln__fail(ew ? ew->rt : NULL, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                      ew ? "values" : "ew");
   if (n == 0)
     return KILN_OK;
   pthread_mutex_lock(&ew->lock);
-  va_list ap;
-  va_start(ap, n);
   kiln_status st = KILN_OK;
   unsigned views = 0;
   for (unsigned j = 0; j < ew->nargs && st == KILN_OK; j++)
-    st = set_arg(ew, j, n, &ap, &views);
-  va_end(ap);
+    st = set_arg(ew, j, n, &values[j], &views);
   uint64_t count = n;
   if (st == KILN_OK)
     st = kiln_kernel_set_arg(ew->kernel, ew->nargs, sizeof count, &count);
@@ -313,6 +330,34 @@ KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
     st = kiln_kernel_launch(ew->kernel, 1, &n, NULL);
   pthread_mutex_unlock(&ew->lock);
   return st;
+}
+
+/* The variadic form reads the values in their C types (as
+ * kiln_kernel_set_args does) and runs the array form. */
+KILN_API kiln_status kiln_elementwise_run(kiln_elementwise *ew, size_t n, ...)
+{
+  if (!ew)
+    return kiln__fail(NULL, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_elementwise_run: ew is NULL");
+  kiln_elementwise_value v[EW_MAX_ARGS] = {{0}};
+  va_list ap;
+  va_start(ap, n);
+  for (unsigned j = 0; j < ew->nargs; j++) {
+    if (ew->args[j].pointer) {
+      v[j].buffer = va_arg(ap, const kiln_buffer *);
+      continue;
+    }
+    switch (types[type_index(ew->args[j].type)].letter) {
+    case 'f':
+    case 'd': v[j].real = va_arg(ap, double); break;
+    case 'i': v[j].integer = va_arg(ap, int32_t); break;
+    case 'u': v[j].integer = va_arg(ap, uint32_t); break;
+    case 'l': v[j].integer = va_arg(ap, int64_t); break;
+    default: v[j].integer = (int64_t)va_arg(ap, uint64_t); break;
+    }
+  }
+  va_end(ap);
+  return kiln_elementwise_run_values(ew, n, v);
 }
 
 KILN_API kiln_status kiln_elementwise_destroy(kiln_elementwise *ew)
