@@ -101,11 +101,14 @@ inline RT NAME(kiln_gemm_epi)(RT v, global const ST *bb, size_t i, size_t j, int
  * p) * PH + r % PH; zero where r >= R or p >= K. A work-item writes W
  * rows of one panel at depth p, a contiguous run (W divides PH). On a CPU,
  * W = PH and work-item (p, run, b): a panel's width each, neighbours along
- * k, so a group reads its rows in order (runs as dimension 0 were several
- * times slower). On a GPU, W = 1 and work-item (run, p, b): neighbouring
- * work-items write neighbouring addresses. Global size (Kp, Rp / W, batch)
- * or (Rp / W, Kp, batch) by k_first. No division per element: with one
- * work-item per element, the packs took half as long as the product.
+ * k, so a group reads its rows in order (runs as dimension 0 were slower).
+ * On a GPU, W = 1 and work-item (run, p, b): neighbouring work-items write
+ * neighbouring addresses. Global size (Kp, Rp / W, batch) or (Rp / W, Kp,
+ * batch) by k_first. No division per element: with one work-item per
+ * element, the index arithmetic made the packs a large share of the
+ * product's time. Figures: docs/performance.md, "Matrix multiply" (the
+ * packs' time in the trace of KILN_TRACE=gemm.json kiln bench gemm --sizes
+ * 2048 --backend kiln).
  */
 #if KILN_BUILDS(kiln_gemm_pack)
 kernel void NAME(kiln_gemm_pack)(global const ST *src, ulong off, ulong sr, ulong sp,

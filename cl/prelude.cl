@@ -13,7 +13,11 @@
  * the storage and compute types) from KILN_PASS, then the kernels are
  * ordinary code in terms of them, named NAME(kiln_<family>), and the pass
  * ends by undefining them. What a file needs once (helpers, tables) sits
- * under `#if KILN_PASS == 1`.
+ * under `#if KILN_PASS == 1`. A family's files may share a common part,
+ * cl/<family>_common.cl, which is no program either: it comes before
+ * cl/<family>.cl and each cl/<family>_<x>.cl in every pass (its
+ * KILN_PASSES counts), and the family's files are built with the
+ * family's options.
  *
  * Each kernel sits under `#if KILN_BUILDS(kiln_<family>)` (the pass's
  * variant added, as NAME does) or `#if KILN_WANTS(<whole name>)`: a build

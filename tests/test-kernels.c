@@ -477,7 +477,8 @@ static void sum_on(kiln_runtime *rt, size_t n)
 }
 
 /* An operation's first call compiles the kernels it launches, each alone:
- * a program a kernel, a handful for a sum, not the 40-odd of cl/reduce.cl. */
+ * a program a kernel, a handful for a sum, not the 40-odd of cl/reduce.cl
+ * and cl/reduce_gpu.cl. */
 static void test_kernels_call_builds_its_kernels_alone(void **state)
 {
   (void)state;

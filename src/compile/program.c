@@ -354,7 +354,7 @@ static size_t builtin_index(const char *name)
   return SIZE_MAX;
 }
 
-/* The n of text's first line that reads `#define KILN_PASSES n`; 1 without
+/* The n of text's first line that reads `#define KILN_PASSES n`; 0 without
  * one. */
 static unsigned long passes_of(const char *text, size_t len)
 {
@@ -367,19 +367,40 @@ static unsigned long passes_of(const char *text, size_t len)
       return strtoul(at + sizeof key - 1, NULL, 10);
     at += line + 1;
   }
-  return 1;
+  return 0;
 }
 
 void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
+                        const char *common, const char *ctext, size_t clen,
                         const char *name, const char *text, size_t len)
 {
-  assert(plen <= INT_MAX && len <= INT_MAX);
+  assert(plen <= INT_MAX && clen <= INT_MAX && len <= INT_MAX);
+  unsigned long n = common ? passes_of(ctext, clen) : 0;
+  n = n ? n : passes_of(text, len);
   kiln__str_appendf(out, "#line 1 \"cl/prelude.cl\"\n%.*s", (int)plen, prelude);
-  for (unsigned long k = 1, n = passes_of(text, len); k <= n; k++)
-    kiln__str_appendf(out,
-                      "\n#define KILN_PASS %lu\n#line 1 \"cl/%s.cl\"\n%.*s"
-                      "\n#undef KILN_PASS\n",
-                      k, name, (int)len, text);
+  for (unsigned long k = 1; k <= (n ? n : 1); k++) {
+    kiln__str_appendf(out, "\n#define KILN_PASS %lu\n", k);
+    if (common)
+      kiln__str_appendf(out, "#line 1 \"cl/%s.cl\"\n%.*s\n", common, (int)clen, ctext);
+    kiln__str_appendf(out, "#line 1 \"cl/%s.cl\"\n%.*s\n#undef KILN_PASS\n", name,
+                      (int)len, text);
+  }
+}
+
+void kiln__builtin_family(const char *name, char *out, size_t size)
+{
+  snprintf(out, size, "%.*s", (int)strcspn(name, "_"), name);
+}
+
+/* The options cl/<b's name>.cl is built with: its family's, so that the
+ * files of a family (cl/reduce.cl, cl/reduce_gpu.cl) read the same
+ * parameters. */
+static void builtin_options(kiln_runtime *rt, const kiln__builtin_source *b,
+                            kiln__str *out)
+{
+  char family[64];
+  kiln__builtin_family(b->name, family, sizeof family);
+  kiln__builtin_options_of(rt, family, out);
 }
 
 /* The text of builtin b from the files of KILN_CL_DIR, joined as the
@@ -389,17 +410,22 @@ static kiln_status read_from_cl_dir(kiln_runtime *rt, const char *fn,
                                     size_t *len)
 {
   char path[4096];
-  char *prelude = NULL, *file = NULL;
-  size_t plen = 0, flen = 0;
+  char *prelude = NULL, *common = NULL, *file = NULL;
+  size_t plen = 0, clen = 0, flen = 0;
   snprintf(path, sizeof path, "%s/prelude.cl", rt->cl_dir);
   kiln_status st = read_file(rt, fn, path, &prelude, &plen);
+  if (st == KILN_OK && b->common) {
+    snprintf(path, sizeof path, "%s/%s.cl", rt->cl_dir, b->common);
+    st = read_file(rt, fn, path, &common, &clen);
+  }
   snprintf(path, sizeof path, "%s/%s.cl", rt->cl_dir, b->name);
   if (st == KILN_OK)
     st = read_file(rt, fn, path, &file, &flen);
   kiln__str s = {0};
   if (st == KILN_OK)
-    kiln__builtin_join(&s, prelude, plen, b->name, file, flen);
+    kiln__builtin_join(&s, prelude, plen, b->common, common, clen, b->name, file, flen);
   free(prelude);
+  free(common);
   free(file);
   if (st == KILN_OK && s.failed)
     st = kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
@@ -429,7 +455,7 @@ static kiln_status builtin_build(kiln_runtime *rt, const char *fn, size_t i)
     src = text;
   }
   kiln__str options = {0};
-  kiln__builtin_options_of(rt, b->name, &options);
+  builtin_options(rt, b, &options);
   char *log = NULL, what[64];
   snprintf(what, sizeof what, "cl/%s.cl", b->name);
   st = options.failed
@@ -543,7 +569,7 @@ static kiln_status kernel_build(kiln_runtime *rt, const char *fn, size_t i,
     return st;
   const char *src = text ? text : (const char *)b->bytes;
   kiln__str options = {0};
-  kiln__builtin_options_of(rt, b->name, &options);
+  builtin_options(rt, b, &options);
   kiln__str_appendf(&options, " -DKILN_ONLY -DKILN_WANT_%s", kernel);
   snprintf(what, sizeof what, "cl/%s.cl %s", b->name, kernel);
   char *log = NULL;

@@ -13,7 +13,8 @@
  * kiln compiles for it, cl/prelude.cl and then the file once per pass
  * (kiln__builtin_join()). */
 typedef struct kiln__builtin_source {
-  const char *name; /* the file's name without .cl */
+  const char *name;   /* the file's name without .cl */
+  const char *common; /* its family's common part ("reduce_common"), or NULL */
   const unsigned char *bytes;
   size_t size;
 } kiln__builtin_source;
@@ -24,10 +25,17 @@ extern const size_t kiln__builtin_count;
 /* Appends to out the text kiln compiles for cl/<name>.cl, whose text is
  * `text` (len bytes), after the prelude's (plen bytes): the prelude, then
  * the file once per pass, KILN_PASS 1 .. the n of its `#define KILN_PASSES
- * n` (1 without), each after `#line 1 "cl/<name>.cl"`. tools/embed-cl.py
- * joins the embedded files the same way. */
+ * n` (1 without), each after `#line 1 "cl/<name>.cl"`. With a common part
+ * (cl/<common>.cl, clen bytes; common NULL for none), that part comes
+ * before the file in each pass, and its KILN_PASSES counts first.
+ * tools/embed-cl.py joins the embedded files the same way. */
 void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
+                        const char *common, const char *ctext, size_t clen,
                         const char *name, const char *text, size_t len);
+
+/* The family of cl/<name>.cl, its name up to the first underscore
+ * ("reduce" for reduce_gpu), in out: the name its options go by. */
+void kiln__builtin_family(const char *name, char *out, size_t size);
 
 /* A new kernel object of a builtin program, which is built on first use and
  * kept by the runtime. Release the kernel once enqueued: each call gets its
@@ -50,8 +58,9 @@ void kiln__programs_rebuild_with(kiln_runtime *rt,
                                  void (*change)(kiln_runtime *rt, const void *arg),
                                  const void *arg);
 
-/* Appends to out the options builtin program `program` (a cl/ file's name)
- * is built with on rt's device. The tuning fills this hook (tuning.c: the
+/* Appends to out the options that builtin program `program` (a cl/
+ * file's family: its name up to the first underscore) is built with on
+ * rt's device. The tuning fills this hook (tuning.c: the
  * -cl-std the device takes and the defines of rt's parameters the program
  * reads), so compile/ never names the layer above it. Called with rt's
  * build lock held. */

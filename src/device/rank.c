@@ -173,12 +173,11 @@ const char *kiln__driver_cache(const kiln_device_info *d)
    * PoCL keeps one too (POCL_CACHE_DIR), and reading a program's binaries
    * back (CL_PROGRAM_BINARIES) makes PoCL 3.1 compile every kernel of it:
    * for a whole cl/ file that cost more than it saved. With a program a
-   * kernel (program.c) it costs nothing measurable, and kiln's cache halves
-   * a warm process: PoCL 3.1 here, medians of 3 on a loaded 2-core machine,
-   * CPU seconds of `kiln run` on a small case, cold (both caches empty)
-   * without/with kiln's cache: gemm 1.97/2.00, fft 3.48/3.39; warm: gemm
-   * 0.05/0.04 (wall 0.50/0.27), fft 0.08/0.04 (wall 0.36/0.29). So PoCL
-   * keeps kiln's. */
+   * kernel (program.c) it costs nothing measurable, and kiln's cache
+   * shortens a warm process, so PoCL keeps kiln's. The figures are in
+   * docs/performance.md, "Each driver's own cache" (CPU seconds of
+   * `/usr/bin/time kiln run` on a small case, cold and warm, with
+   * KILN_CACHE=0 and unset). */
   if (d->vendor_family == KILN_VENDOR_NVIDIA)
     return "NVIDIA's driver keeps its own build cache (~/.nv/ComputeCache)";
   return NULL;

@@ -273,9 +273,10 @@ static kiln_status resolve(kiln_runtime *rt, const kiln_gemm_desc *d,
 }
 
 /*
- * AUTO's rules, from `kiln bench gemm` (see the README's figures):
- *  - on a CPU device kiln's register-blocked kernel wins: on PoCL it runs
- *    several times faster than CLBlast, whose kernels are shaped for GPUs;
+ * AUTO's rules, from `kiln bench gemm` (figures in docs/performance.md,
+ * "Matrix multiply" and "GEMM's rule on a GPU"):
+ *  - on a CPU device kiln's register-blocked kernel wins: CLBlast's kernels
+ *    are shaped for GPUs;
  *  - on a GPU, CLBlast when built in: it is tuned per GPU, kiln's GPU shape
  *    is a portable fallback; float16 through CLBlast only with cl_khr_fp16.
  */

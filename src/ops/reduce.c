@@ -170,10 +170,12 @@ static void reduce_key(const kiln__reduce *r, char *key, size_t size)
            r->offset % (64 / kiln_dtype_size(r->in_type)));
 }
 
-/* kiln's kernels are the rule: measured on PoCL they read 20 GB/s where
- * CLBlast's GPU-shaped Xsum reads 0.4, and they honour numpy's NaN and
- * accumulation rules on every device. A choice benchmark mode recorded for
- * the shape comes first; CLBlast runs when asked for. */
+/* kiln's kernels are the rule: on a CPU their contiguous chunks read many
+ * times faster than CLBlast's GPU-shaped Xsum, and they honour numpy's NaN
+ * and accumulation rules on every device, which CLBlast's float32
+ * accumulation does not (docs/performance.md, "Reductions": `kiln bench
+ * reduce`). A choice benchmark mode recorded for the shape comes first;
+ * CLBlast runs when asked for. */
 kiln_status kiln__reduce_choose(kiln_runtime *rt, kiln_backend asked,
                                 const kiln__reduce *r, const kiln__reduce_backend **out)
 {

@@ -1,5 +1,6 @@
 /*
- * reduce_kiln.c — the `kiln` reduction backend: cl/reduce.cl in the shape
+ * reduce_kiln.c — the `kiln` reduction backend: cl/reduce.cl (the CPU
+ * shape, the axis kernels) or cl/reduce_gpu.cl (the GPU shape), the shape
  * src/tuning/tuning.c picks for the device.
  *
  * One result (every element, or an axis whose view has few, contiguous
