@@ -48,14 +48,14 @@
 #endif
 
 /* The CPU shape's vectors: KILN_REDUCE_LANES, the float lanes of the
- * device's widest registers (src/tuning.c), 16 or 8. Nothing wider may
+ * device's widest registers (src/tuning/tuning.c), 16 or 8. Nothing wider may
  * cross a builtin's call: a target without 512-bit registers (AVX2) passes
  * a float16 or double8 in memory, and clang warns that the ABI changes. */
 #ifndef KILN_REDUCE_LANES
 #error "cl/reduce*.cl need kiln's -DKILN_REDUCE_LANES option (src/tuning/tuning.c)"
 #endif
 
-/* The GPU shape's group size is kiln's -D option (src/tuning.c). */
+/* The GPU shape's group size is kiln's -D option (src/tuning/tuning.c). */
 #ifndef KILN_REDUCE_WG
 #error "cl/reduce*.cl need kiln's -DKILN_REDUCE_WG option (src/tuning/tuning.c)"
 #endif
