@@ -175,6 +175,96 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, ulong x_off, global const
 #undef KB
 
 /*
+ * The depthwise kernel of the GPU shape (groups == c, k = m c: output
+ * channel ki reads input channel ki / m). A work-group of DLX x DLY
+ * work-items owns a tile of DLY output rows by DLX * DQW columns of one
+ * image and input channel: it stages the input rows and columns the tile
+ * reads (its halo included, zero outside the image: the padding) in local
+ * memory once, coalesced along a row, then computes the tile for each of
+ * the channel's m outputs. Work-item (lx, ly) keeps DQW outputs in
+ * registers, columns lx, lx + DLX, ...: neighbouring work-items read
+ * neighbouring (sw apart) local words and store neighbouring outputs. The
+ * direct kernel instead read every input r x s times from global memory,
+ * one work-item an output. The host (conv_kiln.c) runs it only where the
+ * staged tile fits DTILE elements.
+ *
+ * Global (ceil(q / (DLX DQW)) DLX, ceil(p / DLY) DLY, n c).
+ */
+#ifndef KILN_CONV_DW_LX /* kiln passes tuning.h's KILN__CONV_DW_* */
+#define KILN_CONV_DW_LX 16
+#define KILN_CONV_DW_LY 8
+#define KILN_CONV_DW_QW 4
+#define KILN_CONV_DW_TILE 4096
+#endif
+#if KILN_BUILDS(kiln_conv_dw)
+#define DLX KILN_CONV_DW_LX
+#define DLY KILN_CONV_DW_LY
+#define DQW KILN_CONV_DW_QW
+#define DTILE KILN_CONV_DW_TILE
+kernel __attribute__((reqd_work_group_size(DLX, DLY, 1))) void
+NAME(kiln_conv_dw)(global const ST *x, ulong x_off, global const ST *wt, ulong wt_off,
+                   global const ST *bias, ulong bias_off, int has_bias, int act, int nhwc,
+                   uint c, uint h, uint w, uint k, uint r, uint s, uint sh, uint sw,
+                   uint pt, uint pl, uint dh, uint dw, uint p, uint q, global ST *y,
+                   ulong y_off)
+{
+  local ACC tile[DTILE];
+  x += x_off;
+  wt += wt_off;
+  bias += bias_off;
+  y += y_off;
+  uint lx = get_local_id(0), ly = get_local_id(1), nc = get_global_id(2);
+  uint ni = nc / c, ci = nc % c, m = k / c, cg = 1;
+  uint p0 = get_group_id(1) * DLY, q0 = get_group_id(0) * (DLX * DQW);
+  /* the tile's input rows and columns, from (hb, wb) */
+  uint th = (DLY - 1) * sh + (r - 1) * dh + 1, tw = (DLX * DQW - 1) * sw + (s - 1) * dw + 1;
+  int hb = (int)(p0 * sh) - (int)pt, wb = (int)(q0 * sw) - (int)pl;
+  for (uint tr = ly; tr < th; tr += DLY) {
+    int hi = hb + (int)tr;
+    int row = hi >= 0 && hi < (int)h;
+    for (uint tc = lx; tc < tw; tc += DLX) {
+      int wi = wb + (int)tc;
+      tile[tr * tw + tc] =
+        row && wi >= 0 && wi < (int)w ? (ACC)LOAD(V, x, XAT(ni, ci, hi, wi)) : 0;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint pi = p0 + ly;
+  if (pi >= p)
+    return; /* after the barrier: every work-item staged its share */
+  for (uint mi = 0; mi < m; mi++) {
+    uint ki = ci * m + mi;
+    ACC acc[DQW];
+    for (uint j = 0; j < DQW; j++)
+      acc[j] = 0;
+    for (uint ri = 0; ri < r; ri++) {
+      local const ACC *trow = tile + (ly * sh + ri * dh) * tw + lx * sw;
+      for (uint si = 0; si < s; si++) {
+        ACC wv = (ACC)LOAD(V, wt, WAT(ki, 0, ri, si));
+#pragma unroll
+        for (uint j = 0; j < DQW; j++)
+          acc[j] += trow[j * DLX * sw + si * dw] * wv;
+      }
+    }
+    ACC b = has_bias ? (ACC)LOAD(V, bias, ki) : 0;
+#pragma unroll
+    for (uint j = 0; j < DQW; j++) {
+      uint qi = q0 + j * DLX + lx;
+      if (qi < q) {
+        ACC v = acc[j] + b;
+        ACTIVATE(ACC, v, act);
+        STORE(V, v, y, YAT(ni, ki, pi, qi));
+      }
+    }
+  }
+}
+#undef DLX
+#undef DLY
+#undef DQW
+#undef DTILE
+#endif
+
+/*
  * im2col straight into kiln's packed GEMM layout: rows pq0 .. pq0 + rows - 1
  * of the matrix X (p*q rows, depth = r*s*c/g columns: NCHW orders a row's
  * columns (cj, ri, si), NHWC (ri, si, cj), as the weights are laid out) in

@@ -72,7 +72,32 @@ static void test_conv_gpu_depthwise_never_im2col(void **state)
           d.groups = c;
           d.stride_h = d.stride_w = stride;
           assert_int_equal(kiln__conv_rule(&d, 1, clblast), KILN_BACKEND_DIRECT);
+          /* and the direct backend runs them with the depthwise kernel,
+           * multiplier 2 too, which the CPU shape never takes */
+          assert_true(kiln__conv_depthwise_kernel(&d, 1));
+          assert_false(kiln__conv_depthwise_kernel(&d, 0));
+          d.k = 2 * c;
+          assert_true(kiln__conv_depthwise_kernel(&d, 1));
         }
+}
+
+/* The depthwise kernel takes the bench's layer, and leaves to the direct
+ * kernel what is not depthwise or whose input tile outgrows its local
+ * memory (a dilation of 40 stages 88 x 144 inputs). */
+static void test_conv_gpu_depthwise_kernel(void **state)
+{
+  (void)state;
+  kiln_conv2d_desc d = layer(LDW3X3);
+  assert_true(kiln__conv_depthwise_kernel(&d, 1));
+  d.layout = KILN_NHWC;
+  assert_true(kiln__conv_depthwise_kernel(&d, 1));
+  d.dilation_h = d.dilation_w = 40;
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
+  d = layer(LDW3X3);
+  d.groups = 64; /* two channels a group */
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
+  d = layer(L3X3);
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
 }
 
 /* A CPU's rule is the one PoCL's figures set: im2col where a group's
@@ -170,6 +195,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_conv_gpu_bench_layers),
     cmocka_unit_test(test_conv_gpu_depthwise_never_im2col),
+    cmocka_unit_test(test_conv_gpu_depthwise_kernel),
     cmocka_unit_test(test_conv_cpu_rule),
     cmocka_unit_test(test_fft_gpu_order),
     cmocka_unit_test(test_gpu_shape_choices),
