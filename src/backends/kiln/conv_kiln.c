@@ -62,18 +62,6 @@ static size_t group_side(size_t n, size_t most)
   return v < most ? v : most;
 }
 
-int kiln__conv_depthwise_kernel(const kiln_conv2d_desc *d, int gpu)
-{
-  if (!gpu || !d->c || d->groups != d->c || d->k % d->c != 0)
-    return 0;
-  /* The tile's input rows and columns (cl/conv.cl, kiln_conv_dw) */
-  uint64_t th = (uint64_t)(KILN__CONV_DW_LY - 1) * d->stride_h +
-                (uint64_t)(d->r - 1) * d->dilation_h + 1,
-           tw = (uint64_t)(KILN__CONV_DW_LX * KILN__CONV_DW_QW - 1) * d->stride_w +
-                (uint64_t)(d->s - 1) * d->dilation_w + 1;
-  return th * tw <= KILN__CONV_DW_TILE;
-}
-
 /* The depthwise kernel: a group a tile of LY output rows by LX x QW
  * columns of one image and input channel. */
 static kiln_status depthwise(kiln_runtime *rt, const kiln__conv *cv)
@@ -89,6 +77,23 @@ static kiln_status depthwise(kiln_runtime *rt, const kiln__conv *cv)
     cv->off_w, bias, cv->bias ? cv->off_bias : 0, cv->bias != NULL, d->activation,
     d->layout == KILN_NHWC, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w,
     d->pad_top, d->pad_left, d->dilation_h, d->dilation_w, cv->p, cv->q, cv->y,
+    cv->off_y);
+}
+
+/* The implicit GEMM: a group a 64 x 64 tile of one image's and group's
+ * output channels by output pixels. */
+static kiln_status implicit_gemm(kiln_runtime *rt, const kiln__conv *cv)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  size_t global[3] = {(cv->p * cv->q + 63) / 64 * 16, (d->k / d->groups + 63) / 64 * 16,
+                      d->n * d->groups};
+  size_t local[3] = {16, 16, 1};
+  cl_mem bias = cv->bias ? cv->bias : cv->y; /* never read without one */
+  return kiln__launch_conv_igemm(
+    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, local, cv->x, cv->off_x, cv->w,
+    cv->off_w, bias, cv->bias ? cv->off_bias : 0, cv->bias != NULL, d->activation,
+    d->layout == KILN_NHWC, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w,
+    d->pad_top, d->pad_left, d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, cv->y,
     cv->off_y);
 }
 
@@ -110,6 +115,9 @@ static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
       dev->max_work_group_size >= KILN__CONV_DW_LX * KILN__CONV_DW_LY &&
       dev->local_mem_bytes >= (uint64_t)KILN__CONV_DW_TILE * acc)
     return depthwise(rt, cv);
+  if (kiln__conv_implicit_gemm(d, kiln__gpu_shape(rt)) &&
+      dev->max_work_group_size >= 256 && dev->local_mem_bytes >= 2 * 16 * 64 * acc)
+    return implicit_gemm(rt, cv);
   const kiln__conv_tuning *t = &rt->tuning->t.conv;
   size_t global[3] = {(cv->q + t->qw - 1) / t->qw, cv->p,
                       d->n * ((d->k + t->kb - 1) / t->kb)};
