@@ -175,6 +175,190 @@ kernel void NAME(kiln_conv_direct)(global const ST *x, ulong x_off, global const
 #undef KB
 
 /*
+ * The depthwise kernel of the GPU shape (groups == c, k = m c: output
+ * channel ki reads input channel ki / m). A work-group of DLX x DLY
+ * work-items owns a tile of DLY output rows by DLX * DQW columns of one
+ * image and input channel: it stages the input rows and columns the tile
+ * reads (its halo included, zero outside the image: the padding) in local
+ * memory once, coalesced along a row, then computes the tile for each of
+ * the channel's m outputs. Work-item (lx, ly) keeps DQW outputs in
+ * registers, columns lx, lx + DLX, ...: neighbouring work-items read
+ * neighbouring (sw apart) local words and store neighbouring outputs. The
+ * direct kernel instead read every input r x s times from global memory,
+ * one work-item an output. The host (conv_kiln.c) runs it only where the
+ * staged tile fits DTILE elements.
+ *
+ * Global (ceil(q / (DLX DQW)) DLX, ceil(p / DLY) DLY, n c).
+ */
+#ifndef KILN_CONV_DW_LX /* kiln passes tuning.h's KILN__CONV_DW_* */
+#define KILN_CONV_DW_LX 16
+#define KILN_CONV_DW_LY 8
+#define KILN_CONV_DW_QW 4
+#define KILN_CONV_DW_TILE 4096
+#endif
+#if KILN_BUILDS(kiln_conv_dw)
+#define DLX KILN_CONV_DW_LX
+#define DLY KILN_CONV_DW_LY
+#define DQW KILN_CONV_DW_QW
+#define DTILE KILN_CONV_DW_TILE
+kernel __attribute__((reqd_work_group_size(DLX, DLY, 1))) void
+NAME(kiln_conv_dw)(global const ST *x, ulong x_off, global const ST *wt, ulong wt_off,
+                   global const ST *bias, ulong bias_off, int has_bias, int act, int nhwc,
+                   uint c, uint h, uint w, uint k, uint r, uint s, uint sh, uint sw,
+                   uint pt, uint pl, uint dh, uint dw, uint p, uint q, global ST *y,
+                   ulong y_off)
+{
+  local ACC tile[DTILE];
+  x += x_off;
+  wt += wt_off;
+  bias += bias_off;
+  y += y_off;
+  uint lx = get_local_id(0), ly = get_local_id(1), nc = get_global_id(2);
+  uint ni = nc / c, ci = nc % c, m = k / c, cg = 1;
+  uint p0 = get_group_id(1) * DLY, q0 = get_group_id(0) * (DLX * DQW);
+  /* the tile's input rows and columns, from (hb, wb) */
+  uint th = (DLY - 1) * sh + (r - 1) * dh + 1, tw = (DLX * DQW - 1) * sw + (s - 1) * dw + 1;
+  int hb = (int)(p0 * sh) - (int)pt, wb = (int)(q0 * sw) - (int)pl;
+  for (uint tr = ly; tr < th; tr += DLY) {
+    int hi = hb + (int)tr;
+    int row = hi >= 0 && hi < (int)h;
+    for (uint tc = lx; tc < tw; tc += DLX) {
+      int wi = wb + (int)tc;
+      tile[tr * tw + tc] =
+        row && wi >= 0 && wi < (int)w ? (ACC)LOAD(V, x, XAT(ni, ci, hi, wi)) : 0;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint pi = p0 + ly;
+  if (pi >= p)
+    return; /* after the barrier: every work-item staged its share */
+  for (uint mi = 0; mi < m; mi++) {
+    uint ki = ci * m + mi;
+    ACC acc[DQW];
+    for (uint j = 0; j < DQW; j++)
+      acc[j] = 0;
+    for (uint ri = 0; ri < r; ri++) {
+      local const ACC *trow = tile + (ly * sh + ri * dh) * tw + lx * sw;
+      for (uint si = 0; si < s; si++) {
+        ACC wv = (ACC)LOAD(V, wt, WAT(ki, 0, ri, si));
+#pragma unroll
+        for (uint j = 0; j < DQW; j++)
+          acc[j] += trow[j * DLX * sw + si * dw] * wv;
+      }
+    }
+    ACC b = has_bias ? (ACC)LOAD(V, bias, ki) : 0;
+#pragma unroll
+    for (uint j = 0; j < DQW; j++) {
+      uint qi = q0 + j * DLX + lx;
+      if (qi < q) {
+        ACC v = acc[j] + b;
+        ACTIVATE(ACC, v, act);
+        STORE(V, v, y, YAT(ni, ki, pi, qi));
+      }
+    }
+  }
+}
+#undef DLX
+#undef DLY
+#undef DQW
+#undef DTILE
+#endif
+
+/*
+ * The GPU shape's implicit GEMM: group gi of image ni is the product Y_g
+ * (kg x pq) = W_g (kg x depth) X_g, depth = c/groups x r x s, where X_g's
+ * element (d, pq) is gathered from the image as its tile is loaded (d ->
+ * input channel, filter row and column; pq -> output row and column ->
+ * input row and column, zero in the padding): no im2col buffer. A
+ * work-group of 16 x 16 work-items computes a 64 x 64 tile of Y_g (output
+ * channels by output pixels) in slices of 16 depths staged in local
+ * memory; each work-item keeps 4 x 4 outputs in registers, channels ly +
+ * 16 i by pixels lx + 16 j (neighbouring work-items read neighbouring
+ * local words and store neighbouring pixels). A work-item's pixel column
+ * of the X tile is fixed, so its output row and column are divided out
+ * once. Weights are [k][depth] in both layouts: NCHW orders a row
+ * (cj, ri, si), NHWC (ri, si, cj).
+ *
+ * Global (ceil(pq / 64) 16, ceil(kg / 64) 16, n groups).
+ */
+#define IT 64 /* the tile's side */
+#define IK 16 /* depths a slice */
+#if KILN_BUILDS(kiln_conv_igemm)
+kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
+NAME(kiln_conv_igemm)(global const ST *x, ulong x_off, global const ST *wt, ulong wt_off,
+                      global const ST *bias, ulong bias_off, int has_bias, int act,
+                      int nhwc, uint c, uint h, uint w, uint k, uint r, uint s, uint sh,
+                      uint sw, uint pt, uint pl, uint dh, uint dw, uint groups, uint p,
+                      uint q, global ST *y, ulong y_off)
+{
+  local ACC as[IK][IT], bs[IK][IT];
+  x += x_off;
+  wt += wt_off;
+  bias += bias_off;
+  y += y_off;
+  uint lx = get_local_id(0), ly = get_local_id(1), tid = ly * 16 + lx;
+  uint pq0 = get_group_id(0) * IT, k0 = get_group_id(1) * IT, z = get_group_id(2);
+  uint ni = z / groups, gi = z % groups, cg = c / groups, kg = k / groups;
+  uint depth = cg * r * s, pq = p * q;
+  /* this work-item's pixel of the X tile, rows tid / IT + 4 e */
+  uint bn = tid % IT, bk = tid / IT, bpq = pq0 + bn;
+  int bin = bpq < pq;
+  int bh = (int)(bin ? bpq / q : 0) * (int)sh - (int)pt;
+  int bw = (int)(bin ? bpq % q : 0) * (int)sw - (int)pl;
+  ACC acc[4][4];
+  for (uint i = 0; i < 4; i++)
+    for (uint j = 0; j < 4; j++)
+      acc[i][j] = 0;
+  for (uint d0 = 0; d0 < depth; d0 += IK) {
+    for (uint e = 0; e < 4; e++) { /* W's tile: 16 depths of a row in a run */
+      uint idx = tid + 256 * e, mm = idx / IK, kk = idx % IK;
+      uint ki = k0 + mm, d = d0 + kk;
+      as[kk][mm] = ki < kg && d < depth
+                     ? (ACC)LOAD(V, wt, ((ulong)gi * kg + ki) * depth + d)
+                     : 0;
+    }
+    for (uint e = 0; e < 4; e++) { /* X's tile, gathered from the image */
+      uint kk = bk + 4 * e, d = d0 + kk, cj, ri, si;
+      if (nhwc)
+        cj = d % cg, si = d / cg % s, ri = d / cg / s;
+      else
+        si = d % s, ri = d / s % r, cj = d / s / r;
+      int hi = bh + (int)(ri * dh), wi = bw + (int)(si * dw);
+      bs[kk][bn] = bin && d < depth && hi >= 0 && hi < (int)h && wi >= 0 && wi < (int)w
+                     ? (ACC)LOAD(V, x, XAT(ni, gi * cg + cj, hi, wi))
+                     : 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint kk = 0; kk < IK; kk++) {
+      ACC a[4], b[4];
+      for (uint i = 0; i < 4; i++)
+        a[i] = as[kk][ly + 16 * i], b[i] = bs[kk][lx + 16 * i];
+      for (uint i = 0; i < 4; i++)
+        for (uint j = 0; j < 4; j++)
+          acc[i][j] += a[i] * b[j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint i = 0; i < 4; i++) {
+    uint ki = k0 + ly + 16 * i;
+    if (ki >= kg)
+      break;
+    ACC bv = has_bias ? (ACC)LOAD(V, bias, gi * kg + ki) : 0;
+    for (uint j = 0; j < 4; j++) {
+      uint o = pq0 + lx + 16 * j;
+      if (o < pq) {
+        ACC v = acc[i][j] + bv;
+        ACTIVATE(ACC, v, act);
+        STORE(V, v, y, YAT(ni, gi * kg + ki, o / q, o % q));
+      }
+    }
+  }
+}
+#endif
+#undef IT
+#undef IK
+
+/*
  * im2col straight into kiln's packed GEMM layout: rows pq0 .. pq0 + rows - 1
  * of the matrix X (p*q rows, depth = r*s*c/g columns: NCHW orders a row's
  * columns (cj, ri, si), NHWC (ri, si, cj), as the weights are laid out) in

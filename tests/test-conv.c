@@ -27,6 +27,7 @@
 #include "base/util.h"
 #include "core/buffer.h"
 #include "core/runtime.h"
+#include "ops/ops.h"
 #include "tuning/tuning.h"
 #include "kiln_config.h"
 #include "values.h"
@@ -310,6 +311,72 @@ static void test_conv_long_loops(void **state)
   /* the deep case, in both layouts, on llvmpipe alone */
   assert_int_equal(refused[KILN_BACKEND_IM2COL] - before,
                    kiln_test_on_llvmpipe(rt) ? 2 : 0);
+}
+
+/* Depthwise layers (groups == c, multiplier 1 to 3), wide and tall enough
+ * for several of the GPU shape's depthwise tiles (64 x 8 outputs) with
+ * ragged ends, at every stride, dilation, padding (asymmetric too),
+ * bias and activation; the last one's input tile (dilation 40) outgrows
+ * that kernel's local memory, so the direct kernel runs it. On AUTO and
+ * the direct backend, every dtype; in the GPU shape (conv-gpu-shape) the
+ * depthwise kernel runs all but the last. */
+static void test_conv_gpu_depthwise(void **state)
+{
+  kiln_runtime *rt = *state;
+  if (!kiln__gpu_shape(rt))
+    skip(); /* the CPU shape runs the direct kernel, which run_table covers */
+  static const conv_case dw[] = {
+    /* n  c   h   w  k  r  s sh sw pt pb pl pr dh dw  g  b  a */
+    {2, 3, 19, 70, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1},
+    {1, 2, 21, 75, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 2},
+    {1, 3, 17, 69, 6, 5, 3, 3, 2, 2, 0, 1, 2, 2, 3, 3, 0, 4},
+    {1, 2, 11, 9, 2, 7, 7, 1, 2, 3, 3, 3, 3, 1, 1, 2, 1, 3},
+    {2, 1, 9, 131, 1, 1, 5, 1, 1, 0, 0, 2, 2, 1, 2, 1, 1, 0},
+    {1, 2, 85, 85, 2, 3, 3, 1, 1, 0, 0, 0, 0, 40, 40, 2, 1, 1},
+  };
+  static const kiln_backend bes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_DIRECT};
+  static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64};
+  for (size_t t = 0; t < COUNT(types); t++) {
+    if (types[t] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+      continue; /* run_table says it refuses */
+    for (size_t i = 0; i < COUNT(dw); i++) {
+      kiln_conv2d_desc d = conv_case_desc(&dw[i], types[t], KILN_NCHW);
+      assert_int_equal(kiln__conv_depthwise_kernel(&d, 1), i + 1 < COUNT(dw));
+      run_case_on(rt, &dw[i], types[t], 700 + 10 * t + i, bes, COUNT(bes));
+    }
+  }
+}
+
+/* Layers the GPU shape's implicit GEMM takes (kiln__conv_implicit_gemm):
+ * output channels and pixels past one 64 x 64 tile with ragged ends,
+ * depths past one slice of 16 with a ragged last one, groups, strides,
+ * dilations, asymmetric padding, 1x1, 3x3, 5x3 and the 7x7/2 stem, every
+ * activation; on AUTO and the direct backend, every dtype, both layouts.
+ * In the GPU shape (conv-gpu-shape) the implicit GEMM runs them. */
+static void test_conv_gpu_implicit_gemm(void **state)
+{
+  kiln_runtime *rt = *state;
+  if (!kiln__gpu_shape(rt))
+    skip(); /* the CPU shape runs the direct kernel, which run_table covers */
+  static const conv_case ig[] = {
+    /* n  c   h   w  k  r  s sh sw pt pb pl pr dh dw  g  b  a */
+    {2, 5, 9, 11, 67, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    {1, 32, 7, 13, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 1, 2},
+    {1, 8, 13, 11, 20, 3, 3, 2, 2, 1, 0, 2, 1, 2, 1, 2, 0, 4},
+    {1, 3, 17, 15, 9, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 3},
+    {2, 6, 9, 7, 10, 5, 3, 1, 2, 2, 1, 1, 1, 1, 2, 1, 1, 0},
+  };
+  static const kiln_backend bes[] = {KILN_BACKEND_AUTO, KILN_BACKEND_DIRECT};
+  static const kiln_dtype types[] = {KILN_F32, KILN_F16, KILN_F64};
+  for (size_t t = 0; t < COUNT(types); t++) {
+    if (types[t] == KILN_F64 && !kiln_runtime_device(rt)->has_fp64)
+      continue; /* run_table says it refuses */
+    for (size_t i = 0; i < COUNT(ig); i++) {
+      kiln_conv2d_desc d = conv_case_desc(&ig[i], types[t], KILN_NCHW);
+      assert_true(kiln__conv_implicit_gemm(&d, 1));
+      run_case_on(rt, &ig[i], types[t], 800 + 10 * t + i, bes, COUNT(bes));
+    }
+  }
 }
 
 static void test_conv_float64(void **state)
@@ -952,6 +1019,8 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_conv_errors_wrong_runtime),
     cmocka_unit_test(test_conv_float32),
     cmocka_unit_test(test_conv_long_loops),
+    cmocka_unit_test(test_conv_gpu_depthwise),
+    cmocka_unit_test(test_conv_gpu_implicit_gemm),
     cmocka_unit_test(test_conv_float64),
     cmocka_unit_test(test_conv_float16),
     cmocka_unit_test(test_conv_im2col_chunks_over_the_batch),

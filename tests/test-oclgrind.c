@@ -996,6 +996,12 @@ static const conv_case conv_cases[] = {
   {1, 4, 4, 5, 6, 2, 3, 1, 2, 0, 1, 1, 0, 1, 1, 2, 0, KILN_ACTIVATION_GELU},
   /* ReLU without bias */
   {3, 2, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1},
+  /* depthwise, multiplier 2: the GPU shape's kiln_conv_dw, its staged
+   * tile's halo past every edge (races, out-of-bounds reads) */
+  {1, 2, 5, 7, 4, 3, 3, 2, 1, 1, 0, 2, 1, 1, 2, 2, 1, 1},
+  /* 8 output channels, a depth of 18: the GPU shape's kiln_conv_igemm,
+   * two slices of depth, the last ragged, tiles past the output */
+  {1, 2, 4, 5, 8, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 2},
 };
 
 static void conv_cases_on(kiln_runtime *rt, const kiln_dtype *types, size_t ntypes)

@@ -45,9 +45,10 @@ static void test_conv_gpu_bench_layers(void **state)
   static const kiln_backend with[] = {KILN_BACKEND_CLBLAST, KILN_BACKEND_IM2COL,
                                       KILN_BACKEND_CLBLAST, KILN_BACKEND_DIRECT,
                                       KILN_BACKEND_IM2COL};
-  /* Without CLBlast. */
+  /* Without CLBlast: the direct backend's implicit GEMM for the 3x3 and
+   * 7x7/2 layers, its depthwise kernel for dw3x3. */
   static const kiln_backend without[] = {KILN_BACKEND_DIRECT, KILN_BACKEND_IM2COL,
-                                         KILN_BACKEND_IM2COL, KILN_BACKEND_DIRECT,
+                                         KILN_BACKEND_DIRECT, KILN_BACKEND_DIRECT,
                                          KILN_BACKEND_IM2COL};
   for (int i = L3X3; i <= L1X1NHWC; i++) {
     kiln_conv2d_desc d = layer(i);
@@ -72,7 +73,58 @@ static void test_conv_gpu_depthwise_never_im2col(void **state)
           d.groups = c;
           d.stride_h = d.stride_w = stride;
           assert_int_equal(kiln__conv_rule(&d, 1, clblast), KILN_BACKEND_DIRECT);
+          /* and the direct backend runs them with the depthwise kernel,
+           * multiplier 2 too, which the CPU shape never takes */
+          assert_true(kiln__conv_depthwise_kernel(&d, 1));
+          assert_false(kiln__conv_depthwise_kernel(&d, 0));
+          d.k = 2 * c;
+          assert_true(kiln__conv_depthwise_kernel(&d, 1));
         }
+}
+
+/* The depthwise kernel takes the bench's layer, and leaves to the direct
+ * kernel what is not depthwise or whose input tile outgrows its local
+ * memory (a dilation of 40 stages 88 x 144 inputs). */
+static void test_conv_gpu_depthwise_kernel(void **state)
+{
+  (void)state;
+  kiln_conv2d_desc d = layer(LDW3X3);
+  assert_true(kiln__conv_depthwise_kernel(&d, 1));
+  d.layout = KILN_NHWC;
+  assert_true(kiln__conv_depthwise_kernel(&d, 1));
+  d.dilation_h = d.dilation_w = 40;
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
+  d = layer(LDW3X3);
+  d.groups = 64; /* two channels a group */
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
+  d = layer(L3X3);
+  assert_false(kiln__conv_depthwise_kernel(&d, 1));
+}
+
+/* The implicit GEMM takes the bench's 3x3 and 7x7/2 layers on a GPU, in
+ * both layouts, and leaves depthwise layers, thin depths (under its
+ * slice of 16) and few output channels a group to the others. */
+static void test_conv_gpu_implicit_gemm(void **state)
+{
+  (void)state;
+  static const int takes[] = {L3X3, L7X7S2};
+  for (size_t i = 0; i < COUNT(takes); i++) {
+    kiln_conv2d_desc d = layer(takes[i]);
+    assert_true(kiln__conv_implicit_gemm(&d, 1));
+    assert_false(kiln__conv_implicit_gemm(&d, 0));
+    d.layout = KILN_NHWC;
+    assert_true(kiln__conv_implicit_gemm(&d, 1));
+  }
+  kiln_conv2d_desc d = layer(LDW3X3);
+  assert_false(kiln__conv_implicit_gemm(&d, 1));
+  d.groups = 16; /* 8 channels and outputs a group: a depth of 72 */
+  assert_true(kiln__conv_implicit_gemm(&d, 1));
+  d = layer(L1X1);
+  d.c = 64, d.groups = 8; /* a 1x1 filter over 8 channels: a depth of 8 */
+  assert_false(kiln__conv_implicit_gemm(&d, 1));
+  d = layer(L3X3);
+  d.k = 2 * 4, d.groups = 2; /* 4 output channels a group */
+  assert_false(kiln__conv_implicit_gemm(&d, 1));
 }
 
 /* A CPU's rule is the one PoCL's figures set: im2col where a group's
@@ -170,6 +222,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_conv_gpu_bench_layers),
     cmocka_unit_test(test_conv_gpu_depthwise_never_im2col),
+    cmocka_unit_test(test_conv_gpu_depthwise_kernel),
+    cmocka_unit_test(test_conv_gpu_implicit_gemm),
     cmocka_unit_test(test_conv_cpu_rule),
     cmocka_unit_test(test_fft_gpu_order),
     cmocka_unit_test(test_gpu_shape_choices),

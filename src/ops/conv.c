@@ -179,6 +179,26 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
   return KILN_OK;
 }
 
+int kiln__conv_depthwise_kernel(const kiln_conv2d_desc *d, int gpu)
+{
+  if (!gpu || !d->c || d->groups != d->c || d->k % d->c != 0)
+    return 0;
+  /* The tile's input rows and columns (cl/conv.cl, kiln_conv_dw) */
+  uint64_t th = (uint64_t)(KILN__CONV_DW_LY - 1) * d->stride_h +
+                (uint64_t)(d->r - 1) * d->dilation_h + 1,
+           tw = (uint64_t)(KILN__CONV_DW_LX * KILN__CONV_DW_QW - 1) * d->stride_w +
+                (uint64_t)(d->s - 1) * d->dilation_w + 1;
+  return th * tw <= KILN__CONV_DW_TILE;
+}
+
+int kiln__conv_implicit_gemm(const kiln_conv2d_desc *d, int gpu)
+{
+  if (!gpu || !d->groups || d->groups == d->c)
+    return 0;
+  /* a slice of the kernel's 16 depths and a tile's 64 channels mostly full */
+  return d->c / d->groups * d->r * d->s >= 16 && d->k / d->groups >= 8;
+}
+
 /*
  * AUTO's rules; docs/performance.md ("Convolution: AUTO's rules") has the
  * figures behind each. On a CPU, im2col + kiln's GEMM wherever a group's
@@ -186,8 +206,9 @@ static kiln_status check(kiln_runtime *rt, const kiln_conv2d_desc *desc,
  * direct kernel. On a GPU: a depthwise layer never goes through im2col (its
  * matrix is one row per group: a GEMM per group that a GPU cannot fill);
  * a 1x1 layer is one GEMM, im2col's; a wider filter goes to CLBlast's
- * convgemm where built in and able, else the direct kernel at stride 1 and
- * im2col above it.
+ * convgemm where built in and able, else to the direct backend, whose GPU
+ * shape runs the implicit GEMM where it takes the layer; else the direct
+ * kernel at stride 1 and im2col above it.
  */
 kiln_backend kiln__conv_rule(const kiln_conv2d_desc *d, int gpu, int clblast)
 {
@@ -200,6 +221,8 @@ kiln_backend kiln__conv_rule(const kiln_conv2d_desc *d, int gpu, int clblast)
     return KILN_BACKEND_IM2COL;
   if (clblast)
     return KILN_BACKEND_CLBLAST;
+  if (kiln__conv_implicit_gemm(d, gpu)) /* the direct backend's, no buffer */
+    return KILN_BACKEND_DIRECT;
   return d->stride_h == 1 && d->stride_w == 1 ? KILN_BACKEND_DIRECT : KILN_BACKEND_IM2COL;
 }
 

@@ -296,6 +296,14 @@ kiln_status kiln__conv_upload(kiln_runtime *rt, const char *op, kiln__conv *cv,
 /* AUTO's rule for d (conv.c): gpu, a GPU-shaped device; clblast, CLBlast's
  * convgemm built in and able to run it. Pure, for the rules' test. */
 kiln_backend kiln__conv_rule(const kiln_conv2d_desc *d, int gpu, int clblast);
+/* Whether the direct backend runs d with the GPU shape's depthwise kernel
+ * (gpu: a GPU-shaped device): a depthwise layer whose staged input tile
+ * fits the kernel's local memory (conv.c). Pure, for the rules' test. */
+int kiln__conv_depthwise_kernel(const kiln_conv2d_desc *d, int gpu);
+/* Whether it runs d, not depthwise, with the GPU shape's implicit GEMM
+ * (no im2col buffer): a group's depth c/groups x r x s of 16 or more and 8
+ * or more output channels a group (conv.c). Pure. */
+int kiln__conv_implicit_gemm(const kiln_conv2d_desc *d, int gpu);
 kiln_status kiln__conv_choose(kiln_runtime *rt, const kiln__conv *cv,
                               const kiln__conv_backend **out);
 

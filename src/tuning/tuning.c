@@ -444,8 +444,11 @@ void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str 
   else if (strcmp(program, "reduce") == 0)
     kiln__str_appendf(out, " -DKILN_REDUCE_WG=%u", t->reduce.wg);
   else if (strcmp(program, "conv") == 0)
-    kiln__str_appendf(out, " -DKILN_CONV_QW=%u -DKILN_CONV_KB=%u", t->conv.qw,
-                      t->conv.kb);
+    kiln__str_appendf(out,
+                      " -DKILN_CONV_QW=%u -DKILN_CONV_KB=%u -DKILN_CONV_DW_LX=%u"
+                      " -DKILN_CONV_DW_LY=%u -DKILN_CONV_DW_QW=%u -DKILN_CONV_DW_TILE=%u",
+                      t->conv.qw, t->conv.kb, KILN__CONV_DW_LX, KILN__CONV_DW_LY,
+                      KILN__CONV_DW_QW, KILN__CONV_DW_TILE);
   else if (strcmp(program, "fft") == 0) /* the size of kiln_fft_rowv's arrays */
     kiln__str_appendf(out, " -DKILN_FFT_ROW_MAX=%u", KILN__FFT_ROW_MAX);
 }

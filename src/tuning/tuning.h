@@ -89,6 +89,15 @@ typedef struct kiln__fft_tuning {
  * driver's choice). im2col: each im2col + GEMM step writes at most about
  * col_kib KiB of im2col matrix (whole images while they fit, else column
  * chunks of one image). */
+/* The GPU shape's depthwise kernel (cl/conv.cl): work-groups of LX x LY
+ * work-items, QW outputs of a row each, an input tile of at most TILE
+ * elements in local memory (16 KiB of float, 32 KiB of double: within the
+ * 48 KiB NVIDIA gives a work-group). Fixed until a GPU measures others. */
+#define KILN__CONV_DW_LX 16
+#define KILN__CONV_DW_LY 8
+#define KILN__CONV_DW_QW 4
+#define KILN__CONV_DW_TILE 4096
+
 typedef struct kiln__conv_tuning {
   unsigned qw, kb, lq, lp;
   unsigned col_kib;

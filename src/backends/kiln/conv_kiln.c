@@ -62,6 +62,41 @@ static size_t group_side(size_t n, size_t most)
   return v < most ? v : most;
 }
 
+/* The depthwise kernel: a group a tile of LY output rows by LX x QW
+ * columns of one image and input channel. */
+static kiln_status depthwise(kiln_runtime *rt, const kiln__conv *cv)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  size_t cols = KILN__CONV_DW_LX * KILN__CONV_DW_QW;
+  size_t global[3] = {(cv->q + cols - 1) / cols * KILN__CONV_DW_LX,
+                      round_up(cv->p, KILN__CONV_DW_LY), d->n * d->c};
+  size_t local[3] = {KILN__CONV_DW_LX, KILN__CONV_DW_LY, 1};
+  cl_mem bias = cv->bias ? cv->bias : cv->y; /* never read without one */
+  return kiln__launch_conv_dw(
+    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, local, cv->x, cv->off_x, cv->w,
+    cv->off_w, bias, cv->bias ? cv->off_bias : 0, cv->bias != NULL, d->activation,
+    d->layout == KILN_NHWC, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w,
+    d->pad_top, d->pad_left, d->dilation_h, d->dilation_w, cv->p, cv->q, cv->y,
+    cv->off_y);
+}
+
+/* The implicit GEMM: a group a 64 x 64 tile of one image's and group's
+ * output channels by output pixels. */
+static kiln_status implicit_gemm(kiln_runtime *rt, const kiln__conv *cv)
+{
+  const kiln_conv2d_desc *d = &cv->d;
+  size_t global[3] = {(cv->p * cv->q + 63) / 64 * 16, (d->k / d->groups + 63) / 64 * 16,
+                      d->n * d->groups};
+  size_t local[3] = {16, 16, 1};
+  cl_mem bias = cv->bias ? cv->bias : cv->y; /* never read without one */
+  return kiln__launch_conv_igemm(
+    rt, "kiln_conv2d(direct)", tag(d->dtype), 3, global, local, cv->x, cv->off_x, cv->w,
+    cv->off_w, bias, cv->bias ? cv->off_bias : 0, cv->bias != NULL, d->activation,
+    d->layout == KILN_NHWC, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w,
+    d->pad_top, d->pad_left, d->dilation_h, d->dilation_w, d->groups, cv->p, cv->q, cv->y,
+    cv->off_y);
+}
+
 /* The direct kernel with rt's blocking (kiln__conv_tuning): qw columns and
  * kb channels a work-item, in lq x lp groups (or the driver's), the global
  * size padded to whole groups; the kernel skips what lies outside. Where
@@ -74,6 +109,15 @@ static size_t group_side(size_t n, size_t most)
 static kiln_status direct(kiln_runtime *rt, const kiln__conv *cv)
 {
   const kiln_conv2d_desc *d = &cv->d;
+  const kiln_device_info *dev = kiln_runtime_device(rt);
+  size_t acc = d->dtype == KILN_F64 ? 8 : 4; /* the staged tile's element */
+  if (kiln__conv_depthwise_kernel(d, kiln__gpu_shape(rt)) &&
+      dev->max_work_group_size >= KILN__CONV_DW_LX * KILN__CONV_DW_LY &&
+      dev->local_mem_bytes >= (uint64_t)KILN__CONV_DW_TILE * acc)
+    return depthwise(rt, cv);
+  if (kiln__conv_implicit_gemm(d, kiln__gpu_shape(rt)) &&
+      dev->max_work_group_size >= 256 && dev->local_mem_bytes >= 2 * 16 * 64 * acc)
+    return implicit_gemm(rt, cv);
   const kiln__conv_tuning *t = &rt->tuning->t.conv;
   size_t global[3] = {(cv->q + t->qw - 1) / t->qw, cv->p,
                       d->n * ((d->k + t->kb - 1) / t->kb)};
