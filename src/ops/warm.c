@@ -32,7 +32,7 @@ static const struct {
   const char *files[2];
 } warm_ops[] = {
   {"gemm", {"gemm", NULL}}, {"conv2d", {"conv", "gemm"}},   {"reduce", {"reduce", NULL}},
-  {"fft", {"fft", NULL}},   {"convert", {"convert", NULL}}, {"scale", {"scale", NULL}},
+  {"fft", {"fft", "fft_local"}},   {"convert", {"convert", NULL}}, {"scale", {"scale", NULL}},
 };
 
 #define NOPS (sizeof warm_ops / sizeof warm_ops[0])
