@@ -38,7 +38,9 @@
  * (never a product: each twiddle correctly rounded), runs the length-Rs DFT
  * in registers, and after a barrier writes point r to (i - k) Rs + k + r p.
  * Real and imaginary parts live in two local arrays of S, so that a warp's
- * 32-bit accesses fall on distinct banks wherever their indices do.
+ * 32-bit accesses fall on distinct banks wherever their indices do, and
+ * each sequence's points are rotated by its index (KILN_FFTL_AT), so that
+ * reads across sequences do not all meet one bank.
  *
  * tw holds (cos, sin) pairs of 2 pi j / N for the tables above, tw_n, tw_a
  * and tw_f their first reals; sign -1 forward, +1 inverse (unscaled).
@@ -116,7 +118,7 @@ inline uint kiln_fftl_bitrev(uint r, uint len)
     _Pragma("unroll") for (uint j = 0; j < KILN_FFT_LRADIX / (RS); j++) { \
       uint b = lid + j * wg, s = b >> lq, i = b & (q - 1), k = i & (p - 1); \
       _Pragma("unroll") for (uint r = 0; r < (RS); r++) { \
-        uint at = (s << ln) + i + r * q, o = j * (RS) + r; \
+        uint at = KILN_FFTL_AT(s, i + r * q), o = j * (RS) + r; \
         S pr = lr[at], pi = li[at]; \
         if (r && k) { \
           global const S *w = tw + tw_n + 2 * (r * k * step); \
@@ -137,13 +139,19 @@ inline uint kiln_fftl_bitrev(uint r, uint len)
     _Pragma("unroll") for (uint j = 0; j < KILN_FFT_LRADIX / (RS); j++) { \
       uint b = lid + j * wg, s = b >> lq, i = b & (q - 1), k = i & (p - 1); \
       _Pragma("unroll") for (uint r = 0; r < (RS); r++) { \
-        uint at = (s << ln) + (i - k) * (RS) + k + r * p; \
+        uint at = KILN_FFTL_AT(s, (i - k) * (RS) + k + r * p); \
         uint o = j * (RS) + kiln_fftl_bitrev(r, RS); \
         lr[at] = xr[o]; \
         li[at] = xi[o]; \
       } \
     } \
   }
+/* Where point t of the group's sequence s lives in lr and li: each
+ * sequence's points rotated by s, so that the same point of neighbouring
+ * sequences (a warp's accesses when it reads across them: columns) falls
+ * on distinct banks instead of all n apart on one. */
+#define KILN_FFTL_AT(s, t) (((s) << ln) + (((t) + (s)) & (n - 1)))
+
 /* Either half for the pass's radix rs, a literal in each branch. */
 #if KILN_FFT_LRADIX >= 16
 #define KILN_FFTL_R16(H) if (rs == 16) H(16) else
@@ -172,19 +180,19 @@ kernel void NAME(kiln_fft_local)(global const S *in, ulong in_off, global S *out
   in += in_off;
   out += out_off;
   uint lid = get_local_id(0), wg = get_local_size(0), all = g * n;
-  uint ln = 31 - clz(n);
+  uint ln = 31 - clz(n), lg = 31 - clz(g); /* n and g are powers of two */
   ulong q0 = (ulong)get_group_id(0) * g;
   uint cmask = (1u << lc) - 1, amask = (1u << la) - 1;
   /* Sequences side by side in memory: read and write along them. */
   int in_across = (lc ? sc : sa) == 1, out_across = (lc ? oc : oa) == 1;
   for (uint f = lid; f < all; f += wg) {
-    uint s = in_across ? f % g : f >> ln, t = in_across ? f / g : f & (n - 1);
+    uint s = in_across ? f & (g - 1) : f >> ln, t = in_across ? f >> lg : f & (n - 1);
     ulong qq = q0 + s;
     if (qq < seqs) {
       ulong at = (qq >> (lc + la)) * sb + ((uint)(qq >> lc) & amask) * (ulong)sa +
                  ((uint)qq & cmask) * (ulong)sc + t * (ulong)st;
-      lr[(s << ln) + t] = in[2 * at];
-      li[(s << ln) + t] = in[2 * at + 1];
+      lr[KILN_FFTL_AT(s, t)] = in[2 * at];
+      li[KILN_FFTL_AT(s, t)] = in[2 * at + 1];
     }
   }
   for (uint p = 1; p < n;) {
@@ -198,13 +206,13 @@ kernel void NAME(kiln_fft_local)(global const S *in, ulong in_off, global S *out
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint f = lid; f < all; f += wg) {
-    uint s = out_across ? f % g : f >> ln, k = out_across ? f / g : f & (n - 1);
+    uint s = out_across ? f & (g - 1) : f >> ln, k = out_across ? f >> lg : f & (n - 1);
     ulong qq = q0 + s;
     if (qq < seqs) {
       uint a = (uint)(qq >> lc) & amask;
       ulong at = (qq >> (lc + la)) * sb + a * (ulong)oa + ((uint)qq & cmask) * (ulong)oc +
                  k * (ulong)ot;
-      S vr = lr[(s << ln) + k], vi = li[(s << ln) + k];
+      S vr = lr[KILN_FFTL_AT(s, k)], vi = li[KILN_FFTL_AT(s, k)];
       if (fuse) { /* exp(sign 2 pi i a k / (n 2^la)) as two table entries */
         uint u = a * k;
         global const S *h = tw + tw_a + 2 * (u >> ln), *l = tw + tw_f + 2 * (u & (n - 1));

@@ -822,7 +822,9 @@ static void test_fft_gpu_local(void **state)
       for (int inv = 0; inv < 2; inv++) {
         kiln_fft_desc d =
           desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32, 1, (size_t[]){(size_t)1 << m},
-               m <= 10 ? 5 : m <= 13 ? 3 : 1);
+               m <= 10   ? 5
+               : m <= 13 ? 3
+                         : 1);
         d.inverse = inv;
         check(rt, &d, 1, 1100 + m * 4 + (size_t)(t * 2 + inv));
       }
@@ -1112,5 +1114,6 @@ int main(int argc, char **argv)
     cmocka_unit_test(test_fft_gpu_local), /* last: only when named (argv) */
   };
   size_t count = sizeof tests / sizeof *tests - (argc > 1 ? 0 : 1);
-  return _cmocka_run_group_tests("tests", tests, count, setup, kiln_test_runtime_teardown);
+  return _cmocka_run_group_tests("tests", tests, count, setup,
+                                 kiln_test_runtime_teardown);
 }

@@ -31,8 +31,9 @@ static const struct {
   const char *op;
   const char *files[2];
 } warm_ops[] = {
-  {"gemm", {"gemm", NULL}}, {"conv2d", {"conv", "gemm"}},   {"reduce", {"reduce", NULL}},
-  {"fft", {"fft", "fft_local"}},   {"convert", {"convert", NULL}}, {"scale", {"scale", NULL}},
+  {"gemm", {"gemm", NULL}},       {"conv2d", {"conv", "gemm"}},
+  {"reduce", {"reduce", NULL}},   {"fft", {"fft", "fft_local"}},
+  {"convert", {"convert", NULL}}, {"scale", {"scale", NULL}},
 };
 
 #define NOPS (sizeof warm_ops / sizeof warm_ops[0])

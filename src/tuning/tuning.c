@@ -222,7 +222,8 @@ static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
                           .local_radix = 8,
                           .local_cols = 16};
   size_t pts = 4096; /* the local room for float32 points, within the group's size */
-  while (pts > 16 && (pts * 8 > dev->local_mem_bytes || pts / 8 > dev->max_work_group_size))
+  while (pts > 16 &&
+         (pts * 8 > dev->local_mem_bytes || pts / 8 > dev->max_work_group_size))
     pts /= 2;
   t->local_max = gpu && pts > 16 ? (unsigned)pts : 0;
 }
@@ -434,7 +435,8 @@ int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln_
   if (f->local_radix != 4 && f->local_radix != 8 && f->local_radix != 16)
     rc = bad(why, "fft", "local_radix", f->local_radix, "it is 4, 8 or 16");
   if (f->local_cols < 1 || f->local_cols > 64 || !is_pow2(f->local_cols))
-    rc = bad(why, "fft", "local_cols", f->local_cols, "it is a power of two from 1 to 64");
+    rc =
+      bad(why, "fft", "local_cols", f->local_cols, "it is a power of two from 1 to 64");
   if (f->local_max && (!is_pow2(f->local_max) || f->local_max < 32 ||
                        f->local_max > 4096 || f->local_max * 8 > dev->local_mem_bytes ||
                        f->local_max / f->local_radix > dev->max_work_group_size))

@@ -24,7 +24,10 @@
  * axis of n points whose neighbours along it are `cols` elements apart (the
  * product of the later lengths) is `batch` arrays of (n, cols), and a
  * column pass reads and writes whole rows of them (cl/fft.cl). Axes run
- * last first.
+ * last first. Where the tuning's local_max is non-zero (GPUs), an axis of
+ * up to local_max points (half for f64) runs whole in local memory in one
+ * launch of cl/fft_local.cl, and one of up to local_max^2 in two (the
+ * four-step split, plan_local() and run_local()); docs/fft.md, "On GPUs".
  *
  * The plan owns one twiddle table per distinct length (computed in double
  * on the host, so each entry is correctly rounded to the transform's type;
@@ -370,8 +373,8 @@ static kiln_status run_local(kiln_runtime *rt, const fft_axis *ax, unsigned s,
   cl_uint tw_n = s ? (cl_uint)(2 * n1) : 0;
   return kiln__launch_fft_local(
     rt, "kiln_fft(kiln)", f64 ? "f64" : "f32", 1, global, local, src.mem, src.off,
-    dst.mem, dst.off, (cl_uint)len, log2u(a), log2u(c), (cl_uint)g, seqs,
-    ax->n * c, sa, 1, st, oa, 1, ot, ax->npass > 1 && s == 0, sign, ax->twiddles, tw_n,
+    dst.mem, dst.off, (cl_uint)len, log2u(a), log2u(c), (cl_uint)g, seqs, ax->n * c, sa,
+    1, st, oa, 1, ot, ax->npass > 1 && s == 0, sign, ax->twiddles, tw_n,
     (cl_uint)(2 * n1), (cl_uint)(2 * (n1 + n2)));
 }
 
