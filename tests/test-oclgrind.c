@@ -1213,8 +1213,8 @@ static void test_oclgrind_fft_c2c_nd(void **state)
 /* The local-memory kernels (cl/fft_local.cl) with a local room of 64
  * points: whole sequences (2 to 64, radix 8 then the rest; radix 16 and 4
  * too), groups of several sequences (local_cols 4), two launches with the
- * twiddles between (256 = 16 x 16, 2048 = 64 x 32; float64's room of 32:
- * 128 = 16 x 8), and columns whole and split (8 x 4, 128 x 2). */
+ * twiddles between (256 = 16 x 16, 2048 = 32 x 64; float64's room of 32:
+ * 128 = 8 x 16), and columns whole and split (8 x 4, 128 x 2). */
 static void test_oclgrind_fft_local(void **state)
 {
   (void)state;

@@ -194,7 +194,9 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
 
 /* Whether axis ax of 2^m points runs in local memory (the tuning's
  * local_max, halved for float64): whole, or as N1 N2 with both within it
- * (N1 the larger), as radix[0] and radix[1]. */
+ * as radix[0] and radix[1]. N1, the strided first step's length, is the
+ * smaller: a group then holds more of its sequences, which lie side by
+ * side in memory, so its loads and stores run in longer contiguous pieces. */
 static int plan_local(kiln_runtime *rt, fft_axis *ax, unsigned m, int f64)
 {
   size_t cap = rt->tuning->t.fft.local_max >> f64;
@@ -205,8 +207,8 @@ static int plan_local(kiln_runtime *rt, fft_axis *ax, unsigned m, int f64)
     ax->radix[ax->npass++] = (unsigned)ax->n;
     return 1;
   }
-  ax->radix[ax->npass++] = 1u << (m - m / 2);
   ax->radix[ax->npass++] = 1u << (m / 2);
+  ax->radix[ax->npass++] = 1u << (m - m / 2);
   return 1;
 }
 
