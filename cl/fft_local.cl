@@ -193,6 +193,9 @@ kernel void NAME(kiln_fft_local)(global const S *in, ulong in_off, global S *out
                  ((uint)qq & cmask) * (ulong)sc + t * (ulong)st;
       lr[KILN_FFTL_AT(s, t)] = in[2 * at];
       li[KILN_FFTL_AT(s, t)] = in[2 * at + 1];
+    } else { /* past the last sequence: transformed like the rest, never stored */
+      lr[KILN_FFTL_AT(s, t)] = 0;
+      li[KILN_FFTL_AT(s, t)] = 0;
     }
   }
   for (uint p = 1; p < n;) {

@@ -9,7 +9,8 @@
  * with batches, numpy's three norms, float64 on devices with fp64, kiln's
  * own kernels on power-of-two 2-D and 3-D shapes; for
  * 2^20 and 1024 x 1024, the round trip, Parseval's identity and a few bins
- * computed directly; each through AUTO and every FFT backend (a backend that
+ * computed directly; the kiln backend's local-memory kernels when named
+ * (test_fft_gpu_local, run under the GPU shape by meson's fft-gpu-shape); each through AUTO and every FFT backend (a backend that
  * is not built in or cannot do a length returns KILN_ERR_UNSUPPORTED with a
  * message: skipped; AUTO must do every case); two calls of one shape; and
  * the errors.
