@@ -9,7 +9,8 @@
  * with batches, numpy's three norms, float64 on devices with fp64, kiln's
  * own kernels on power-of-two 2-D and 3-D shapes; for
  * 2^20 and 1024 x 1024, the round trip, Parseval's identity and a few bins
- * computed directly; each through AUTO and every FFT backend (a backend that
+ * computed directly; the kiln backend's local-memory kernels when named
+ * (test_fft_gpu_local, run under the GPU shape by meson's fft-gpu-shape); each through AUTO and every FFT backend (a backend that
  * is not built in or cannot do a length returns KILN_ERR_UNSUPPORTED with a
  * message: skipped; AUTO must do every case); two calls of one shape; and
  * the errors.
@@ -68,8 +69,36 @@ static double random_value(kiln_dtype t, uint64_t *s)
   return t == KILN_F32 ? (double)(float)v : v;
 }
 
+/* The same DFT of one sequence y of n = 2^m complex doubles, in place, as a
+ * radix-2 FFT (bit reversal, then butterflies) with twiddles from tw, each
+ * within an ulp: lengths the naive sum would take seconds for. */
+static void fft_pow2(double *y, size_t n, const double *tw)
+{
+  for (size_t i = 1, j = 0; i < n; i++) {
+    size_t bit = n >> 1;
+    for (; j & bit; bit >>= 1)
+      j ^= bit;
+    j |= bit;
+    if (i < j)
+      for (int p = 0; p < 2; p++) {
+        double t = y[2 * i + (size_t)p];
+        y[2 * i + (size_t)p] = y[2 * j + (size_t)p], y[2 * j + (size_t)p] = t;
+      }
+  }
+  for (size_t len = 2; len <= n; len *= 2)
+    for (size_t b = 0; b < n; b += len)
+      for (size_t j = 0; j < len / 2; j++) {
+        const double *w = tw + 2 * (j * (n / len));
+        double *u = y + 2 * (b + j), *v = y + 2 * (b + j + len / 2);
+        double vr = v[0] * w[0] - v[1] * w[1], vi = v[0] * w[1] + v[1] * w[0];
+        v[0] = u[0] - vr, v[1] = u[1] - vi;
+        u[0] += vr, u[1] += vi;
+      }
+}
+
 /* The DFT along the middle axis of (outer, n, inner) complex doubles
- * (interleaved), in place: y_k = sum_j x_j exp(sign 2 pi i j k / n). */
+ * (interleaved), in place: y_k = sum_j x_j exp(sign 2 pi i j k / n); powers
+ * of two above 1024 by fft_pow2(). */
 static void dft_axis(double *x, size_t outer, size_t n, size_t inner, int sign)
 {
   double *tw = malloc(2 * n * sizeof *tw), *y = malloc(2 * n * sizeof *y);
@@ -81,16 +110,21 @@ static void dft_axis(double *x, size_t outer, size_t n, size_t inner, int sign)
   for (size_t o = 0; o < outer; o++)
     for (size_t i = 0; i < inner; i++) {
       double *base = x + 2 * (o * n * inner + i);
-      for (size_t k = 0; k < n; k++) {
-        double re = 0, im = 0;
-        for (size_t j = 0; j < n; j++) {
-          size_t m = j * k % n;
-          double a = base[2 * j * inner], b = base[2 * j * inner + 1];
-          re += a * tw[2 * m] - b * tw[2 * m + 1];
-          im += a * tw[2 * m + 1] + b * tw[2 * m];
+      if (n > 1024 && !(n & (n - 1))) {
+        for (size_t j = 0; j < n; j++)
+          y[2 * j] = base[2 * j * inner], y[2 * j + 1] = base[2 * j * inner + 1];
+        fft_pow2(y, n, tw);
+      } else
+        for (size_t k = 0; k < n; k++) {
+          double re = 0, im = 0;
+          for (size_t j = 0; j < n; j++) {
+            size_t m = j * k % n;
+            double a = base[2 * j * inner], b = base[2 * j * inner + 1];
+            re += a * tw[2 * m] - b * tw[2 * m + 1];
+            im += a * tw[2 * m + 1] + b * tw[2 * m];
+          }
+          y[2 * k] = re, y[2 * k + 1] = im;
         }
-        y[2 * k] = re, y[2 * k + 1] = im;
-      }
       for (size_t k = 0; k < n; k++)
         base[2 * k * inner] = y[2 * k], base[2 * k * inner + 1] = y[2 * k + 1];
     }
@@ -772,6 +806,43 @@ static void test_fft_large(void **state)
   report("large");
 }
 
+/* The kiln backend's local-memory kernels (cl/fft_local.cl), which the GPU
+ * shape runs (meson test fft-gpu-shape, KILN_TEST_SHAPE=gpu): every power
+ * of two from 2 to 2^16 (whole sequences up to the tuning's local_max, two
+ * launches above), both directions, odd batches where the reference is
+ * cheap; float64 (half the local room a point: both forms again) to 2^13;
+ * 2-D and 3-D shapes whose column axes are whole or split; and 2^20 once.
+ * Elsewhere the same cases run kiln's other kernels, and must hold too. */
+static void test_fft_gpu_local(void **state)
+{
+  kiln_runtime *rt = *state;
+  begin();
+  int f64 = kiln_runtime_device(rt)->has_fp64;
+  for (unsigned m = 1; m <= 16; m++)
+    for (int t = 0; t < 1 + (f64 && m <= 13); t++)
+      for (int inv = 0; inv < 2; inv++) {
+        kiln_fft_desc d =
+          desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32, 1, (size_t[]){(size_t)1 << m},
+               m <= 10   ? 5
+               : m <= 13 ? 3
+                         : 1);
+        d.inverse = inv;
+        check(rt, &d, 1, 1100 + m * 4 + (size_t)(t * 2 + inv));
+      }
+  static const size_t shapes[][3] = {{64, 32}, {8192, 4}, {4, 8192}, {2, 4, 16}};
+  static const size_t batches[] = {3, 1, 1, 3};
+  for (size_t k = 0; k < sizeof batches / sizeof *batches; k++)
+    for (int t = 0; t < 1 + f64; t++) {
+      kiln_fft_desc d = desc(KILN_FFT_C2C, t ? KILN_F64 : KILN_F32, shapes[k][2] ? 3 : 2,
+                             shapes[k], batches[k]);
+      d.inverse = t;
+      check(rt, &d, 1, 1200 + k * 2 + (size_t)t);
+    }
+  large_case(rt, 1, (size_t[]){(size_t)1 << 20}, 1);
+  assert_int_equal(skipped[1], 0);
+  report("kiln's local-memory kernels");
+}
+
 /* One shape twice, with other data, then another batch (another plan) and
  * the first shape again: every result right. */
 static void test_fft_plan_reuse(void **state)
@@ -1020,9 +1091,11 @@ static int setup(void **state)
   return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
   kiln_test_require_device();
+  if (argc > 1)
+    cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fft_desc_init),
     cmocka_unit_test(test_fft_errors),
@@ -1039,6 +1112,9 @@ int main(void)
     cmocka_unit_test(test_fft_host_split),
     cmocka_unit_test(test_fft_host_errors),
     cmocka_unit_test(test_fft_large),
+    cmocka_unit_test(test_fft_gpu_local), /* last: only when named (argv) */
   };
-  return cmocka_run_group_tests(tests, setup, kiln_test_runtime_teardown);
+  size_t count = sizeof tests / sizeof *tests - (argc > 1 ? 0 : 1);
+  return _cmocka_run_group_tests("tests", tests, count, setup,
+                                 kiln_test_runtime_teardown);
 }

@@ -193,7 +193,7 @@ static kiln_program *build_with_arg_info(kiln_runtime *rt, size_t i)
   text[b->size] = '\0';
   kiln__str options = {0};
   char family[64];
-  kiln__builtin_family(b->name, family, sizeof family);
+  kiln__builtin_family(b, family, sizeof family);
   kiln__builtin_options(kiln_runtime_device(rt), &rt->tuning->t, family, &options);
   kiln__str_appendf(&options, " -cl-kernel-arg-info");
   assert_false(options.failed);

@@ -239,6 +239,7 @@ static void cpu_shapes(kiln_runtime *rt)
   t.reduce = (kiln__reduce_tuning){.gpu_shape = 0, .chunks = 3, .wg = 64, .groups = 1};
   t.fft.vec_first = 1;
   t.fft.row_max = 0; /* the passes one a launch; test_oclgrind_fft_c2c runs rowv */
+  t.fft.local_max = 0;
   kiln__runtime_set_tuning(rt, &t);
 }
 
@@ -287,6 +288,7 @@ static int group_setup(void **state)
     kiln__tuning t = gpu_rt->tuning->t;
     for (int v = 0; v < KILN__GEMM_VARIANTS; v++)
       t.gemm[v].direct = 0;
+    t.fft.local_max = 0; /* the passes of fft.cl; test_oclgrind_fft_local: fft_local.cl */
     kiln__runtime_set_tuning(gpu_rt, &t);
   }
   int bad = capture_end("runtime creation");
@@ -1215,6 +1217,32 @@ static void test_oclgrind_fft_c2c_nd(void **state)
   fft_c2c_nd(gpu_rt, KILN_F64, 2, (size_t[]){2, 4}, 2, 1, KILN_FFT_NORM_BACKWARD);
 }
 
+/* The local-memory kernels (cl/fft_local.cl) with a local room of 64
+ * points: whole sequences (2 to 64, radix 8 then the rest; radix 16 and 4
+ * too), groups of several sequences (local_cols 4), two launches with the
+ * twiddles between (256 = 16 x 16, 2048 = 32 x 64; float64's room of 32:
+ * 128 = 8 x 16), and columns whole and split (8 x 4, 128 x 2). */
+static void test_oclgrind_fft_local(void **state)
+{
+  (void)state;
+  kiln__tuning t = gpu_rt->tuning->t, keep = t;
+  t.fft.local_max = 64, t.fft.local_radix = 8, t.fft.local_cols = 4;
+  kiln__runtime_set_tuning(gpu_rt, &t);
+  static const size_t lengths[] = {2, 8, 32, 64, 256, 2048};
+  for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++)
+    fft_c2c(gpu_rt, KILN_F32, lengths[i], 3, (int)(i & 1), KILN_FFT_NORM_BACKWARD);
+  fft_c2c(gpu_rt, KILN_F64, 128, 1, 1, KILN_FFT_NORM_BACKWARD);
+  fft_c2c_nd(gpu_rt, KILN_F32, 2, (size_t[]){8, 4}, 3, 0, KILN_FFT_NORM_BACKWARD);
+  fft_c2c_nd(gpu_rt, KILN_F32, 2, (size_t[]){128, 2}, 1, 1, KILN_FFT_NORM_ORTHO);
+  t.fft.local_radix = 16;
+  kiln__runtime_set_tuning(gpu_rt, &t);
+  fft_c2c(gpu_rt, KILN_F32, 64, 1, 0, KILN_FFT_NORM_BACKWARD);
+  t.fft.local_radix = 4, t.fft.local_cols = 1;
+  kiln__runtime_set_tuning(gpu_rt, &t);
+  fft_c2c(gpu_rt, KILN_F32, 32, 2, 1, KILN_FFT_NORM_BACKWARD);
+  kiln__runtime_set_tuning(gpu_rt, &keep);
+}
+
 /* R2C and C2R as complex transforms (src/ops/fft_real.c), the path kiln_fft()
  * takes for shapes no backend runs, called directly on a power-of-two length
  * so that its C2C runs on kiln's own kernels. */
@@ -1539,6 +1567,7 @@ int main(int argc, char **argv)
     T(test_oclgrind_conv_cpu_shape),
     T(test_oclgrind_fft_c2c),
     T(test_oclgrind_fft_c2c_nd),
+    T(test_oclgrind_fft_local),
     T(test_oclgrind_fft_real),
     T(test_oclgrind_every_kernel_ran), /* last: counts what the others ran */
   };

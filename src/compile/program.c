@@ -387,19 +387,18 @@ void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
   }
 }
 
-void kiln__builtin_family(const char *name, char *out, size_t size)
+void kiln__builtin_family(const kiln__builtin_source *b, char *out, size_t size)
 {
-  snprintf(out, size, "%.*s", (int)strcspn(name, "_"), name);
+  size_t n = b->common ? strcspn(b->name, "_") : strlen(b->name);
+  snprintf(out, size, "%.*s", (int)n, b->name);
 }
 
-/* The options cl/<b's name>.cl is built with: its family's, so that the
- * files of a family (cl/reduce.cl, cl/reduce_gpu.cl) read the same
- * parameters. */
+/* The options cl/<b's name>.cl is built with (kiln__builtin_family()). */
 static void builtin_options(kiln_runtime *rt, const kiln__builtin_source *b,
                             kiln__str *out)
 {
   char family[64];
-  kiln__builtin_family(b->name, family, sizeof family);
+  kiln__builtin_family(b, family, sizeof family);
   kiln__builtin_options_of(rt, family, out);
 }
 

@@ -33,9 +33,12 @@ void kiln__builtin_join(kiln__str *out, const char *prelude, size_t plen,
                         const char *common, const char *ctext, size_t clen,
                         const char *name, const char *text, size_t len);
 
-/* The family of cl/<name>.cl, its name up to the first underscore
- * ("reduce" for reduce_gpu), in out: the name its options go by. */
-void kiln__builtin_family(const char *name, char *out, size_t size);
+/* The name the options of builtin b go by, in out: for the files that
+ * share a common part (cl/reduce.cl, cl/reduce_gpu.cl after
+ * cl/reduce_common.cl) their family's, the name up to the first
+ * underscore, since that part reads the same parameters; else the file's
+ * own (cl/fft_local.cl's options are not cl/fft.cl's). */
+void kiln__builtin_family(const kiln__builtin_source *b, char *out, size_t size);
 
 /* A new kernel object of a builtin program, which is built on first use and
  * kept by the runtime. Release the kernel once enqueued: each call gets its

@@ -34,7 +34,7 @@ static const struct {
   {"gemm", {"gemm", NULL}},
   {"conv2d", {"conv", "gemm"}},
   {"reduce", {"reduce", "reduce_gpu"}},
-  {"fft", {"fft", NULL}},
+  {"fft", {"fft", "fft_local"}},
   {"convert", {"convert", NULL}},
   {"scale", {"scale", NULL}},
 };

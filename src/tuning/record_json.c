@@ -15,7 +15,8 @@
  *                      "strn": 1, "pad": 0, "db": 1, "gm": 8},
  *              "f16": {...}, "f64": {...}},
  *     "reduce": {"shape": "cpu", "chunks": 8, "wg": 256, "groups": 16},
- *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1, "row_max": 2048},
+ *     "fft": {"wide_from": 16, "group": 64, "vec_first": 1, "row_max": 2048,
+ *             "local_max": 0, "local_radix": 8, "local_cols": 16},
  *     "conv": {"qw": 1, "kb": 1, "lq": 0, "lp": 0, "col_kib": 8192},
  *     "measured": [{"kernel": "gemm f32", "from": "...", "to": "...",
  *                   "from_ns": 1, "to_ns": 1, "candidates": 1}, ...],
@@ -156,6 +157,9 @@ static json_object *record_new(kiln_runtime *rt, const kiln__tuning *t, const ch
   put_uint(f, "group", t->fft.group);
   put_uint(f, "vec_first", t->fft.vec_first);
   put_uint(f, "row_max", t->fft.row_max);
+  put_uint(f, "local_max", t->fft.local_max);
+  put_uint(f, "local_radix", t->fft.local_radix);
+  put_uint(f, "local_cols", t->fft.local_cols);
   json_object_object_add(o, "fft", f);
   put_conv(o, &t->conv);
   pthread_mutex_lock(&rt->lock);
@@ -296,7 +300,10 @@ static int read_params(json_object *o, kiln__tuning *t, kiln__str *why)
       get_uint(f, "fft", "wide_from", &t->fft.wide_from, why) ||
       get_uint(f, "fft", "group", &t->fft.group, why) ||
       get_uint(f, "fft", "vec_first", &t->fft.vec_first, why) ||
-      get_uint(f, "fft", "row_max", &t->fft.row_max, why))
+      get_uint(f, "fft", "row_max", &t->fft.row_max, why) ||
+      get_uint(f, "fft", "local_max", &t->fft.local_max, why) ||
+      get_uint(f, "fft", "local_radix", &t->fft.local_radix, why) ||
+      get_uint(f, "fft", "local_cols", &t->fft.local_cols, why))
     return -1;
   return read_conv(o, &t->conv, why);
 }

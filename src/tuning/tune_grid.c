@@ -53,8 +53,10 @@ void kiln__tune_cand_text(int what, int variant, kiln__tune_cand *c)
   else if (what == 1)
     reduce_text(&c->t.reduce, c->text, sizeof c->text);
   else
-    snprintf(c->text, sizeof c->text, "group=%u wide_from=%u vec_first=%u row_max=%u",
-             c->t.fft.group, c->t.fft.wide_from, c->t.fft.vec_first, c->t.fft.row_max);
+    snprintf(c->text, sizeof c->text,
+             "group=%u wide_from=%u vec_first=%u row_max=%u local=%u/%u/%u",
+             c->t.fft.group, c->t.fft.wide_from, c->t.fft.vec_first, c->t.fft.row_max,
+             c->t.fft.local_max, c->t.fft.local_radix, c->t.fft.local_cols);
 }
 
 static double ldist(unsigned a, unsigned b)
@@ -233,7 +235,9 @@ static void reduce_grid(int gpu, unsigned cu, const kiln__tuning *base,
 }
 
 /* The FFT's grid around base: group sizes, the scalar kernels' wide_from,
- * and the vector kernels with and without whole rows. */
+ * and the vector kernels with and without whole rows; where the rules run
+ * the local-memory kernels (GPUs), their radix a work-item, sequences a
+ * group and a local room of half the rule's too. */
 static void fft_grid(const kiln__tuning *base, kiln__tune_cand *list, size_t *n)
 {
   kiln__tuning t = *base;
@@ -256,6 +260,20 @@ static void fft_grid(const kiln__tuning *base, kiln__tune_cand *list, size_t *n)
               ldist(t.fft.wide_from, base->fft.wide_from) +
               (t.fft.vec_first != base->fft.vec_first) +
               (t.fft.row_max != base->fft.row_max));
+      }
+  static const unsigned radices[] = {4, 8, 16}, cols[] = {1, 4, 16, 64};
+  for (unsigned h = 0; base->fft.local_max && h < 2; h++)
+    for (size_t i = 0; i < KILN__COUNT(radices); i++)
+      for (size_t j = 0; j < KILN__COUNT(cols); j++) {
+        t = *base;
+        t.fft.local_max = base->fft.local_max >> h;
+        t.fft.local_radix = radices[i];
+        t.fft.local_cols = cols[j];
+        if (t.fft.local_max < 32)
+          continue;
+        add(list, n, &t,
+            h + ldist(radices[i], base->fft.local_radix) +
+              ldist(cols[j], base->fft.local_cols));
       }
 }
 

@@ -202,6 +202,12 @@ static void reduce_defaults(const kiln_device_info *dev, kiln__reduce_tuning *t)
  * The figures are in docs/performance.md, "The kernels' parameters" under
  * FFT (each pass's time from KILN_TRACE=FILE kiln run fft, on one PoCL
  * thread with POCL_MAX_PTHREAD_COUNT=1).
+ *
+ * On a GPU whole sequences run in local memory (cl/fft_local.cl), as
+ * VkFFT and cuFFT do: 4096 float32 points (32 KiB) where the device gives
+ * a group 48 KiB, radix 8 (512 work-items at 4096, 16 registers of points
+ * each), up to 16 sequences a group (columns of 16 points' 128 bytes side
+ * by side). Not yet measured on a GPU (docs/fft.md, "On GPUs").
  */
 static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
 {
@@ -212,7 +218,14 @@ static void fft_defaults(const kiln_device_info *dev, kiln__fft_tuning *t)
   *t = (kiln__fft_tuning){.wide_from = 16,
                           .group = (unsigned)group,
                           .vec_first = !gpu,
-                          .row_max = gpu ? 0 : KILN__FFT_ROW_MAX};
+                          .row_max = gpu ? 0 : KILN__FFT_ROW_MAX,
+                          .local_radix = 8,
+                          .local_cols = 16};
+  size_t pts = 4096; /* the local room for float32 points, within the group's size */
+  while (pts > 16 &&
+         (pts * 8 > dev->local_mem_bytes || pts / 8 > dev->max_work_group_size))
+    pts /= 2;
+  t->local_max = gpu && pts > 16 ? (unsigned)pts : 0;
 }
 
 /*
@@ -419,6 +432,17 @@ int kiln__tuning_check(const kiln_device_info *dev, const kiln__tuning *t, kiln_
     rc = bad(why, "fft", "row_max", f->row_max,
              "it is 0 or a power of two from 128 to 2048");
   _Static_assert(KILN__FFT_ROW_MAX == 2048, "row_max's message names the limit");
+  if (f->local_radix != 4 && f->local_radix != 8 && f->local_radix != 16)
+    rc = bad(why, "fft", "local_radix", f->local_radix, "it is 4, 8 or 16");
+  if (f->local_cols < 1 || f->local_cols > 64 || !is_pow2(f->local_cols))
+    rc =
+      bad(why, "fft", "local_cols", f->local_cols, "it is a power of two from 1 to 64");
+  if (f->local_max && (!is_pow2(f->local_max) || f->local_max < 32 ||
+                       f->local_max > 4096 || f->local_max * 8 > dev->local_mem_bytes ||
+                       f->local_max / f->local_radix > dev->max_work_group_size))
+    rc = bad(why, "fft", "local_max", f->local_max,
+             "it is 0 or a power of two from 32 to 4096 whose float32 points fit the "
+             "device's local memory, local_max / local_radix work-items its group");
   if (check_conv(dev, &t->conv, why))
     rc = -1;
   return rc;
@@ -451,6 +475,9 @@ void kiln__tuning_defines(const kiln__tuning *t, const char *program, kiln__str 
                       KILN__CONV_DW_QW, KILN__CONV_DW_TILE);
   else if (strcmp(program, "fft") == 0) /* the size of kiln_fft_rowv's arrays */
     kiln__str_appendf(out, " -DKILN_FFT_ROW_MAX=%u", KILN__FFT_ROW_MAX);
+  else if (strcmp(program, "fft_local") == 0) /* its local arrays and registers */
+    kiln__str_appendf(out, " -DKILN_FFT_LPOINTS=%u -DKILN_FFT_LRADIX=%u",
+                      t->fft.local_max ? t->fft.local_max : 64, t->fft.local_radix);
 }
 
 void kiln__builtin_options(const kiln_device_info *dev, const kiln__tuning *t,

@@ -76,11 +76,16 @@ typedef struct kiln__reduce_tuning {
  * `group` points, radix 256 in groups of one), 0: the scalar ones; with
  * them, rows of up to row_max points (0: none) run every pass in one
  * launch, a row a work-item (kiln_fft_rowv), at most KILN__FFT_ROW_MAX
- * (its private arrays). */
+ * (its private arrays). local_max > 0 (GPUs): lengths of up to local_max
+ * points (float32; half of it float64) run whole in a work-group's local
+ * memory (cl/fft_local.cl), longer ones up to local_max^2 as two such
+ * launches, local_radix (4, 8, 16) points a work-item per pass, groups of
+ * up to local_cols sequences (1 to 64: columns side by side). */
 #define KILN__FFT_ROW_MAX 2048
 typedef struct kiln__fft_tuning {
   unsigned wide_from, group;
   unsigned vec_first, row_max;
+  unsigned local_max, local_radix, local_cols;
 } kiln__fft_tuning;
 
 /* Convolution (cl/conv.cl, src/backends/kiln/conv_kiln.c). The direct kernel: each

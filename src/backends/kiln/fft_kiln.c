@@ -24,7 +24,10 @@
  * axis of n points whose neighbours along it are `cols` elements apart (the
  * product of the later lengths) is `batch` arrays of (n, cols), and a
  * column pass reads and writes whole rows of them (cl/fft.cl). Axes run
- * last first.
+ * last first. Where the tuning's local_max is non-zero (GPUs), an axis of
+ * up to local_max points (half for f64) runs whole in local memory in one
+ * launch of cl/fft_local.cl, and one of up to local_max^2 in two (the
+ * four-step split, plan_local() and run_local()); docs/fft.md, "On GPUs".
  *
  * The plan owns one twiddle table per distinct length (computed in double
  * on the host, so each entry is correctly rounded to the transform's type;
@@ -62,6 +65,7 @@ typedef struct fft_axis {
   unsigned radix[MAX_PASSES];
   int vec;              /* float32 rows on the vector kernels (r16v1, r<R>v) */
   int row;              /* and each row in one launch (rowv) */
+  int local;            /* in local memory (cl/fft_local.cl): radix[] = N1 (, N2) */
   cl_mem twiddles;      /* NULL when no pass needs one */
   size_t twiddle_bytes; /* of the table, when owned */
   int owns;             /* whether twiddles is this axis's own, else an earlier one's */
@@ -188,6 +192,79 @@ static kiln_status upload_twiddles(kiln_runtime *rt, fft_axis *ax, int f64)
   return st;
 }
 
+/* Whether axis ax of 2^m points runs in local memory (the tuning's
+ * local_max, halved for float64): whole, or as N1 N2 with both within it
+ * as radix[0] and radix[1]. N1, the strided first step's length, is the
+ * smaller: a group then holds more of its sequences, which lie side by
+ * side in memory, so its loads and stores run in longer contiguous pieces. */
+static int plan_local(kiln_runtime *rt, fft_axis *ax, unsigned m, int f64)
+{
+  size_t cap = rt->tuning->t.fft.local_max >> f64;
+  if (!cap || m == 0 || ax->n > cap * cap)
+    return 0;
+  ax->local = 1;
+  if (ax->n <= cap) {
+    ax->radix[ax->npass++] = (unsigned)ax->n;
+    return 1;
+  }
+  ax->radix[ax->npass++] = 1u << (m / 2);
+  ax->radix[ax->npass++] = 1u << (m - m / 2);
+  return 1;
+}
+
+/* The local kernel's tables (cl/fft_local.cl): (cos, sin) of 2 pi j / N
+ * for j < N1, then with two launches j < N2, then 2 pi j / n for j < N1. */
+static kiln_status upload_local(kiln_runtime *rt, fft_axis *ax, int f64)
+{
+  size_t n1 = ax->radix[0], n2 = ax->npass > 1 ? ax->radix[1] : 0;
+  size_t values = 2 * (n1 + n2 + (n2 ? n1 : 0)), elem = f64 ? 8 : 4;
+  double *tw = malloc(values * sizeof *tw);
+  if (!tw)
+    return kiln__fail(rt, KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_fft(kiln): building a plan: no host memory for a "
+                      "%zu-entry twiddle table",
+                      values / 2);
+  size_t lens[3] = {n1, n2, n2 ? ax->n : 0}, counts[3] = {n1, n2, n2 ? n1 : 0}, at = 0;
+  for (unsigned t = 0; t < 3; t++)
+    for (size_t j = 0; j < counts[t]; j++, at += 2) {
+      tw[at] = cos(2 * CL_M_PI * (double)j / (double)lens[t]);
+      tw[at + 1] = sin(2 * CL_M_PI * (double)j / (double)lens[t]);
+    }
+  if (!f64) { /* narrowed in place: the floats fit in the doubles' room */
+    float *tf = (float *)tw;
+    for (size_t i = 0; i < values; i++)
+      tf[i] = (float)tw[i];
+  }
+  kiln_status st = kiln__plan_mem_create(rt, "kiln_fft", "plan's twiddle table",
+                                         CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                         values * elem, tw, &ax->twiddles);
+  free(tw);
+  if (st == KILN_OK) {
+    ax->owns = 1;
+    ax->twiddle_bytes = values * elem;
+  }
+  return st;
+}
+
+/* Axis a's launches counted, and its twiddles: an earlier axis's table when
+ * its passes are the same (the rows' vector passes and the columns' differ),
+ * else its own. */
+static kiln_status share_or_upload(kiln_runtime *rt, fft_kiln_plan *plan, unsigned a,
+                                   int f64)
+{
+  fft_axis *ax = &plan->axis[a];
+  plan->nlaunch += ax->row ? 1 : ax->npass;
+  for (unsigned b = 0; b < a; b++)
+    if (plan->axis[b].npass == ax->npass && plan->axis[b].local == ax->local &&
+        memcmp(plan->axis[b].radix, ax->radix, ax->npass * sizeof *ax->radix) == 0) {
+      ax->twiddles = plan->axis[b].twiddles;
+      return KILN_OK;
+    }
+  if (!ax->npass)
+    return KILN_OK;
+  return ax->local ? upload_local(rt, ax, f64) : upload_twiddles(rt, ax, f64);
+}
+
 /* Axis a of plan: shape[d] with d = ndim - 1 - a, its passes and its
  * twiddles (an earlier axis's, when its passes are the same). */
 static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__fft *f,
@@ -203,6 +280,8 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
   unsigned m = 0;
   while (((size_t)1 << m) < ax->n)
     m++;
+  if (plan_local(rt, ax, m, f->d.dtype == KILN_F64))
+    return share_or_upload(rt, plan, a, f->d.dtype == KILN_F64);
   /* The vector kernels: rows of float32, of 2^7 points or more (the first
    * pass's n/16 points of each radix 8 lanes at a time, the next passes'
    * strides 8 or more). */
@@ -220,16 +299,7 @@ static kiln_status plan_axis(kiln_runtime *rt, fft_kiln_plan *plan, const kiln__
   int first256 =
     ax->vec && !ax->row && ax->batch * (ax->n >> 11) >= 4 * (size_t)(cu ? cu : 1);
   split(ax, m, first256);
-  plan->nlaunch += ax->row ? 1 : ax->npass;
-  /* an earlier axis's table when its passes are the same (the rows' vector
-   * passes and the columns' differ) */
-  for (unsigned b = 0; b < a; b++)
-    if (plan->axis[b].npass == ax->npass &&
-        memcmp(plan->axis[b].radix, ax->radix, ax->npass * sizeof *ax->radix) == 0) {
-      ax->twiddles = plan->axis[b].twiddles;
-      return KILN_OK;
-    }
-  return ax->npass ? upload_twiddles(rt, ax, f->d.dtype == KILN_F64) : KILN_OK;
+  return share_or_upload(rt, plan, a, f->d.dtype == KILN_F64);
 }
 
 static kiln_status kiln_plan(kiln_runtime *rt, const kiln__fft *f, void **out)
@@ -269,11 +339,54 @@ typedef struct at {
   cl_ulong off; /* in reals: a view's first element, else 0 */
 } at;
 
+static unsigned log2u(size_t x)
+{
+  unsigned l = 0;
+  while (((size_t)1 << l) < x)
+    l++;
+  return l;
+}
+
+/* Launch s of a local axis (cl/fft_local.cl's header says what each
+ * argument is): whole sequences, else step 1 (the N2 strided DFTs of
+ * length N1, twiddled) or step 2 (the N1 DFTs of length N2, written N1
+ * apart). Groups of g sequences: as many as the local room and local_cols
+ * allow, and enough for a work-item's local_radix points. */
+static kiln_status run_local(kiln_runtime *rt, const fft_axis *ax, unsigned s,
+                             double sign, int f64, at src, at dst)
+{
+  kiln__fft_tuning t = rt->tuning->t.fft;
+  size_t n1 = ax->radix[0], n2 = ax->npass > 1 ? ax->radix[1] : 1, c = ax->cols;
+  size_t len = ax->radix[s], a = s ? n1 : n2, room = t.local_max >> f64;
+  cl_uint sa, st, oa, ot;
+  if (ax->npass == 1)
+    sa = oa = 0, st = ot = (cl_uint)c;
+  else if (s == 0)
+    sa = oa = (cl_uint)c, st = ot = (cl_uint)(n2 * c);
+  else
+    sa = (cl_uint)(n2 * c), st = (cl_uint)c, oa = (cl_uint)c, ot = (cl_uint)(n1 * c);
+  size_t seqs = ax->batch * a * c, g = 1;
+  while (g < t.local_cols && g * 2 * len <= room && g < seqs)
+    g *= 2;
+  while (g * len < t.local_radix)
+    g *= 2; /* lengths below the radix: several sequences a work-item's points */
+  size_t local[1] = {g * len / t.local_radix};
+  size_t global[1] = {(seqs + g - 1) / g * local[0]};
+  cl_uint tw_n = s ? (cl_uint)(2 * n1) : 0;
+  return kiln__launch_fft_local(
+    rt, "kiln_fft(kiln)", f64 ? "f64" : "f32", 1, global, local, src.mem, src.off,
+    dst.mem, dst.off, (cl_uint)len, log2u(a), log2u(c), (cl_uint)g, seqs, ax->n * c, sa,
+    1, st, oa, 1, ot, ax->npass > 1 && s == 0, sign, ax->twiddles, tw_n,
+    (cl_uint)(2 * n1), (cl_uint)(2 * (n1 + n2)));
+}
+
 static kiln_status run_pass(kiln_runtime *rt, const fft_axis *ax, unsigned s, cl_uint p,
                             double sign, int f64, at src, at dst)
 {
   static const char what[] = "kiln_fft(kiln)";
   kiln__fft_tuning t = rt->tuning->t.fft;
+  if (ax->local)
+    return run_local(rt, ax, s, sign, f64, src, dst);
   unsigned r = ax->radix[s];
   cl_uint n = (cl_uint)ax->n;
   char variant[24]; /* "r%u%s_%s": the compiler counts 10 digits for %u */
